@@ -1,0 +1,28 @@
+"""Exception hierarchy; each class carries the exit code the CLIs map it to.
+
+Exit codes follow contracts/check-report.md: 2 means "could not do the job"
+(bad usage, unreadable or unreachable store, input that is not a dataset).
+"""
+from __future__ import annotations
+
+
+class NczarrError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    exit_code = 2
+
+
+class UsageError(NczarrError):
+    """The command line or the call asked for something impossible."""
+
+
+class StoreError(NczarrError):
+    """A store could not be opened, read or written."""
+
+
+class FormatError(NczarrError):
+    """The bytes are there but they are not a dataset we can read."""
+
+
+class UnsupportedError(FormatError):
+    """A valid dataset uses something the chosen flavor or reader cannot express."""

@@ -1,0 +1,47 @@
+"""Pure helpers for zmap keys: absolute, '/'-separated, relative to the dataset root.
+
+Only store backends turn keys into paths, zip members or S3 names, and they
+do it through :func:`validate` so that no key can escape the store.
+"""
+from __future__ import annotations
+
+from .errors import FormatError
+
+
+def join(*parts: str) -> str:
+    """Join segments into one absolute key, ignoring empty segments."""
+    segments: list[str] = []
+    for part in parts:
+        segments.extend(s for s in part.split("/") if s)
+    return "/" + "/".join(segments)
+
+
+def split(key: str) -> list[str]:
+    """Segments of a key, without empty ones."""
+    return [s for s in key.split("/") if s]
+
+
+def parent(key: str) -> str:
+    """The key one level up ('/' for top-level keys)."""
+    segs = split(key)
+    return join(*segs[:-1])
+
+
+def basename(key: str) -> str:
+    """Last segment of a key ('' for the root)."""
+    segs = split(key)
+    return segs[-1] if segs else ""
+
+
+def validate(key: str) -> str:
+    """Return the normalised key or raise if it could escape the store root.
+
+    Rejects '..' and '.' segments, backslashes and control characters, which is
+    what keeps a hostile zip member or S3 name from writing outside a target.
+    """
+    if not key.startswith("/"):
+        key = "/" + key
+    for seg in split(key):
+        if seg in (".", "..") or "\\" in seg or any(ord(c) < 32 for c in seg):
+            raise FormatError(f"unsafe key {key!r}")
+    return join(key)

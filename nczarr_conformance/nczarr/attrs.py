@@ -1,0 +1,136 @@
+"""The JSON attribute convention (nczarr.md Appendix D), both directions.
+
+Writing a char attribute: Appendix D case 3 stores JSON-looking text as the
+JSON it spells. We apply it only where that is lossless and unambiguous for
+every reader: the text must be a JSON object, or an array holding an object or
+array, and must read back byte for byte (netcdf-c's unparse form). Everything
+else (``"42"``, ``"[1, 2]"``, ``"true"``) is case 4, a JSON string, because a
+number or flat array under a char type is read back wrongly by netcdf-c 4.10.1
+("42" → "4") and as a number by pure Zarr readers.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError
+from ..model import Attribute
+from .dtypes import DEFAULT_MAXSTRLEN, NUMERIC, attr_type_string, parse_attr_type
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+UINT64_MAX = 2**64 - 1
+
+
+def unparse(value: Any) -> str:
+    """JSON text in netcdf-c's layout: ``{"k": v, "k2": w}`` and ``[a,b]``."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {unparse(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(unparse(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _is_complex_json(value: Any) -> bool:
+    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value))
+
+
+def float_json(x: float, nctype: str) -> float | str:
+    """Shortest decimal that reads back at the type's precision; non-finite as Zarr strings."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if nctype == "float":
+        return float(str(np.float32(x)))
+    return float(x)
+
+
+def encode(attr: Attribute) -> tuple[Any, str]:
+    """(JSON value, _nczarr_attr dtype) for one attribute."""
+    if attr.type == "char":
+        text = attr.value
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        else:
+            if _is_complex_json(parsed) and unparse(parsed) == text:
+                return parsed, attr_type_string("char")
+        return text, attr_type_string("char")
+    if attr.type == "string":
+        items = [str(v) for v in attr.value.tolist()]
+        longest = max((len(s.encode("utf-8")) for s in items), default=1)
+        type_text = attr_type_string("string", max(DEFAULT_MAXSTRLEN, longest))
+        return (items[0] if len(items) == 1 else items), type_text
+    if attr.type in ("float", "double"):
+        values: list[Any] = [float_json(float(v), attr.type) for v in attr.value.tolist()]
+    else:
+        values = [int(v) for v in attr.value.tolist()]
+    return (values[0] if len(values) == 1 else values), attr_type_string(attr.type)
+
+
+def decode(value: Any, type_text: Any) -> Attribute:
+    """An attribute from its JSON value and optional dtype (Appendix D read cases)."""
+    nctype = parse_attr_type(type_text) if type_text is not None else _infer(value)
+    if nctype is None:
+        raise FormatError("internal |J0 attribute has no netCDF value")
+    if nctype == "char":
+        return Attribute("char", value if isinstance(value, str) else unparse(value))
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(v, (dict, list)) for v in items):
+        return Attribute("char", unparse(value))
+    if nctype == "string":
+        return Attribute("string", np.array([v if isinstance(v, str) else unparse(v) for v in items], dtype=object))
+    return Attribute(nctype, np.array([_number(v, nctype) for v in items], dtype=NUMERIC[nctype]))
+
+
+def _number(v: Any, nctype: str) -> Any:
+    if nctype in ("float", "double"):
+        if isinstance(v, str):
+            special = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "-Infinity": -math.inf,
+                       "inf": math.inf, "-inf": -math.inf}
+            if v in special:
+                return special[v]
+            try:
+                return float(v)
+            except ValueError:
+                raise FormatError(f"attribute value {v!r} is not a {nctype}") from None
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise FormatError(f"attribute value {v!r} is not a {nctype}")
+        return v
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, str):
+        try:
+            v = int(v)
+        except ValueError:
+            raise FormatError(f"attribute value {v!r} is not an integer ({nctype})") from None
+    if not isinstance(v, int):
+        raise FormatError(f"attribute value {v!r} is not an integer ({nctype})")
+    info = np.iinfo(NUMERIC[nctype])
+    if not info.min <= v <= info.max:
+        raise FormatError(f"attribute value {v} is out of range for {nctype}")
+    return v
+
+
+def _infer(value: Any) -> str:
+    """Type of an untyped (pure Zarr) attribute, from its JSON value."""
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+        return "char"
+    if any(isinstance(v, float) for v in items):
+        return "double"
+    lo, hi = min(items), max(items)
+    if INT32[0] <= lo and hi <= INT32[1]:
+        return "int"
+    if INT64[0] <= lo and hi <= INT64[1]:
+        return "int64"
+    if lo >= 0 and hi <= UINT64_MAX:
+        return "uint64"
+    return "double"

@@ -1,0 +1,140 @@
+"""The NCZarr layouts that exist in the wild, their detection, and metadata lookup.
+
+=============  ==============================================================
+flavor         where the NCZarr metadata lives
+=============  ==============================================================
+nczarr-v1      separate objects .nczarr / .nczgroup / .nczarray / .nczattr (2020)
+nczarr-2-upper ``_NCZARR_*`` keys inside .zgroup / .zarray / .zattrs (4.8–4.9.0)
+nczarr-2       ``_nczarr_*`` keys inside .zgroup / .zarray / .zattrs (4.9.1–4.9.2)
+nczarr-4.10    every ``_nczarr_*`` key inside .zattrs (netcdf-c ≥ 4.9.3)
+zarr           pure Zarr v2, optionally with xarray's ``_ARRAY_DIMENSIONS``
+=============  ==============================================================
+
+Lookups are lenient (they try every location) because real stores mix them,
+e.g. a 4.9.2 dataset whose .zattrs still carries ``_nczarr_attr``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .. import keys
+from ..errors import FormatError
+from ..stores.base import Store
+
+FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "unknown")
+KNOWN_VERSIONS = ("1.0.0", "2.0.0")
+
+
+def load_json(raw: bytes, key: str) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FormatError(f"{key}: not valid JSON ({exc})") from exc
+
+
+class MetadataSource:
+    """Metadata objects as JSON, from ``.zmetadata`` when present, else one GET each."""
+
+    def __init__(self, store: Store, use_consolidated: bool = True) -> None:
+        self.store = store
+        self.consolidated: dict[str, Any] | None = None
+        self.cache: dict[str, Any] = {}
+        if use_consolidated:
+            raw = store.get("/.zmetadata")
+            if raw is not None:
+                doc = load_json(raw, "/.zmetadata")
+                meta = doc.get("metadata") if isinstance(doc, dict) else None
+                if not isinstance(meta, dict):
+                    raise FormatError("/.zmetadata: no 'metadata' object")
+                self.consolidated = {keys.join(k): v for k, v in meta.items()}
+
+    def get(self, key: str) -> Any | None:
+        key = keys.join(key)
+        if key in self.cache:
+            return self.cache[key]
+        if self.consolidated is not None and key in self.consolidated:
+            value = self.consolidated[key]
+        elif self.consolidated is not None and keys.basename(key) in (".zgroup", ".zarray", ".zattrs"):
+            value = None  # consolidated metadata is authoritative for Zarr objects
+        else:
+            raw = self.store.get(key)
+            value = None if raw is None else load_json(raw, key)
+        if value is not None and not isinstance(value, dict):
+            raise FormatError(f"{key}: JSON object expected, found {type(value).__name__}")
+        self.cache[key] = value
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class NczarrKeys:
+    """Where one flavor keeps each piece; used to read and to write."""
+
+    name: str
+    superblock: tuple[str, str]  # (object basename, key inside it) ; key "" = whole object
+    group: tuple[str, str]
+    array: tuple[str, str]
+    attr: tuple[str, str]
+    dims_member: str
+    arrays_member: str
+    dimrefs_member: str
+
+
+LAYOUTS = {
+    "nczarr-4.10": NczarrKeys("nczarr-4.10", (".zattrs", "_nczarr_superblock"), (".zattrs", "_nczarr_group"),
+                              (".zattrs", "_nczarr_array"), (".zattrs", "_nczarr_attr"),
+                              "dimensions", "arrays", "dimension_references"),
+    "nczarr-2": NczarrKeys("nczarr-2", (".zgroup", "_nczarr_superblock"), (".zgroup", "_nczarr_group"),
+                           (".zarray", "_nczarr_array"), (".zattrs", "_nczarr_attr"), "dims", "vars", "dimrefs"),
+    "nczarr-2-upper": NczarrKeys("nczarr-2-upper", (".zgroup", "_NCZARR_SUPERBLOCK"), (".zgroup", "_NCZARR_GROUP"),
+                                 (".zarray", "_NCZARR_ARRAY"), (".zattrs", "_NCZARR_ATTR"), "dims", "vars", "dimrefs"),
+    "nczarr-v1": NczarrKeys("nczarr-v1", (".nczarr", ""), (".nczgroup", ""), (".nczarray", ""), (".nczattr", ""),
+                            "dims", "vars", "dimrefs"),
+}
+
+#: Every place a piece may be found, newest first.
+_SEARCH = {
+    "group": [(".zattrs", "_nczarr_group"), (".zgroup", "_nczarr_group"), (".zgroup", "_NCZARR_GROUP"),
+              (".zattrs", "_NCZARR_GROUP"), (".nczgroup", "")],
+    "array": [(".zattrs", "_nczarr_array"), (".zarray", "_nczarr_array"), (".zarray", "_NCZARR_ARRAY"),
+              (".zattrs", "_NCZARR_ARRAY"), (".nczarray", "")],
+    "attr": [(".zattrs", "_nczarr_attr"), (".zattrs", "_NCZARR_ATTR"), (".nczattr", "")],
+}
+
+
+def find_piece(meta: MetadataSource, node: str, piece: str, *, with_v1: bool) -> Any | None:
+    """The NCZarr ``piece`` (group/array/attr) of the node at key ``node``, or None."""
+    for obj, member in _SEARCH[piece]:
+        if obj.startswith(".ncz") and not with_v1:
+            continue
+        doc = meta.get(keys.join(node, obj))
+        if doc is None:
+            continue
+        value = doc if member == "" else doc.get(member)
+        if value is not None:
+            if not isinstance(value, dict):
+                raise FormatError(f"{keys.join(node, obj)}: {member or obj} must be a JSON object")
+            return value
+    return None
+
+
+def detect(meta: MetadataSource) -> tuple[str, dict[str, Any] | None]:
+    """(flavor, superblock) of the dataset at the store root; raises if there is none."""
+    zgroup = meta.get("/.zgroup")
+    zattrs = meta.get("/.zattrs") if zgroup is not None else None
+    if zattrs is not None and isinstance(zattrs.get("_nczarr_superblock"), dict):
+        return "nczarr-4.10", zattrs["_nczarr_superblock"]
+    if zgroup is not None:
+        for member, flavor in (("_nczarr_superblock", "nczarr-2"), ("_NCZARR_SUPERBLOCK", "nczarr-2-upper")):
+            if isinstance(zgroup.get(member), dict):
+                return flavor, zgroup[member]
+        v1 = meta.get("/.nczarr")
+        if v1 is not None:
+            return "nczarr-v1", v1
+        if zattrs is not None and isinstance(zattrs.get("_NCZARR_SUPERBLOCK"), dict):
+            return "nczarr-2-upper", zattrs["_NCZARR_SUPERBLOCK"]
+        return "zarr", None
+    if meta.get("/.zarray") is not None:
+        return "zarr", None
+    raise FormatError("no dataset here: neither /.zgroup nor /.zarray exists")

@@ -1,0 +1,29 @@
+"""Store backends and ``open_store``, which picks one from a URL or path."""
+from __future__ import annotations
+
+import os
+
+from ..errors import UsageError
+from ..urls import StoreSpec, parse
+from .base import Store
+from .directory import DirectoryStore
+from .memory import MemoryStore
+from .zip import ZipStore
+
+__all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store"]
+
+
+def open_store(url: str | os.PathLike[str] | StoreSpec, mode: str = "r", overwrite: bool = False) -> Store:
+    """Open the store a netcdf-c URL or plain path names (mode 'r', 'w' or 'a')."""
+    spec = url if isinstance(url, StoreSpec) else parse(url)
+    if spec.kind == "file":
+        return DirectoryStore(spec.path, mode, overwrite)
+    if spec.kind == "zip":
+        if mode == "a":
+            raise UsageError(f"{spec.path}: zip stores are write-once; rewrite instead of appending")
+        return ZipStore(spec.path, mode, overwrite)
+    if spec.kind == "s3":
+        from .s3 import S3Store  # boto3 is imported only when S3 is used
+
+        return S3Store.from_spec(spec, mode, overwrite)
+    raise UsageError(f"unknown storage kind {spec.kind!r}")

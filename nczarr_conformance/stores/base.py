@@ -1,0 +1,100 @@
+"""The one small key→bytes interface every backend implements (netcdf-c's zmap).
+
+Keys are zmap keys (absolute, '/'-separated, relative to the dataset root).
+A missing key is ``None``, never an exception. Writes are transactional: a
+store opened for writing becomes visible at its target only on ``commit()``;
+``abort()`` leaves nothing behind.
+"""
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import Self
+
+from .. import keys
+from ..errors import StoreError
+
+
+class Store(ABC):
+    """Abstract store; subclasses implement the primitives, the base the rest."""
+
+    kind: str = "abstract"
+    writable: bool = False
+    supports_deletes: bool = True
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.writes = 0
+        self._count_lock = threading.Lock()
+
+    # ---- primitives -------------------------------------------------------
+    @abstractmethod
+    def _get(self, key: str) -> bytes | None: ...
+
+    @abstractmethod
+    def _put(self, key: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def _delete(self, key: str) -> None: ...
+
+    @abstractmethod
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        """Every object key under ``prefix`` (a key, '/' for everything)."""
+
+    # ---- derived operations --------------------------------------------------
+    def get(self, key: str) -> bytes | None:
+        key = keys.validate(key)
+        with self._count_lock:
+            self.reads += 1
+        return self._get(key)
+
+    def put(self, key: str, data: bytes) -> None:
+        self._check_writable()
+        key = keys.validate(key)
+        with self._count_lock:
+            self.writes += 1
+        self._put(key, bytes(data))
+
+    def delete(self, key: str) -> None:
+        self._check_writable()
+        if not self.supports_deletes:
+            raise StoreError(f"{self!r} cannot delete objects")
+        self._delete(keys.validate(key))
+
+    def exists(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def list_prefix(self, prefix: str = "/") -> list[str]:
+        return sorted(self._list_prefix(keys.validate(prefix)))
+
+    def list_dir(self, prefix: str = "/") -> list[str]:
+        """Immediate child names under ``prefix`` (zmap ``search``)."""
+        prefix = keys.validate(prefix)
+        depth = len(keys.split(prefix))
+        names = {keys.split(k)[depth] for k in self._list_prefix(prefix) if len(keys.split(k)) > depth}
+        return sorted(names)
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise StoreError(f"{self!r} is read-only")
+
+    def commit(self) -> None:
+        """Make what was written visible at the target; a no-op for read stores."""
+
+    def abort(self) -> None:
+        """Throw away everything written since opening."""
+
+    def close(self) -> None:
+        """Release resources of a read store."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.writable:
+            if exc_type is None:
+                self.commit()
+            else:
+                self.abort()
+        self.close()

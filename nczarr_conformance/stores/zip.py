@@ -1,0 +1,155 @@
+"""Zip file backend (netcdf-c's ``mode=…,zip``), read or write-once.
+
+netcdf-c puts the dataset under a top-level folder named after the zip file
+without its ``.zip`` suffix (``x.zip`` holds ``x/.zgroup``); zarr-python's
+ZipStore puts it at the top. Reading finds either; writing uses netcdf-c's
+layout so that netcdf-c built with libzip reads what we write. Nothing is ever
+extracted: members are read into memory one at a time, and member names with
+``..``, absolute paths or backslashes are never served.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from .. import keys
+from ..errors import FormatError, StoreError
+from .base import Store
+
+ROOT_MARKERS = (".zgroup", ".zarray", ".zmetadata", ".nczarr")
+
+
+def dataset_folder(path: str | os.PathLike[str]) -> str:
+    """The folder netcdf-c uses inside a zip: the file name minus ``.zip``."""
+    name = Path(path).name
+    return name[:-4] if name.lower().endswith(".zip") else name
+
+
+class ZipStore(Store):
+    kind = "zip"
+    supports_deletes = False
+
+    def __init__(self, path: str | os.PathLike[str], mode: str = "r", overwrite: bool = False) -> None:
+        super().__init__()
+        self.target = Path(path)
+        self.mode = mode
+        self.overwrite = overwrite
+        self._lock = threading.RLock()
+        self.unsafe_members: list[str] = []
+        if mode == "r":
+            self._open_read()
+        elif mode == "w":
+            self.writable = True
+            if self.target.exists() and not overwrite:
+                raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
+            if not self.target.parent.is_dir():
+                raise StoreError(f"{self.target.parent}: no such directory")
+            self.prefix = dataset_folder(self.target) + "/"
+            self.tmp = self.target.parent / f".{self.target.name}.partial-{os.getpid()}"
+            self.zf = zipfile.ZipFile(self.tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
+            self._written: set[str] = set()
+        else:
+            raise ValueError(f"bad mode {mode!r}")
+
+    def _open_read(self) -> None:
+        if not self.target.is_file():
+            reason = "is a directory, not a zip file" if self.target.is_dir() else "no such file or directory"
+            raise StoreError(f"{self.target}: {reason}")
+        try:
+            self.zf = zipfile.ZipFile(self.target, "r")
+        except zipfile.BadZipFile as exc:
+            raise FormatError(f"{self.target}: not a zip file ({exc})") from exc
+        except OSError as exc:
+            raise StoreError(f"{self.target}: {exc.strerror}") from exc
+        self.members: dict[str, zipfile.ZipInfo] = {}
+        names = []
+        for info in self.zf.infolist():
+            if info.is_dir():
+                continue
+            name = info.filename
+            try:
+                key = keys.validate(name)
+            except FormatError:
+                self.unsafe_members.append(name)
+                continue
+            if name.startswith("/"):
+                self.unsafe_members.append(name)
+                continue
+            names.append((key, info))
+        self.prefix = self._find_root([k for k, _ in names])
+        for key, info in names:
+            if key.startswith(self.prefix):
+                self.members[keys.join(key[len(self.prefix):])] = info
+
+    @staticmethod
+    def _find_root(all_keys: list[str]) -> str:
+        best: tuple[int, str] | None = None
+        for key in all_keys:
+            segs = keys.split(key)
+            if segs and segs[-1] in ROOT_MARKERS:
+                candidate = (len(segs), "/" + "/".join(segs[:-1]))
+                if best is None or candidate < best:
+                    best = candidate
+        if best is None:
+            return "/"
+        return best[1].rstrip("/") + "/"
+
+    def _get(self, key: str) -> bytes | None:
+        if self.mode == "w":
+            raise StoreError(f"{self!r} is write-only until committed")
+        info = self.members.get(key)
+        if info is None:
+            return None
+        with self._lock:
+            try:
+                return self.zf.read(info)
+            except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError) as exc:
+                raise FormatError(f"{self.target}: member {info.filename}: {exc}") from exc
+
+    def _put(self, key: str, data: bytes) -> None:
+        with self._lock:
+            if key in self._written:
+                raise StoreError(f"{self!r}: {key} written twice (zip is write-once)")
+            self._written.add(key)
+            info = zipfile.ZipInfo(self.prefix + key.lstrip("/"), date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_STORED
+            self.zf.writestr(info, data)
+
+    def _delete(self, key: str) -> None:
+        raise StoreError(f"{self!r} cannot delete objects")
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        p = prefix.rstrip("/") + "/"
+        source = self._written if self.mode == "w" else self.members
+        return (k for k in list(source) if k.startswith(p))
+
+    def commit(self) -> None:
+        if self.mode != "w":
+            return
+        with self._lock:
+            self.zf.close()
+            if self.target.exists() and not self.overwrite:
+                self.tmp.unlink(missing_ok=True)
+                raise StoreError(f"{self.target}: appeared while writing; not replaced")
+            os.replace(self.tmp, self.target)
+            self.mode = "done"
+
+    def abort(self) -> None:
+        if self.mode == "w":
+            with self._lock:
+                try:
+                    self.zf.close()
+                finally:
+                    self.tmp.unlink(missing_ok=True)
+                    self.mode = "done"
+
+    def close(self) -> None:
+        if self.mode == "r":
+            self.zf.close()
+
+    def __repr__(self) -> str:
+        return f"ZipStore('file://{self.target.resolve()}')"

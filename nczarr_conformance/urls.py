@@ -1,0 +1,130 @@
+"""netcdf-c style dataset URLs and plain paths, parsed into a StoreSpec.
+
+netcdf-c takes ``file:///p/x.zip#mode=nczarr,zip``, ``file:///p/x.file#mode=zarr,file``,
+``s3://bucket/key#mode=nczarr,s3``; the fragment's ``mode`` list names the format
+(nczarr, zarr, noxarray) and the storage (file, zip, s3). Plain paths are accepted
+too: a ``.zip`` suffix or zip magic bytes mean zip, anything else a directory.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from .errors import UsageError
+
+ZIP_MAGIC = b"PK\x03\x04"
+EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+STORAGE_MODES = ("file", "zip", "s3")
+FORMAT_MODES = ("nczarr", "zarr", "noxarray", "xarray")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSpec:
+    """Where a dataset lives and how the URL asked for it to be read."""
+
+    kind: str  # "file", "zip" or "s3"
+    path: str  # filesystem path for file/zip, "bucket/key" for s3
+    modes: tuple[str, ...] = ()
+    params: dict[str, str] = field(default_factory=dict)
+    endpoint: str | None = None  # for https URLs naming a host
+    url: str = ""
+
+    @property
+    def pure_zarr(self) -> bool:
+        return "zarr" in self.modes and "nczarr" not in self.modes
+
+    @property
+    def xarray(self) -> bool:
+        return "noxarray" not in self.modes
+
+
+def _parse_fragment(fragment: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    modes: list[str] = []
+    params: dict[str, str] = {}
+    for item in fragment.split("&"):
+        if not item:
+            continue
+        name, _, value = item.partition("=")
+        name = name.strip().lower()
+        if name == "mode":
+            for m in value.split(","):
+                m = m.strip().lower()
+                if m:
+                    modes.append(m)
+        else:
+            params[name] = unquote(value)
+    return tuple(modes), params
+
+
+def _sniff_zip(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return head in (ZIP_MAGIC, EMPTY_ZIP_MAGIC)
+
+
+def parse(url: str | os.PathLike[str]) -> StoreSpec:
+    """Parse a netcdf-c URL or a plain path."""
+    text = os.fspath(url)
+    if not text:
+        raise UsageError("empty dataset URL")
+    parts = urlsplit(text) if "://" in text else None
+    if parts is None:
+        base, _, fragment = text.partition("#")
+        modes, params = _parse_fragment(fragment)
+        path = str(Path(base).expanduser())
+        kind = _storage_kind(modes, path)
+        return StoreSpec(kind, path, modes, params, url=text)
+    scheme = parts.scheme.lower()
+    modes, params = _parse_fragment(parts.fragment)
+    if scheme == "file":
+        path = unquote(parts.path)
+        kind = _storage_kind(modes, path)
+        if kind == "s3":
+            raise UsageError(f"{text}: a file:// URL cannot name s3 storage")
+        return StoreSpec(kind, path, modes, params, url=text)
+    if scheme == "s3":
+        bucket = parts.netloc
+        key = parts.path.strip("/")
+        return StoreSpec("s3", f"{bucket}/{key}".rstrip("/"), modes, params, url=text)
+    if scheme in ("http", "https"):
+        return _parse_https(parts.netloc, parts.path, modes, params, scheme, text)
+    raise UsageError(f"{text}: unsupported URL scheme {scheme!r}")
+
+
+def _parse_https(host: str, path: str, modes: tuple[str, ...], params: dict[str, str],
+                 scheme: str, text: str) -> StoreSpec:
+    """Path style (host/bucket/key) or virtual-host style (bucket.s3.region.amazonaws.com/key)."""
+    path = unquote(path).strip("/")
+    hostname = host.split(":")[0]
+    labels = hostname.split(".")
+    if hostname.endswith("amazonaws.com") and len(labels) >= 4 and not labels[0].startswith("s3"):
+        bucket = labels[0]
+        region = labels[2] if labels[1] == "s3" and len(labels) > 4 else None
+        endpoint = f"{scheme}://s3.{region}.amazonaws.com" if region else f"{scheme}://s3.amazonaws.com"
+        if region:
+            params = {**params, "aws.region": params.get("aws.region", region)}
+        return StoreSpec("s3", f"{bucket}/{path}".rstrip("/"), modes, params, endpoint, text)
+    if not path:
+        raise UsageError(f"{text}: no bucket in URL path")
+    if hostname.endswith("amazonaws.com") and len(labels) >= 4 and labels[0] == "s3":
+        params = {**params, "aws.region": params.get("aws.region", labels[1])}
+    return StoreSpec("s3", path, modes, params, f"{scheme}://{host}", text)
+
+
+def _storage_kind(modes: tuple[str, ...], path: str) -> str:
+    storage = [m for m in modes if m in STORAGE_MODES]
+    if storage:
+        return storage[-1]
+    if path.lower().endswith(".zip") or (os.path.isfile(path) and _sniff_zip(path)):
+        return "zip"
+    return "file"
+
+
+def to_file_url(path: str, kind: str, mode: str = "nczarr") -> str:
+    """The netcdf-c URL naming a local directory or zip store."""
+    return f"file://{os.path.abspath(path)}#mode={mode},{kind}"
