@@ -69,6 +69,12 @@ def _int_list(value: Any, what: str, key: str, minimum: int) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _attr_dtype(nctype: str) -> str:
+    from .dtypes import attr_type_string
+
+    return attr_type_string(nctype)
+
+
 def decode_fill(value: Any, st: StorageType, *, base64_strings: bool) -> Any:
     """The .zarray fill_value as a value of the chunk dtype (None stays None)."""
     if value is None:
@@ -250,6 +256,9 @@ class DatasetReader:
             dimensions = [r if r.startswith("/") else "/" + r for r in ([] if scalar else refs)]
         shape = () if scalar else zshape
         fill_attr = attributes.get("_FillValue")
+        if fill_attr is not None and fill_attr.type != st.nctype and not self.nczarr:
+            # untyped Zarr attribute: netCDF gives _FillValue the variable's type
+            fill_attr = attributes["_FillValue"] = attr_codec.decode(zattrs["_FillValue"], _attr_dtype(st.nctype))
         if fill_attr is not None and fill_attr.type != st.nctype:
             raise FormatError(f"{akey}: _FillValue is {fill_attr.type}, variable is {st.nctype}")
         if self.nczarr or fill_attr is not None:

@@ -1,0 +1,31 @@
+"""What every CLI shares: one-line errors, documented exit codes, no tracebacks."""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+from ..errors import NczarrError
+
+
+def run(prog: str, body: Callable[[], int]) -> int:
+    """Run ``body``; map our errors to one stderr line and their exit code.
+
+    Unexpected exceptions also end in one line (exit 2) unless NCZARR_DEBUG is
+    set, which re-raises them for a traceback.
+    """
+    try:
+        return body()
+    except NczarrError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the promise is: never a traceback
+        if os.environ.get("NCZARR_DEBUG"):
+            raise
+        print(f"{prog}: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2

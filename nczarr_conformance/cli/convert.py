@@ -1,0 +1,57 @@
+"""``nc2nczarr IN.nc OUT``: convert a netCDF-4 file into an NCZarr store.
+
+Exit codes: 0 converted, 2 could not convert (message on stderr, nothing written).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..convert import convert, total_chunks
+from ..nczarr.writer import FLAVOR_ALIASES
+from .common import run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nc2nczarr", description=__doc__.splitlines()[0])
+    p.add_argument("input", help="netCDF-4 (or netCDF-3) file")
+    p.add_argument("output", help="directory, .zip file, or netcdf-c URL (file://…#mode=nczarr,zip, s3://…)")
+    p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
+                   help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2-upper (netcdf-c 4.9.0), zarr")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
+    p.add_argument("--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    def body() -> int:
+        show = not args.quiet and (args.progress or sys.stderr.isatty())
+        bar = None
+        if show:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total_chunks(args.input), unit="chunk", file=sys.stderr, mininterval=1.0,
+                       delay=0 if args.progress else 1.0, dynamic_ncols=True)
+
+        def progress(chunks: int, nbytes: int) -> None:
+            if bar is not None:
+                bar.update(chunks)
+
+        try:
+            stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress)
+        finally:
+            if bar is not None:
+                bar.close()
+        if not args.quiet:
+            print(f"nc2nczarr: {stats.objects} objects, {stats.bytes_in} bytes in, {stats.bytes_out} bytes of chunks "
+                  f"out, {stats.seconds:.2f} s", file=sys.stderr)
+        return 0
+
+    return run("nc2nczarr", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Open any dataset by URL: an NCZarr/Zarr store with our reader, a netCDF file with netCDF4-python."""
+from __future__ import annotations
+
+import os
+from pathlib import PurePosixPath
+
+from .errors import FormatError
+from .model import Dataset
+from .nczarr.reader import read_dataset
+from .stores import open_store
+from .urls import parse
+
+NETCDF_MAGIC = (b"\x89HDF", b"CDF\x01", b"CDF\x02", b"CDF\x05")
+
+
+def is_netcdf_file(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return head in NETCDF_MAGIC
+
+
+def open_dataset(url: str, *, data: bool = True) -> Dataset:
+    """The canonical model of whatever ``url`` names."""
+    spec = parse(url)
+    if spec.kind == "file" and os.path.isfile(spec.path) and is_netcdf_file(spec.path):
+        from .peers import netcdf4
+
+        return netcdf4.read(spec.path, data=data)
+    with open_store(spec) as store:
+        try:
+            return read_dataset(store, data=data, pure_zarr=spec.pure_zarr, xarray=spec.xarray)
+        except FormatError as exc:
+            raise type(exc)(f"{url}: {exc}") from exc
+
+
+def dataset_name(url: str) -> str:
+    """The name ncdump would print: the last path segment without its extension."""
+    spec = parse(url)
+    name = PurePosixPath(spec.path.rstrip("/")).name or "dataset"
+    for ext in (".zip", ".file", ".zarr", ".nc", ".nc4"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    return name or "dataset"

@@ -1,0 +1,352 @@
+"""Canonical model → store, in one of three layouts.
+
+``nczarr-4.10`` (default) puts every NCZarr key in ``.zattrs`` as netcdf-c 4.10.1
+does; ``nczarr-2-upper`` writes what netcdf-c 4.9.0 reads (``_NCZARR_*`` keys,
+``<U1`` char, little-endian data, no strings, no unlimited dimensions);
+``zarr`` writes pure Zarr v2 with xarray's ``_ARRAY_DIMENSIONS``.
+
+Chunks come from a :data:`ChunkSource` so a converter can stream them; all data
+chunks are put before any metadata object, and the root metadata is put last,
+so a reader never sees metadata pointing at chunks that are not there yet.
+"""
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import math
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import keys
+from ..codecs import Pipeline, shuffle_config
+from ..errors import UnsupportedError, UsageError
+from ..model import Attribute, Dataset, Group, Variable, is_internal_attribute
+from ..stores.base import Store
+from . import attrs as attr_codec
+from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, dtype_string, numpy_dtype
+
+WRITE_FLAVORS = ("nczarr-4.10", "nczarr-2-upper", "zarr")
+FLAVOR_ALIASES = {"nczarr": "nczarr-4.10", "nczarr-4.10": "nczarr-4.10", "nczarr-2-upper": "nczarr-2-upper",
+                  "upper": "nczarr-2-upper", "zarr": "zarr"}
+SUPERBLOCK = {"version": "2.0.0"}
+COMPRESSOR_IDS = frozenset({"zlib", "gzip", "blosc", "zstd", "bz2", "lzma", "lz4"})
+AUTO_CHUNK_BYTES = 4 * 1024**2
+SCALAR_DIM = "_scalar_"
+
+#: (variable key, variable, region) → the region's values in model dtype.
+ChunkSource = Callable[[str, Variable, tuple[slice, ...]], np.ndarray]
+Progress = Callable[[int, int], None]  # (chunks done, bytes written) increments
+
+
+def model_source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
+    """The default source: slices of ``var.data`` (fill where there is none)."""
+    if var.data is None:
+        raise UsageError(f"{akey}: no data to write")
+    return np.asarray(var.data)[region] if region else np.asarray(var.data)
+
+
+@dataclass
+class ArrayPlan:
+    """What will be written for one variable."""
+
+    key: str
+    var: Variable
+    zshape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype_text: str
+    storage: np.dtype
+    fill_json: Any
+    fill_storage: Any
+    compressor: dict[str, Any] | None
+    filters: list[dict[str, Any]] | None
+    maxstrlen: int = 0
+
+    def regions(self) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
+        if not self.zshape:
+            yield (), ()
+            return
+        grid = [math.ceil(s / c) for s, c in zip(self.zshape, self.chunks)]
+        for index in itertools.product(*(range(n) for n in grid)):
+            yield index, tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, self.chunks, self.zshape))
+
+
+def auto_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Chunks for a contiguous variable: the whole shape, split along leading dims to ≤ 4 MiB."""
+    chunks = [max(1, s) for s in shape]
+    i = 0
+    while math.prod(chunks) * itemsize > AUTO_CHUNK_BYTES and i < len(chunks):
+        rest = math.prod(chunks[i + 1:]) * itemsize
+        chunks[i] = max(1, AUTO_CHUNK_BYTES // max(1, rest))
+        if chunks[i] > 1 or rest <= AUTO_CHUNK_BYTES:
+            break
+        i += 1
+    return tuple(chunks)
+
+
+class DatasetWriter:
+    def __init__(self, dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
+                 source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4) -> None:
+        if flavor not in FLAVOR_ALIASES:
+            raise UsageError(f"unknown flavor {flavor!r}; choose one of {', '.join(WRITE_FLAVORS)}")
+        self.ds = dataset
+        self.store = store
+        self.flavor = FLAVOR_ALIASES[flavor]
+        self.xarray = xarray
+        self.source = source
+        self.progress = progress
+        self.threads = max(1, threads)
+        self.plans: dict[str, ArrayPlan] = {}
+
+    # ---- planning ------------------------------------------------------------------------
+    def validate(self) -> None:
+        for gkey, group in self.ds.root.walk():
+            for name in [*group.dimensions, *group.variables, *group.groups]:
+                _check_name(name, gkey)
+            clash = set(group.variables) & set(group.groups)
+            if clash:
+                raise UnsupportedError(f"{gkey}: {sorted(clash)} name both a variable and a group")
+            for name, dim in group.dimensions.items():
+                if dim.unlimited and self.flavor == "nczarr-2-upper":
+                    raise UnsupportedError(f"{keys.join(gkey, name)}: unlimited dimensions cannot be written as "
+                                           "nczarr-2-upper (netcdf-c 4.9.0 rejects them); use --flavor nczarr")
+            for vname, var in group.variables.items():
+                vkey = keys.join(gkey, vname)
+                if len(var.dimensions) != len(var.shape):
+                    raise UnsupportedError(f"{vkey}: {len(var.dimensions)} dimensions but shape {list(var.shape)}")
+                for ref, size in zip(var.dimensions, var.shape):
+                    try:
+                        dim = self.ds.find_dimension(ref)
+                    except KeyError:
+                        raise UnsupportedError(f"{vkey}: dimension {ref} is not defined") from None
+                    if dim.size != size:
+                        raise UnsupportedError(f"{vkey}: shape {list(var.shape)} disagrees with {ref} = {dim.size}")
+                if self.flavor == "nczarr-2-upper" and var.type == "string":
+                    raise UnsupportedError(f"{vkey}: string variables cannot be written as nczarr-2-upper "
+                                           "(netcdf-c 4.9.0 crashes on them); use --flavor nczarr")
+            if self.flavor == "nczarr-2-upper":
+                for _, attrs in self._all_attribute_sets(gkey, group):
+                    bad = [n for n, a in attrs.items() if a.type == "string"]
+                    if bad:
+                        raise UnsupportedError(f"{gkey}: string attributes {bad} cannot be written as nczarr-2-upper")
+
+    @staticmethod
+    def _all_attribute_sets(gkey: str, group: Group) -> Iterator[tuple[str, dict[str, Attribute]]]:
+        yield gkey, group.attributes
+        for vname, var in group.variables.items():
+            yield keys.join(gkey, vname), var.attributes
+
+    def plan(self) -> None:
+        for gkey, group in self.ds.root.walk():
+            for vname, var in group.variables.items():
+                akey = keys.join(gkey, vname)
+                self.plans[akey] = self._plan_array(akey, var)
+
+    def _plan_array(self, akey: str, var: Variable) -> ArrayPlan:
+        scalar_as_1 = var.is_scalar and self.flavor != "zarr"
+        zshape = (1,) if scalar_as_1 else tuple(var.shape)
+        endianness = var.endianness if self.flavor != "nczarr-2-upper" else "little"
+        maxstrlen = 0
+        if var.type == "string":
+            maxstrlen = max(DEFAULT_MAXSTRLEN, self._longest_string(akey, var))
+            dtype_text = dtype_string("string", maxstrlen=maxstrlen)
+        elif var.type == "char" and self.flavor == "nczarr-2-upper":
+            dtype_text = "<U1"
+        else:
+            dtype_text = dtype_string(var.type, endianness)
+        storage = np.dtype(f"S{maxstrlen}") if var.type == "string" else (
+            np.dtype("S1") if var.type == "char" else numpy_dtype(var.type, endianness))
+        if var.is_scalar:
+            chunks: tuple[int, ...] = (1,) if scalar_as_1 else ()
+        elif var.chunks:
+            if len(var.chunks) != len(zshape) or any(int(c) < 1 for c in var.chunks):
+                raise UnsupportedError(f"{akey}: chunks {var.chunks} do not fit shape {list(zshape)}")
+            chunks = tuple(int(c) for c in var.chunks)
+        else:
+            chunks = auto_chunks(zshape, storage.itemsize)
+        fill = var.fill_value
+        if fill is None:
+            fill = DEFAULT_FILL[var.type]
+        compressor, filters = self._codecs(akey, var, storage.itemsize)
+        return ArrayPlan(akey, var, zshape, chunks, dtype_text, storage, self._fill_json(var.type, fill),
+                         _to_storage(np.array(fill, dtype=numpy_dtype(var.type)), var.type, storage),
+                         compressor, filters, maxstrlen)
+
+    def _longest_string(self, akey: str, var: Variable) -> int:
+        longest = 1
+        full = tuple(slice(0, s) for s in var.shape)
+        values = np.asarray(self.source(akey, var, full))
+        for v in values.ravel().tolist():
+            longest = max(longest, len(str(v).encode("utf-8")))
+        return longest
+
+    def _fill_json(self, nctype: str, fill: Any) -> Any:
+        if nctype == "char":
+            text = fill.decode("latin-1") if isinstance(fill, bytes) else str(fill)
+            return "" if text in ("", "\x00") else text
+        if nctype == "string":
+            text = str(fill)
+            if self.flavor == "zarr" and text:
+                return base64.b64encode(text.encode("utf-8")).decode("ascii")
+            return text
+        if nctype in ("float", "double"):
+            return attr_codec.float_json(float(fill), nctype)
+        return int(fill)
+
+    @staticmethod
+    def _codecs(akey: str, var: Variable, itemsize: int) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+        configs = [dict(c) for c in (var.filters or [])]
+        compressor = None
+        if configs and configs[-1].get("id") in COMPRESSOR_IDS:
+            compressor = configs.pop()
+        filters = [shuffle_config(itemsize) if c.get("id") == "shuffle" else c for c in configs]
+        Pipeline(compressor, filters, itemsize)  # fail now, before any byte is written
+        return compressor, (filters or None)
+
+    # ---- writing ---------------------------------------------------------------------------
+    def write(self) -> None:
+        self.validate()
+        self.plan()
+        for plan in self.plans.values():
+            self._write_chunks(plan)
+        for akey, plan in self.plans.items():
+            self._write_array_metadata(akey, plan)
+        groups = list(self.ds.root.walk())
+        for gkey, group in reversed(groups):  # children first, root last
+            self._write_group_metadata(gkey, group)
+
+    def _write_chunks(self, plan: ArrayPlan) -> None:
+        pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
+        fill_chunk = np.full(plan.chunks or (1,), plan.fill_storage, dtype=plan.storage)
+        fill_bytes = fill_chunk.tobytes()
+
+        def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[str, bytes | None]:
+            index, region = item
+            values = np.asarray(self.source(plan.key, plan.var, () if plan.var.is_scalar else region))
+            if plan.var.is_scalar:
+                values = values.reshape(plan.chunks)
+                region = tuple(slice(0, 1) for _ in plan.chunks)
+            block = _to_storage(values, plan.var.type, plan.storage, plan.key)
+            if block.shape != tuple(s.stop - s.start for s in region):
+                raise UsageError(f"{plan.key}: source gave shape {block.shape} for region {region}")
+            chunk = fill_chunk.copy()
+            chunk[tuple(slice(0, n) for n in block.shape)] = block
+            if chunk.tobytes() == fill_bytes:
+                return "", None
+            ckey = keys.join(plan.key, ".".join(str(i) for i in index) if index else "0")
+            return ckey, pipeline.encode(chunk)
+
+        with ThreadPoolExecutor(self.threads) as pool:
+            regions = plan.regions()
+            while True:
+                batch = list(itertools.islice(regions, self.threads * 4))
+                if not batch:
+                    break
+                for ckey, payload in pool.map(encode, batch):
+                    if payload is not None:
+                        self.store.put(ckey, payload)
+                    if self.progress is not None:
+                        self.progress(1, len(payload or b""))
+
+    def _write_array_metadata(self, akey: str, plan: ArrayPlan) -> None:
+        var = plan.var
+        zarray: dict[str, Any] = {
+            "zarr_format": 2, "shape": list(plan.zshape), "dtype": plan.dtype_text, "chunks": list(plan.chunks),
+            "fill_value": plan.fill_json, "order": "C", "compressor": plan.compressor, "filters": plan.filters,
+        }
+        zattrs, types = self._user_attributes(var.attributes)
+        if var.type == "string" and self.flavor != "zarr":
+            zattrs["_nczarr_maxstrlen"] = plan.maxstrlen
+            types["_nczarr_maxstrlen"] = "<i4"
+        dims_basenames = [keys.basename(d) for d in var.dimensions]
+        array_info: dict[str, Any] = {}
+        if self.flavor == "nczarr-4.10":
+            if self.xarray:
+                zattrs["_ARRAY_DIMENSIONS"] = [SCALAR_DIM] if var.is_scalar else dims_basenames
+            array_info = {"dimension_references": list(var.dimensions), "storage": "chunked"}
+            if var.is_scalar:
+                array_info["scalar"] = 1
+            zattrs["_nczarr_array"] = array_info
+            types.update({"_nczarr_array": "|J0", "_nczarr_attr": "|J0"})
+            zattrs["_nczarr_attr"] = {"types": types}
+        elif self.flavor == "nczarr-2-upper":
+            in_root = keys.parent(akey) == "/" and all(keys.parent(d) == "/" for d in var.dimensions)
+            if self.xarray and in_root:
+                zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
+            zarray["_NCZARR_ARRAY"] = {"dimrefs": list(var.dimensions),
+                                       "storage": "scalar" if var.is_scalar else "chunked"}
+            zattrs["_NCZARR_ATTR"] = {"types": types}
+        else:
+            if self.xarray:
+                zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
+        self.store.put(keys.join(akey, ".zarray"), _dumps(zarray))
+        self.store.put(keys.join(akey, ".zattrs"), _dumps(zattrs))
+
+    def _user_attributes(self, attributes: dict[str, Attribute]) -> tuple[dict[str, Any], dict[str, str]]:
+        zattrs: dict[str, Any] = {}
+        types: dict[str, str] = {}
+        for name, attr in attributes.items():
+            if is_internal_attribute(name):
+                continue
+            value, type_text = attr_codec.encode(attr)
+            if self.flavor == "nczarr-2-upper" and attr.type == "char":
+                type_text = "<U1"
+            zattrs[name] = value
+            types[name] = type_text
+        return zattrs, types
+
+    def _write_group_metadata(self, gkey: str, group: Group) -> None:
+        zgroup: dict[str, Any] = {"zarr_format": 2}
+        zattrs, types = self._user_attributes(group.attributes)
+        dims: dict[str, Any] = {}
+        for name, dim in group.dimensions.items():
+            dims[name] = {"size": dim.size, "unlimited": 1} if dim.unlimited else dim.size
+        if self.flavor == "nczarr-4.10":
+            zattrs["_nczarr_group"] = {"dimensions": dims, "arrays": list(group.variables),
+                                       "groups": list(group.groups)}
+            internal = {"_nczarr_group": "|J0"}
+            if gkey == "/":
+                zattrs["_nczarr_superblock"] = dict(SUPERBLOCK)
+                internal["_nczarr_superblock"] = "|J0"
+            types.update({**internal, "_nczarr_attr": "|J0"})
+            zattrs["_nczarr_attr"] = {"types": types}
+        elif self.flavor == "nczarr-2-upper":
+            if gkey == "/":
+                zgroup["_NCZARR_SUPERBLOCK"] = dict(SUPERBLOCK)
+            zgroup["_NCZARR_GROUP"] = {"dims": dims, "vars": list(group.variables), "groups": list(group.groups)}
+            zattrs["_NCZARR_ATTR"] = {"types": types}
+        self.store.put(keys.join(gkey, ".zattrs"), _dumps(zattrs))
+        self.store.put(keys.join(gkey, ".zgroup"), _dumps(zgroup))
+
+
+def _check_name(name: str, where: str) -> None:
+    if not name or "/" in name or name in (".", "..") or any(ord(c) < 32 for c in name):
+        raise UnsupportedError(f"{where}: {name!r} is not a valid netCDF name")
+
+
+def _dumps(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _to_storage(values: np.ndarray, nctype: str, storage: np.dtype, where: str = "") -> np.ndarray:
+    """Model values → the chunk dtype (UTF-8 bytes for strings, S1 for char)."""
+    if nctype == "string":
+        flat = [str(v).encode("utf-8") for v in np.asarray(values, dtype=object).ravel().tolist()]
+        if any(len(b) > storage.itemsize for b in flat):
+            raise UnsupportedError(f"{where}: string longer than {storage.itemsize} bytes")
+        if any(b.endswith(b"\x00") for b in flat):
+            raise UnsupportedError(f"{where}: strings ending in NUL cannot be stored as Zarr |S")
+        return np.array(flat, dtype=storage).reshape(np.shape(values))
+    if nctype == "char":
+        return np.asarray(values, dtype="S1")
+    return np.asarray(values).astype(storage, copy=False)
+
+
+def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
+                  source: ChunkSource = model_source, progress: Progress | None = None) -> None:
+    """Write ``dataset`` into ``store`` (the caller commits or aborts the store)."""
+    DatasetWriter(dataset, store, flavor=flavor, xarray=xarray, source=source, progress=progress).write()

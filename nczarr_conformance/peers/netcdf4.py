@@ -1,0 +1,267 @@
+"""Adapter around netCDF4-python (netcdf-c underneath): read and write the canonical model.
+
+netCDF4-python hands back a single-element NC_STRING attribute and an NC_CHAR
+attribute both as ``str``; the exact type is asked of the very libnetcdf the
+module loaded (``nc_inq_atttype`` through ctypes), so the model stays exact.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import os
+import threading
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError, StoreError, UnsupportedError
+from ..model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python
+from ..nczarr.dtypes import numpy_dtype
+
+ID = "netcdf4-python"
+NC_TYPE_NAMES = {1: "byte", 2: "char", 3: "short", 4: "int", 5: "float", 6: "double", 7: "ubyte",
+                 8: "ushort", 9: "uint", 10: "int64", 11: "uint64", 12: "string"}
+NC_GLOBAL = -1
+#: netCDF4-python and HDF5 are not thread-safe; every call into them holds this.
+LOCK = threading.RLock()
+
+
+def available() -> bool:
+    try:
+        import netCDF4  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def version() -> str:
+    import netCDF4
+
+    return f"netCDF4-python {netCDF4.__version__} (netcdf-c {netCDF4.__netcdf4libversion__})"
+
+
+@lru_cache(maxsize=1)
+def _libnetcdf() -> Any | None:
+    import netCDF4
+
+    here = os.path.dirname(netCDF4.__file__)
+    candidates = sorted(glob.glob(os.path.join(here, "..", "netcdf4.libs", "libnetcdf*.so*")))
+    candidates += sorted(glob.glob(os.path.join(here, "..", "netCDF4.libs", "libnetcdf*.so*")))
+    found = ctypes.util.find_library("netcdf")
+    if found:
+        candidates.append(found)
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.nc_inq_atttype.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+            return lib
+        except OSError:
+            continue
+    return None
+
+
+def _attr_type(ncid: int, varid: int, name: str) -> str | None:
+    lib = _libnetcdf()
+    if lib is None:
+        return None
+    xtype = ctypes.c_int()
+    if lib.nc_inq_atttype(ncid, varid, name.encode("utf-8"), ctypes.byref(xtype)) != 0:
+        return None
+    return NC_TYPE_NAMES.get(xtype.value)
+
+
+def _read_attributes(obj: Any, ncid: int, varid: int) -> dict[str, Attribute]:
+    out: dict[str, Attribute] = {}
+    for name in obj.ncattrs():
+        value = obj.getncattr(name)
+        nctype = _attr_type(ncid, varid, name)
+        if nctype == "string":
+            items = [value] if isinstance(value, str) else list(value)
+            out[name] = Attribute("string", np.array(items, dtype=object))
+        elif nctype == "char":
+            out[name] = Attribute("char", value if isinstance(value, str) else
+                                  bytes(np.atleast_1d(value).astype("S1")).decode("utf-8", "replace"))
+        elif nctype is not None:
+            out[name] = Attribute(nctype, np.atleast_1d(np.asarray(value)).astype(numpy_dtype(nctype)))
+        else:
+            out[name] = attribute_from_python(value)
+    return out
+
+
+def filters_of(var: Any) -> list[dict[str, Any]]:
+    """netCDF4 filter settings as numcodecs configurations (filters first, compressor last)."""
+    f = var.filters() or {}
+    configs: list[dict[str, Any]] = []
+    itemsize = np.dtype(var.dtype).itemsize if var.dtype is not str else 1
+    if f.get("shuffle"):
+        configs.append({"id": "shuffle", "elementsize": itemsize})
+    level = int(f.get("complevel") or 0)
+    if f.get("zlib"):
+        configs.append({"id": "zlib", "level": level})
+    elif f.get("zstd"):
+        configs.append({"id": "zstd", "level": level})
+    elif f.get("bzip2"):
+        configs.append({"id": "bz2", "level": max(1, level)})
+    elif f.get("szip") or f.get("blosc"):
+        raise UnsupportedError(f"{var.name}: szip/blosc HDF5 filters have no NCZarr equivalent here")
+    return configs
+
+
+def variable_header(var: Any, group_path: str) -> Variable:
+    """A model Variable (no data) for one netCDF4.Variable."""
+    dims = []
+    for dim_name in var.dimensions:
+        dims.append(_dimension_path(var.group(), dim_name))
+    if var.dtype is str:
+        nctype = "string"
+    else:
+        dt = np.dtype(var.dtype)
+        nctype = "char" if dt.kind == "S" else _numeric_type(dt)
+    chunking = var.chunking()
+    endian = var.endian()
+    return Variable(
+        nctype, dims, tuple(int(n) for n in var.shape),
+        _read_attributes(var, var.group()._grpid, var._varid),
+        chunks=None if chunking in ("contiguous", None) or not var.shape else [int(c) for c in chunking],
+        endianness=None if nctype in ("char", "string", "byte", "ubyte") else ("big" if endian == "big" else "little"),
+        filters=filters_of(var),
+    )
+
+
+def _numeric_type(dt: np.dtype) -> str:
+    from ..nczarr.dtypes import nctype_of_numpy
+
+    return nctype_of_numpy(dt)
+
+
+def _dimension_path(group: Any, name: str) -> str:
+    """Fully qualified name of the dimension ``name`` as seen from ``group`` (nearest ancestor)."""
+    g = group
+    while g is not None:
+        if name in g.dimensions:
+            path = g.path.rstrip("/")
+            return f"{path}/{name}"
+        g = g.parent
+    raise FormatError(f"dimension {name} not found from group {group.path}")
+
+
+def read_values(var: Any, region: tuple[slice, ...] | None = None) -> np.ndarray:
+    """Raw stored values (no masking, scaling or char-to-string)."""
+    with LOCK:
+        var.set_auto_maskandscale(False)
+        var.set_auto_chartostring(False)
+        if hasattr(var, "set_always_mask"):
+            var.set_always_mask(False)
+        data = var[region] if region else var[...]
+    arr = np.ma.getdata(data)
+    if var.dtype is str:
+        out = np.empty(np.shape(arr), dtype=object)
+        out[...] = arr
+        return out
+    return np.asarray(arr)
+
+
+def _read_group(ncgroup: Any, path: str, data: bool) -> Group:
+    group = Group()
+    for name, dim in ncgroup.dimensions.items():
+        group.dimensions[name] = Dimension(len(dim), dim.isunlimited())
+    group.attributes = _read_attributes(ncgroup, ncgroup._grpid, NC_GLOBAL)
+    for name, var in ncgroup.variables.items():
+        model_var = variable_header(var, path)
+        if data:
+            model_var.data = read_values(var)
+        group.variables[name] = model_var
+    for name, sub in ncgroup.groups.items():
+        group.groups[name] = _read_group(sub, path.rstrip("/") + "/" + name, data)
+    return group
+
+
+def open_nc(path: str, mode: str = "r") -> Any:
+    import netCDF4
+
+    try:
+        with LOCK:
+            return netCDF4.Dataset(path, mode)
+    except FileNotFoundError as exc:
+        raise StoreError(f"{path}: no such file or directory") from exc
+    except OSError as exc:
+        raise FormatError(f"{path}: not a netCDF file netCDF4-python can open ({exc.strerror or exc})") from exc
+
+
+def read(path: str, *, data: bool = True) -> Dataset:
+    """The canonical model of a netCDF file or netcdf-c URL, as netcdf-c sees it."""
+    nc = open_nc(path)
+    try:
+        with LOCK:
+            return Dataset(_read_group(nc, "/", data))
+    finally:
+        nc.close()
+
+
+# ---- writing ----------------------------------------------------------------------------
+
+def _set_attribute(obj: Any, name: str, attr: Attribute) -> None:
+    if attr.type == "char":
+        obj.setncattr(name, attr.value)
+    elif attr.type == "string":
+        obj.setncattr_string(name, [str(v) for v in attr.value.tolist()])
+    else:
+        obj.setncattr(name, np.asarray(attr.value, dtype=numpy_dtype(attr.type).newbyteorder("=")))
+
+
+def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str) -> None:
+    for name, dim in group.dimensions.items():
+        dims_by_path[f"{path.rstrip('/')}/{name}"] = nc.createDimension(name, None if dim.unlimited else dim.size)
+    for name, attr in group.attributes.items():
+        _set_attribute(nc, name, attr)
+    for name, var in group.variables.items():
+        datatype: Any = str if var.type == "string" else numpy_dtype(var.type).newbyteorder("=")
+        kwargs: dict[str, Any] = {}
+        fill = var.attributes.get("_FillValue")
+        if fill is not None:
+            kwargs["fill_value"] = fill.value if fill.type == "char" else fill.value[0]
+        if var.shape:
+            if var.chunks:
+                kwargs["chunksizes"] = tuple(var.chunks)
+            else:
+                kwargs["contiguous"] = not any(dims_by_path[d].isunlimited() for d in var.dimensions)
+        for cfg in var.filters or []:
+            if cfg.get("id") == "zlib":
+                kwargs.update(zlib=True, complevel=int(cfg.get("level", 4)))
+            elif cfg.get("id") == "shuffle":
+                kwargs["shuffle"] = True
+        if var.endianness in ("big", "little"):
+            kwargs["endian"] = var.endianness
+        ncvar = nc.createVariable(name, datatype, tuple(dims_by_path[d] for d in var.dimensions), **kwargs)
+        for aname, attr in var.attributes.items():
+            if aname != "_FillValue":
+                _set_attribute(ncvar, aname, attr)
+        if var.data is not None:
+            ncvar.set_auto_maskandscale(False)
+            ncvar.set_auto_chartostring(False)
+            values = np.asarray(var.data)
+            if var.type == "string":
+                if values.ndim == 0:
+                    ncvar.assignValue(str(values[()]))
+                else:
+                    ncvar[...] = values
+            elif values.ndim == 0:
+                ncvar.assignValue(values[()])
+            elif values.size:
+                ncvar[...] = values
+    for name, sub in group.groups.items():
+        _write_group(nc.createGroup(name), sub, dims_by_path, f"{path.rstrip('/')}/{name}")
+
+
+def write(dataset: Dataset, path: str) -> None:
+    """Write the model with netCDF4-python (a .nc path or a netcdf-c NCZarr URL)."""
+    import netCDF4
+
+    with LOCK:
+        nc = netCDF4.Dataset(path, "w", format="NETCDF4")
+        try:
+            _write_group(nc, dataset.root, {}, "/")
+        finally:
+            nc.close()
