@@ -54,10 +54,8 @@ class MetadataSource:
         key = keys.join(key)
         if key in self.cache:
             return self.cache[key]
-        if self.consolidated is not None and key in self.consolidated:
-            value = self.consolidated[key]
-        elif self.consolidated is not None and keys.basename(key) in (".zgroup", ".zarray", ".zattrs"):
-            value = None  # consolidated metadata is authoritative for Zarr objects
+        if self.consolidated is not None:
+            value = self.consolidated.get(key)  # authoritative: one GET serves all metadata
         else:
             raw = self.store.get(key)
             value = None if raw is None else load_json(raw, key)

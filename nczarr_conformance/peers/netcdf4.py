@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, StoreError, UnsupportedError
-from ..model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python
+from ..model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python, is_internal_attribute
 from ..nczarr.dtypes import numpy_dtype
 
 ID = "netcdf4-python"
@@ -75,6 +75,8 @@ def _attr_type(ncid: int, varid: int, name: str) -> str | None:
 def _read_attributes(obj: Any, ncid: int, varid: int) -> dict[str, Attribute]:
     out: dict[str, Attribute] = {}
     for name in obj.ncattrs():
+        if is_internal_attribute(name):
+            continue  # netcdf-c shows _nczarr_maxstrlen; the model never does
         value = obj.getncattr(name)
         nctype = _attr_type(ncid, varid, name)
         if nctype == "string":
@@ -217,7 +219,7 @@ def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str)
     for name, attr in group.attributes.items():
         _set_attribute(nc, name, attr)
     for name, var in group.variables.items():
-        datatype: Any = str if var.type == "string" else numpy_dtype(var.type).newbyteorder("=")
+        datatype: Any = str if var.type == "string" else numpy_dtype(var.type, var.endianness)
         kwargs: dict[str, Any] = {}
         fill = var.attributes.get("_FillValue")
         if fill is not None:
@@ -244,7 +246,7 @@ def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str)
             values = np.asarray(var.data)
             if var.type == "string":
                 if values.ndim == 0:
-                    ncvar.assignValue(str(values[()]))
+                    ncvar[0] = str(values[()])
                 else:
                     ncvar[...] = values
             elif values.ndim == 0:

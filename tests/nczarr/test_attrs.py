@@ -1,0 +1,88 @@
+"""The JSON attribute convention (nczarr.md Appendix D) and the string/char mapping (Appendix E)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nczarr_conformance.model import Attribute
+from nczarr_conformance.nczarr import attrs
+from nczarr_conformance.nczarr.dtypes import dtype_string, parse_attr_type, parse_dtype
+
+
+@pytest.mark.parametrize("attr,value,dtype", [
+    (Attribute("int", np.array([7])), 7, "<i4"),                        # write case 1
+    (Attribute("short", np.array([1, 2])), [1, 2], "<i2"),              # write case 2
+    (Attribute("char", '{"a": 1}'), {"a": 1}, ">S1"),                    # write case 3
+    (Attribute("char", "[[1.0,0.0],[0.0,1.0]]"), [[1.0, 0.0], [0.0, 1.0]], ">S1"),  # case 3, nested
+    (Attribute("char", "plain text"), "plain text", ">S1"),              # write case 4
+    (Attribute("char", "42"), "42", ">S1"),                              # case 4: a JSON number stays text
+    (Attribute("char", "[1, 2]"), "[1, 2]", ">S1"),                      # case 4: flat array stays text
+    (Attribute("char", '{"a":1}'), '{"a":1}', ">S1"),                    # case 4: would not read back exactly
+    (Attribute("double", np.array([3.141592653589793])), 3.141592653589793, "<f8"),
+    (Attribute("float", np.array([0.1], "f4")), 0.1, "<f4"),
+    (Attribute("double", np.array([np.nan, np.inf])), ["NaN", "Infinity"], "<f8"),
+    (Attribute("uint64", np.array([2**64 - 1], "u8")), 2**64 - 1, "<u8"),
+    (Attribute("string", np.array(["a", "bb"], dtype=object)), ["a", "bb"], "|S128"),
+])
+def test_write_cases(attr, value, dtype):
+    assert attrs.encode(attr) == (value, dtype)
+    back = attrs.decode(value, dtype)
+    assert back.type == attr.type
+    if attr.type == "char":
+        assert back.value == attr.value
+    else:
+        np.testing.assert_array_equal(back.value, attr.value)
+
+
+@pytest.mark.parametrize("value,dtype,expect_type,expect", [
+    (5, "<i2", "short", [5]),                                           # read case 1, typed
+    (5, None, "int", [5]),                                              # read case 1, inferred
+    (2**40, None, "int64", [2**40]),
+    (2**64 - 1, None, "uint64", [2**64 - 1]),
+    (1.5, None, "double", [1.5]),
+    ([1, 2.5], None, "double", [1.0, 2.5]),                              # read case 2, inferred
+    ([[1, 2], [3]], None, "char", "[[1,2],[3]]"),                        # read case 3
+    ({"k": [1, {"z": None}]}, None, "char", '{"k": [1,{"z": null}]}'),   # read case 4
+    ({"k": 1}, ">S1", "char", '{"k": 1}'),
+    ("text", None, "char", "text"),
+    (["a", "b"], None, "char", '["a","b"]'),                             # netcdf-c: untyped string list → char
+    (True, None, "char", "true"),
+])
+def test_read_cases(value, dtype, expect_type, expect):
+    attr = attrs.decode(value, dtype)
+    assert attr.type == expect_type
+    if expect_type == "char":
+        assert attr.value == expect
+    else:
+        assert attr.value.tolist() == expect
+
+
+@pytest.mark.parametrize("nctype,text", [("char", ">S1"), ("string", "|S128"), ("byte", "|i1"), ("ubyte", "|u1"),
+                                         ("int", "<i4")])
+def test_variable_dtypes(nctype, text):
+    assert dtype_string(nctype) == text
+    assert parse_dtype(text).nctype == nctype
+
+
+def test_read_mapping_appendix_e():
+    assert parse_dtype(">S1").nctype == "char"
+    assert parse_dtype("|S1").nctype == "string"          # Appendix E: |S1 is a string of maxstrlen 1
+    assert parse_dtype("|S7").maxstrlen == 7
+    assert parse_dtype("<U1", u1_is_char=True).nctype == "char"   # netcdf-c 4.9.0's char
+    assert parse_dtype("<U3").nctype == "string"
+    assert parse_attr_type("|J0") is None
+    assert parse_attr_type("<U1") == "char"
+
+
+def test_string_maxstrlen_grows_for_long_strings():
+    from nczarr_conformance.model import Dataset, Dimension, Group, Variable
+    from nczarr_conformance.nczarr.writer import write_dataset
+    from nczarr_conformance.stores import MemoryStore
+    import json
+
+    root = Group({"x": Dimension(2)})
+    root.variables["s"] = Variable("string", ["/x"], (2,), {}, np.array(["é" * 100, ""], dtype=object))
+    store = MemoryStore()
+    write_dataset(Dataset(root), store)
+    assert json.loads(store.objects["/s/.zarray"])["dtype"] == "|S200"
+    assert json.loads(store.objects["/s/.zattrs"])["_nczarr_maxstrlen"] == 200

@@ -1,0 +1,126 @@
+"""Model → our writer → our reader is identity, for each flavor and every local store."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nczarr_conformance.errors import UnsupportedError
+from nczarr_conformance.model import Dataset, Dimension, Group, Variable, diff
+from nczarr_conformance.nczarr.reader import read_dataset
+from nczarr_conformance.nczarr.writer import write_dataset
+from nczarr_conformance.stores import DirectoryStore, MemoryStore, ZipStore
+
+
+def write_then_read(model: Dataset, kind: str, tmp_path, flavor: str = "nczarr-4.10") -> Dataset:
+    if kind == "memory":
+        store = MemoryStore()
+        write_dataset(model, store, flavor=flavor)
+        return read_dataset(store)
+    target = tmp_path / ("ds.zip" if kind == "zip" else "ds.file")
+    cls = ZipStore if kind == "zip" else DirectoryStore
+    with cls(target, "w") as store:
+        write_dataset(model, store, flavor=flavor)
+    with cls(target, "r") as store:
+        return read_dataset(store)
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "zip"])
+def test_identity(small, kind, tmp_path):
+    assert diff(small, write_then_read(small, kind, tmp_path)) == []
+
+
+def test_upper_flavor_identity_without_strings_and_unlimited(small, tmp_path):
+    del small.root.variables["s"]
+    small.root.dimensions["t"].unlimited = False
+    back = write_then_read(small, "file", tmp_path, "nczarr-2-upper")
+    assert diff(small, back) == []
+
+
+@pytest.mark.parametrize("what", ["string", "unlimited"])
+def test_upper_flavor_refuses_what_netcdf_c_490_cannot_read(small, what, tmp_path):
+    if what == "string":
+        small.root.dimensions["t"].unlimited = False
+    else:
+        del small.root.variables["s"]
+    with pytest.raises(UnsupportedError):
+        write_dataset(small, MemoryStore(), flavor="nczarr-2-upper")
+
+
+def test_dir_and_zip_hold_identical_objects(small, tmp_path):
+    with DirectoryStore(tmp_path / "a.file", "w") as d:
+        write_dataset(small, d)
+    with ZipStore(tmp_path / "a.zip", "w") as z:
+        write_dataset(small, z)
+    d, z = DirectoryStore(tmp_path / "a.file"), ZipStore(tmp_path / "a.zip")
+    assert d.list_prefix("/") == z.list_prefix("/")
+    for key in d.list_prefix("/"):
+        assert d.get(key) == z.get(key), key
+
+
+def test_chunks_not_dividing_shape_and_all_fill_chunks_skipped():
+    root = Group({"x": Dimension(7), "y": Dimension(5)})
+    data = np.full((7, 5), -1, dtype="i4")
+    data[:3, :2] = 1
+    root.variables["v"] = Variable("int", ["/x", "/y"], (7, 5), {}, data, chunks=[3, 2])
+    from nczarr_conformance.model import Attribute
+
+    root.variables["v"].attributes["_FillValue"] = Attribute("int", np.array([-1]))
+    model = Dataset(root)
+    store = MemoryStore()
+    write_dataset(model, store)
+    assert [k for k in store.objects if not k.rsplit("/", 1)[-1].startswith(".")] == ["/v/0.0"]
+    assert diff(model, read_dataset(store)) == []
+
+
+def test_edge_values_of_every_numeric_type():
+    root = Group({"n": Dimension(4)})
+    for code, nctype in [("i1", "byte"), ("u1", "ubyte"), ("i2", "short"), ("u2", "ushort"), ("i4", "int"),
+                         ("u4", "uint"), ("i8", "int64"), ("u8", "uint64")]:
+        info = np.iinfo(code)
+        root.variables[nctype] = Variable(nctype, ["/n"], (4,), {}, np.array([info.min, info.max, 0, 1], code))
+    for code, nctype in [("f4", "float"), ("f8", "double")]:
+        tiny = np.finfo(code).smallest_subnormal
+        root.variables[nctype] = Variable(nctype, ["/n"], (4,), {}, np.array([np.nan, -np.inf, -0.0, tiny], code))
+    model = Dataset(root)
+    store = MemoryStore()
+    write_dataset(model, store)
+    assert model.canonical_text() == read_dataset(store).canonical_text()
+
+
+def test_big_endian_and_compression_are_kept(tmp_path):
+    root = Group({"x": Dimension(100)})
+    root.variables["f"] = Variable("float", ["/x"], (100,), {}, np.linspace(0, 1, 100, dtype=">f4"), chunks=[30],
+                                   endianness="big",
+                                   filters=[{"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 3}])
+    store = MemoryStore()
+    write_dataset(Dataset(root), store)
+    import json
+
+    zarray = json.loads(store.objects["/f/.zarray"])
+    assert zarray["dtype"] == ">f4"
+    assert zarray["compressor"] == {"id": "zlib", "level": 3}
+    assert zarray["filters"] == [{"id": "shuffle", "elementsize": 4}]
+    back = read_dataset(store)
+    assert back.root.variables["f"].endianness == "big"
+    assert diff(Dataset(root), back) == []
+
+
+def test_declared_giant_shape_is_an_error_not_an_allocation():
+    import json
+
+    from nczarr_conformance.errors import FormatError
+
+    store = MemoryStore()
+    root = Group({"x": Dimension(2)})
+    root.variables["v"] = Variable("double", ["/x"], (2,), {}, np.zeros(2))
+    write_dataset(Dataset(root), store)
+    zarray = json.loads(store.objects["/v/.zarray"])
+    zarray["shape"] = [10**12]
+    store.objects["/v/.zarray"] = json.dumps(zarray).encode()
+    attrs = json.loads(store.objects["/.zattrs"])
+    attrs["_nczarr_group"]["dimensions"]["x"] = 10**12
+    store.objects["/.zattrs"] = json.dumps(attrs).encode()
+    model = read_dataset(store, data=False)
+    assert model.root.variables["v"].shape == (10**12,)
+    with pytest.raises(FormatError, match="refusing"):
+        read_dataset(store)

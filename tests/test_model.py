@@ -1,0 +1,52 @@
+"""The canonical model: JSON shape (schema), value rules, round trip through JSON."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+
+from nczarr_conformance.model import Attribute, Dataset, diff, values_to_json
+
+SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "nczarr_conformance/schema/model.schema.json").read_text())
+
+
+def test_small_model_is_schema_valid(small):
+    jsonschema.validate(small.to_json(), SCHEMA)
+    jsonschema.validate(small.to_json(data=False, storage=True), SCHEMA)
+
+
+def test_json_round_trip_is_identity(small):
+    again = Dataset.from_json(json.loads(small.canonical_text()))
+    assert diff(small, again) == []
+    assert again.canonical_text() == small.canonical_text()
+
+
+def test_float_values_are_shortest_at_own_precision():
+    assert values_to_json(np.array([0.1], "f4"), "float") == [0.1]
+    assert values_to_json(np.array([0.1], "f8"), "double") == [0.1]
+    assert values_to_json(np.array([np.nan, np.inf, -np.inf], "f8"), "double") == ["NaN", "Infinity", "-Infinity"]
+
+
+def test_negative_zero_differs_in_canonical_text(small):
+    other = Dataset.from_json(json.loads(small.canonical_text()))
+    other.root.variables["sc"].data = np.array(-0.0)
+    small.root.variables["sc"].data = np.array(0.0)
+    assert small.canonical_text() != other.canonical_text()
+
+
+def test_integers_exact_including_uint64_max():
+    assert values_to_json(np.array([2**64 - 1], "u8"), "uint64") == [18446744073709551615]
+
+
+def test_char_elements_are_latin1_and_nul():
+    assert values_to_json(np.array([b"\xe9", b"\x00", b"a"], "S1"), "char") == ["é", "\u0000", "a"]
+
+
+def test_attribute_must_be_a_vector():
+    try:
+        Attribute("int", np.array([], dtype="i4"))
+    except ValueError:
+        return
+    raise AssertionError("empty numeric attribute accepted")
