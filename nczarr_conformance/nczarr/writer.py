@@ -2,7 +2,9 @@
 
 ``nczarr-4.10`` (default) puts every NCZarr key in ``.zattrs`` as netcdf-c 4.10.1
 does; ``nczarr-2-upper`` writes what netcdf-c 4.9.0 reads (``_NCZARR_*`` keys,
-``<U1`` char, little-endian data, no strings, no unlimited dimensions);
+``<U1`` char, little-endian data because 4.9.0 ignores the byte order on read,
+uncompressed chunks because 4.9.0 returns compressed bytes as data;
+it refuses strings, scalars and unlimited dimensions, on which 4.9.0 fails);
 ``zarr`` writes pure Zarr v2 with xarray's ``_ARRAY_DIMENSIONS``.
 
 Chunks come from a :data:`ChunkSource` so a converter can stream them; all data
@@ -128,6 +130,9 @@ class DatasetWriter:
                 if self.flavor == "nczarr-2-upper" and var.type == "string":
                     raise UnsupportedError(f"{vkey}: string variables cannot be written as nczarr-2-upper "
                                            "(netcdf-c 4.9.0 crashes on them); use --flavor nczarr")
+                if self.flavor == "nczarr-2-upper" and var.is_scalar:
+                    raise UnsupportedError(f"{vkey}: scalar variables cannot be written as nczarr-2-upper "
+                                           "(netcdf-c 4.9.0 crashes on every NCZarr scalar); use --flavor nczarr")
             if self.flavor == "nczarr-2-upper":
                 for _, attrs in self._all_attribute_sets(gkey, group):
                     bad = [n for n, a in attrs.items() if a.type == "string"]
@@ -172,6 +177,10 @@ class DatasetWriter:
         if fill is None:
             fill = DEFAULT_FILL[var.type]
         compressor, filters = self._codecs(akey, var, storage.itemsize)
+        if self.flavor == "nczarr-2-upper":
+            # Debian's netcdf-c 4.9.0 has no NCZarr codecs: it hands back compressed or
+            # shuffled chunk bytes as data, silently. Uncompressed is the only safe form.
+            compressor, filters = None, None
         return ArrayPlan(akey, var, zshape, chunks, dtype_text, storage, self._fill_json(var.type, fill),
                          _to_storage(np.array(fill, dtype=numpy_dtype(var.type)), var.type, storage),
                          compressor, filters, maxstrlen)

@@ -29,19 +29,20 @@ def test_identity(small, kind, tmp_path):
     assert diff(small, write_then_read(small, kind, tmp_path)) == []
 
 
-def test_upper_flavor_identity_without_strings_and_unlimited(small, tmp_path):
+def test_upper_flavor_identity_without_strings_scalars_and_unlimited(small, tmp_path):
     del small.root.variables["s"]
+    del small.root.variables["sc"]
     small.root.dimensions["t"].unlimited = False
     back = write_then_read(small, "file", tmp_path, "nczarr-2-upper")
     assert diff(small, back) == []
 
 
-@pytest.mark.parametrize("what", ["string", "unlimited"])
+@pytest.mark.parametrize("what", ["s", "t", "sc"])
 def test_upper_flavor_refuses_what_netcdf_c_490_cannot_read(small, what, tmp_path):
-    if what == "string":
+    if what != "t":
         small.root.dimensions["t"].unlimited = False
-    else:
-        del small.root.variables["s"]
+    for name in {"s", "sc"} - {what}:
+        del small.root.variables[name]
     with pytest.raises(UnsupportedError):
         write_dataset(small, MemoryStore(), flavor="nczarr-2-upper")
 
