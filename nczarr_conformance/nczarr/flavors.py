@@ -3,7 +3,7 @@
 =============  ==============================================================
 flavor         where the NCZarr metadata lives
 =============  ==============================================================
-nczarr-v1      separate objects .nczarr / .nczgroup / .nczarray / .nczattr (2020)
+nczarr-v1      separate objects .nczarr / .nczgroup / .nczarray (.nczvar) / .nczattrs (.nczattr), 2020
 nczarr-2-upper ``_NCZARR_*`` keys inside .zgroup / .zarray / .zattrs (4.8–4.9.0)
 nczarr-2       ``_nczarr_*`` keys inside .zgroup / .zarray / .zattrs (4.9.1–4.9.2)
 nczarr-4.10    every ``_nczarr_*`` key inside .zattrs (netcdf-c ≥ 4.9.3)
@@ -96,8 +96,9 @@ _SEARCH = {
     "group": [(".zattrs", "_nczarr_group"), (".zgroup", "_nczarr_group"), (".zgroup", "_NCZARR_GROUP"),
               (".zattrs", "_NCZARR_GROUP"), (".nczgroup", "")],
     "array": [(".zattrs", "_nczarr_array"), (".zarray", "_nczarr_array"), (".zarray", "_NCZARR_ARRAY"),
-              (".zattrs", "_NCZARR_ARRAY"), (".nczarray", "")],
-    "attr": [(".zattrs", "_nczarr_attr"), (".zattrs", "_NCZARR_ATTR"), (".nczattr", "")],
+              (".zattrs", "_NCZARR_ARRAY"), (".nczarray", ""), (".nczvar", "")],
+    "attr": [(".zattrs", "_nczarr_attr"), (".zattrs", "_NCZARR_ATTR"), (".zattrs", "_nczarr_attrs"),
+             (".zattrs", "_NCZARR_ATTRS"), (".nczattrs", ""), (".nczattr", "")],
 }
 
 

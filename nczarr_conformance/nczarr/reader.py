@@ -186,6 +186,8 @@ class DatasetReader:
             raise FormatError(f"{gkey}: _nczarr_group dimensions must be an object")
         dims: dict[str, Dimension] = {}
         for name, spec in raw.items():
+            if isinstance(spec, str) and spec.isdigit():
+                spec = int(spec)  # v1 and early v2 wrote sizes as strings
             if isinstance(spec, int) and not isinstance(spec, bool) and spec >= 0:
                 dims[name] = Dimension(spec, False)
             elif isinstance(spec, dict) and isinstance(spec.get("size"), int) and spec["size"] >= 0:
@@ -241,7 +243,7 @@ class DatasetReader:
         dimensions: list[str] = []
         if self.nczarr:
             info = find_piece(self.meta, akey, "array", with_v1=self.flavor == "nczarr-v1") or {}
-            refs = info.get("dimension_references", info.get("dimrefs"))
+            refs = info.get("dimension_references", info.get("dimrefs", info.get("dimensions")))
             scalar = scalar or bool(info.get("scalar")) or info.get("storage") == "scalar"
             if refs is None:
                 refs = []

@@ -125,3 +125,42 @@ def test_declared_giant_shape_is_an_error_not_an_allocation():
     assert model.root.variables["v"].shape == (10**12,)
     with pytest.raises(FormatError, match="refusing"):
         read_dataset(store)
+
+
+def _v1_store() -> MemoryStore:
+    """An NCZarr v1 dataset (2020: separate .nczarr/.nczgroup/.nczarray/.nczattr objects)."""
+    import json
+
+    objs = {
+        "/.nczarr": {"nczarr_version": "1.0.0"},
+        "/.zgroup": {"zarr_format": 2},
+        "/.nczgroup": {"dims": {"x": "3", "y": 2}, "vars": ["v"], "groups": ["g"]},
+        "/.zattrs": {"title": "v1", "n": [1, 2]},
+        "/.nczattr": {"types": {"title": "<U1", "n": "<i2"}},
+        "/v/.zarray": {"zarr_format": 2, "shape": [3, 2], "dtype": "<i4", "chunks": [2, 2], "fill_value": -1,
+                       "order": "C", "compressor": None, "filters": None},
+        "/v/.nczarray": {"dimrefs": ["/x", "/y"], "storage": "chunked"},
+        "/g/.zgroup": {"zarr_format": 2},
+        "/g/.nczgroup": {"dims": {}, "vars": ["s"], "groups": []},
+        "/g/s/.zarray": {"zarr_format": 2, "shape": [1], "dtype": "<f8", "chunks": [1], "fill_value": 0,
+                         "order": "C", "compressor": None, "filters": None},
+        "/g/s/.nczvar": {"dimrefs": [], "storage": "scalar"},
+    }
+    store = MemoryStore({k: json.dumps(v).encode() for k, v in objs.items()})
+    store.objects["/v/0.0"] = np.array([[0, 1], [2, 3]], "<i4").tobytes()
+    store.objects["/g/s/0"] = np.array([6.5], "<f8").tobytes()
+    return store
+
+
+def test_reads_nczarr_v1():
+    from nczarr_conformance.nczarr.flavors import MetadataSource, detect
+
+    store = _v1_store()
+    assert detect(MetadataSource(store))[0] == "nczarr-v1"
+    model = read_dataset(store)
+    assert model.root.dimensions == {"x": Dimension(3), "y": Dimension(2)}
+    assert model.root.attributes["n"].type == "short"
+    assert model.root.attributes["title"].value == "v1"
+    assert model.root.variables["v"].data.tolist() == [[0, 1], [2, 3], [-2147483647, -2147483647]]
+    scalar = model.root.groups["g"].variables["s"]
+    assert scalar.shape == () and float(scalar.data) == 6.5
