@@ -39,3 +39,51 @@ def need_tool(name: str) -> str:
     if path is None:
         pytest.skip(f"{name} not installed (apt-get install -y netcdf-bin)")
     return path
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    """A real S3 endpoint: moto's threaded server on 127.0.0.1 and a free port, spoken to over HTTP."""
+    pytest.importorskip("boto3")
+    server_mod = pytest.importorskip("moto.server")
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    port = _free_port()
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
+                                            "AWS_ENDPOINT_URL", "AWS_PROFILE")}
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
+                      AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
+    os.environ.pop("AWS_PROFILE", None)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture
+def s3_bucket(moto_server, request):
+    """A fresh bucket on the moto server; its name."""
+    import re
+
+    import boto3
+
+    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-") + f"-{os.getpid() % 10000}"
+    client = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
+    client.create_bucket(Bucket=name)
+    return name

@@ -148,6 +148,8 @@ class DatasetReader:
             for what, names in (("arrays", arrays), ("groups", subgroups)):
                 if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
                     raise FormatError(f"{gkey}: _nczarr_group {what} must be a list of names")
+        elif self.meta.consolidated is not None:
+            arrays, subgroups = self._consolidated_children(gkey)
         else:
             arrays, subgroups = [], []
             for name in self.store.list_dir(gkey):
@@ -156,8 +158,6 @@ class DatasetReader:
                     arrays.append(name)
                 elif self.meta.get(keys.join(child, ".zgroup")) is not None:
                     subgroups.append(name)
-            if self.meta.consolidated is not None:
-                arrays, subgroups = self._consolidated_children(gkey)
         for name in arrays:
             keys.validate(name)
             group.variables[name] = self._read_variable(keys.join(gkey, name))

@@ -247,7 +247,9 @@ class DatasetWriter:
             if chunk.tobytes() == fill_bytes:
                 return "", None
             ckey = keys.join(plan.key, ".".join(str(i) for i in index) if index else "0")
-            return ckey, pipeline.encode(chunk)
+            payload = pipeline.encode(chunk)
+            self.store.put(ckey, payload)  # in the worker: S3 PUTs and file writes overlap
+            return ckey, payload
 
         with ThreadPoolExecutor(self.threads) as pool:
             regions = plan.regions()
@@ -255,9 +257,7 @@ class DatasetWriter:
                 batch = list(itertools.islice(regions, self.threads * 4))
                 if not batch:
                     break
-                for ckey, payload in pool.map(encode, batch):
-                    if payload is not None:
-                        self.store.put(ckey, payload)
+                for _ckey, payload in pool.map(encode, batch):
                     if self.progress is not None:
                         self.progress(1, len(payload or b""))
 
