@@ -27,6 +27,14 @@ def is_internal_attribute(name: str) -> bool:
     return name in STORAGE_INTERNAL or name.startswith(STORAGE_INTERNAL_PREFIXES)
 
 
+def char_fill_byte(text: str) -> bytes:
+    """The byte a char _FillValue attribute stands for (its first character; NUL if empty)."""
+    if not text:
+        return b"\x00"
+    first = text[0]
+    return first.encode("latin-1") if ord(first) < 256 else first.encode("utf-8")[:1]
+
+
 @dataclass
 class Attribute:
     type: str
@@ -72,7 +80,7 @@ class Variable:
         if attr is None:
             return None
         if attr.type == "char":
-            return attr.value[:1] if attr.value else "\x00"
+            return char_fill_byte(attr.value)
         return attr.value[0]
 
 

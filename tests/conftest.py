@@ -15,10 +15,17 @@ CORPUS = REPO / "corpus"
 def pytest_configure(config: pytest.Config) -> None:
     from hypothesis import HealthCheck, settings
 
-    settings.register_profile("ci", max_examples=40, deadline=None,
-                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    from hypothesis import Phase
+
+    settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
+                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                     HealthCheck.function_scoped_fixture])
     settings.register_profile("deep", max_examples=2000, deadline=None,
-                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                     HealthCheck.function_scoped_fixture])
+    settings.register_profile("debug", max_examples=200, deadline=None, phases=[Phase.explicit, Phase.reuse,
+                              Phase.generate, Phase.target],
+                              suppress_health_check=list(HealthCheck))
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from .. import keys
 from ..codecs import Pipeline
 from ..errors import FormatError, UnsupportedError
-from ..model import Attribute, Dataset, Dimension, Group, Variable, is_internal_attribute
+from ..model import Attribute, Dataset, Dimension, Group, Variable, char_fill_byte, is_internal_attribute
 from ..stores.base import Store
 from . import attrs as attr_codec
 from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, StorageType, parse_dtype
@@ -289,7 +289,7 @@ class DatasetReader:
             value = DEFAULT_FILL[st.nctype]
             return value.encode("latin-1") if st.nctype == "char" else value
         if attr.type == "char":
-            return attr.value.encode("latin-1")[:1] or b"\x00"
+            return char_fill_byte(attr.value)
         return attr.value[0]
 
     def _xarray_names(self, akey: str, zattrs: dict[str, Any], zshape: tuple[int, ...]) -> list[str]:

@@ -176,6 +176,8 @@ class DatasetWriter:
         fill = var.fill_value
         if fill is None:
             fill = DEFAULT_FILL[var.type]
+            if var.type == "char":
+                fill = b"\x00"
         compressor, filters = self._codecs(akey, var, storage.itemsize)
         if self.flavor == "nczarr-2-upper":
             # Debian's netcdf-c 4.9.0 has no NCZarr codecs: it hands back compressed or

@@ -1,0 +1,167 @@
+"""Hypothesis strategies for canonical netCDF-4 models, composed small to large.
+
+``names`` → ``attributes`` → ``variables`` (via ``variable_for``) → ``groups`` →
+``datasets``. Alphabets and sizes are small on purpose: shrinking stays fast and
+the interesting cases (edge values, NUL bytes, non-ASCII, fill showing through,
+chunks that do not divide the shape) are drawn often.
+
+Example::
+
+    datasets().example()  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import math
+import unicodedata
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..model import Attribute, Dataset, Dimension, Group, Variable
+from ..nczarr.dtypes import DEFAULT_FILL, NC_TYPES, NUMERIC, numpy_dtype
+from .samples import JSON_LOOKING
+
+__all__ = ["names", "values", "attributes", "attribute_sets", "datasets"]
+
+#: letters and digits plus a few precomposed non-ASCII letters: netCDF names are NFC UTF-8
+NAME_FIRST = "abcxyzABZ" + "éßΩж"
+NAME_REST = NAME_FIRST + "0129_-.+ "
+#: text without NUL (C strings end there) and without surrogates (not UTF-8)
+TEXT = st.characters(codec="utf-8", exclude_characters="\x00")
+
+
+def names(*, max_size: int = 5) -> st.SearchStrategy[str]:
+    """netCDF names: a letter first, no '/', no trailing space, NFC-normalised."""
+    return st.builds(lambda a, b: (a + b).rstrip(" "), st.sampled_from(NAME_FIRST),
+                     st.text(NAME_REST, max_size=max_size - 1)).filter(
+        lambda s: unicodedata.normalize("NFC", s) == s)
+
+
+def _element(nctype: str) -> st.SearchStrategy[Any]:
+    if nctype in ("float", "double"):
+        width = 32 if nctype == "float" else 64
+        edge = st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 0.0,
+                                float(np.finfo(f"f{width // 8}").smallest_subnormal),
+                                float(np.finfo(f"f{width // 8}").max), float(np.finfo(f"f{width // 8}").min)])
+        return st.one_of(edge, st.floats(width=width))
+    if nctype == "char":
+        return st.binary(min_size=1, max_size=1)
+    if nctype == "string":
+        return st.text(TEXT, max_size=6)
+    info = np.iinfo(NUMERIC[nctype])
+    return st.one_of(st.sampled_from([int(info.min), int(info.max), 0]), st.integers(int(info.min), int(info.max)))
+
+
+def values(nctype: str, shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
+    """An array of model values of one type and shape."""
+    n = math.prod(shape)
+    dtype = numpy_dtype(nctype)
+
+    def build(items: list[Any]) -> np.ndarray:
+        if nctype == "string":
+            arr = np.empty(n, dtype=object)
+            arr[:] = items
+        else:
+            arr = np.array(items, dtype=dtype) if items else np.zeros(0, dtype=dtype)
+        return arr.reshape(shape)
+
+    return st.lists(_element(nctype), min_size=n, max_size=n).map(build)
+
+
+def _char_text() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(sorted(set(JSON_LOOKING.values()))), st.text(TEXT, max_size=8))
+
+
+@st.composite
+def attributes(draw: st.DrawFn, nctype: str | None = None) -> Attribute:
+    """One attribute of any (or the given) type: char text often looks like JSON."""
+    nctype = nctype or draw(st.sampled_from(NC_TYPES))
+    if nctype == "char":
+        return Attribute("char", draw(_char_text()))
+    n = draw(st.integers(1, 3))
+    return Attribute(nctype, draw(values(nctype, (n,))))
+
+
+def attribute_sets(*, max_size: int = 3) -> st.SearchStrategy[dict[str, Attribute]]:
+    return st.dictionaries(names(), attributes(), max_size=max_size)
+
+
+FILTER_CHOICES = [None, "zlib", "shuffle+zlib"]
+
+
+@st.composite
+def variable_for(draw: st.DrawFn, visible: dict[str, Dimension]) -> Variable:
+    """A variable over dimensions visible from its group, maybe only partly written."""
+    nctype = draw(st.sampled_from(NC_TYPES))
+    dim_names = draw(st.lists(st.sampled_from(sorted(visible)), max_size=3)) if visible else []
+    shape = tuple(visible[d].size for d in dim_names)
+    data = draw(values(nctype, shape))
+    attrs = draw(attribute_sets(max_size=2))
+    attrs = {k: v for k, v in attrs.items() if k != "_FillValue"}
+    fill = None
+    if nctype != "string" and draw(st.booleans()):
+        fill_attr = draw(attributes(nctype))
+        if nctype == "char":
+            fill = draw(st.sampled_from([b"\x00", b" ", b"_", b"x"]))
+            fill_attr = Attribute("char", fill.decode("ascii"))
+        else:
+            fill_attr = Attribute(nctype, fill_attr.value[:1])
+            fill = fill_attr.value[0]
+        attrs["_FillValue"] = fill_attr
+    if shape and math.prod(shape) and draw(st.booleans()):
+        # only part written: the rest holds the fill value
+        mask = draw(st.lists(st.booleans(), min_size=math.prod(shape), max_size=math.prod(shape)))
+        fill_value = fill if fill is not None else DEFAULT_FILL[nctype]
+        if nctype == "char" and isinstance(fill_value, str):
+            fill_value = fill_value.encode("latin-1")
+        flat = data.reshape(-1).copy()
+        flat[np.array(mask)] = fill_value
+        data = flat.reshape(shape)
+    chunks = None
+    if shape and draw(st.booleans()):
+        chunks = [draw(st.integers(1, max(1, s) + 2)) for s in shape]
+    endianness = None
+    if nctype in NUMERIC and NUMERIC[nctype][1] != "1":
+        endianness = draw(st.sampled_from(["little", "big"]))
+    filters = None
+    choice = draw(st.sampled_from(FILTER_CHOICES)) if nctype != "string" else None
+    if choice:
+        itemsize = 1 if nctype == "char" else np.dtype(NUMERIC[nctype]).itemsize
+        level = draw(st.integers(1, 9))
+        filters = ([{"id": "shuffle", "elementsize": itemsize}] if "shuffle" in choice else []) + \
+            [{"id": "zlib", "level": level}]
+    return Variable(nctype, dim_names, shape, attrs, data, chunks=chunks, endianness=endianness, filters=filters)
+
+
+@st.composite
+def groups(draw: st.DrawFn, path: str = "/", inherited: dict[str, Dimension] | None = None,
+           depth: int = 0) -> Group:
+    """A group with its own dimensions (some unlimited), variables over visible ones, sub-groups."""
+    inherited = dict(inherited or {})
+    group = Group()
+    for name in draw(st.lists(names(), max_size=2, unique=True)):
+        unlimited = draw(st.booleans())
+        size = draw(st.integers(0 if unlimited else 1, 4))
+        group.dimensions[name] = Dimension(size, unlimited)
+    visible = {**inherited, **{f"{path.rstrip('/')}/{n}": d for n, d in group.dimensions.items()}}
+    # nearest definition wins for a name: drop shadowed ancestor dims
+    by_name: dict[str, str] = {}
+    for fqn in visible:
+        by_name[fqn.rsplit("/", 1)[1]] = fqn
+    visible = {fqn: visible[fqn] for fqn in by_name.values()}
+    group.attributes = draw(attribute_sets())
+    for name in draw(st.lists(names(), max_size=3, unique=True)):
+        group.variables[name] = draw(variable_for(visible))
+    if depth < 2:
+        for name in draw(st.lists(names(), max_size=2, unique=True)):
+            if name in group.variables:
+                continue
+            group.groups[name] = draw(groups(f"{path.rstrip('/')}/{name}", visible, depth + 1))
+    return group
+
+
+def datasets() -> st.SearchStrategy[Dataset]:
+    """Whole canonical models."""
+    return groups().map(Dataset)
+
