@@ -28,8 +28,10 @@ KNOWN_VERSIONS = ("1.0.0", "2.0.0")
 
 
 def load_json(raw: bytes, key: str) -> Any:
+    """Parse a metadata object; raw control characters in strings are accepted
+    (netcdf-c 4.10.1 writes them unescaped; nczarr-check reports it)."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), strict=False)
     except (UnicodeDecodeError, ValueError) as exc:
         raise FormatError(f"{key}: not valid JSON ({exc})") from exc
 

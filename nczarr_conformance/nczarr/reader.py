@@ -258,6 +258,8 @@ class DatasetReader:
             dimensions = [r if r.startswith("/") else "/" + r for r in ([] if scalar else refs)]
         shape = () if scalar else zshape
         fill_attr = attributes.get("_FillValue")
+        if fill_attr is not None and st.nctype == "char" and fill_attr.type == "char" and fill_attr.value == "":
+            fill_attr.value = "\x00"  # netcdf-c writes a NUL char fill as the C string ""
         if fill_attr is not None and fill_attr.type != st.nctype and not self.nczarr:
             # untyped Zarr attribute: netCDF gives _FillValue the variable's type
             fill_attr = attributes["_FillValue"] = attr_codec.decode(zattrs["_FillValue"], _attr_dtype(st.nctype))

@@ -233,7 +233,9 @@ class DatasetWriter:
     def _write_chunks(self, plan: ArrayPlan) -> None:
         pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
         fill_chunk = np.full(plan.chunks or (1,), plan.fill_storage, dtype=plan.storage)
-        fill_bytes = fill_chunk.tobytes()
+        # netcdf-c 4.10.1 reads a missing chunk of a big-endian variable as byte-swapped
+        # fill, so such chunks are written out; elsewhere an all-fill chunk is left out.
+        fill_bytes = None if plan.storage.byteorder == ">" else fill_chunk.tobytes()
 
         def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[str, bytes | None]:
             index, region = item
@@ -270,6 +272,8 @@ class DatasetWriter:
             "fill_value": plan.fill_json, "order": "C", "compressor": plan.compressor, "filters": plan.filters,
         }
         zattrs, types = self._user_attributes(var.attributes)
+        if var.type == "char" and zattrs.get("_FillValue") == "\x00":
+            zattrs["_FillValue"] = ""  # as netcdf-c writes NUL; its parser misreads "\u0000" as "u"
         if var.type == "string" and self.flavor != "zarr":
             zattrs["_nczarr_maxstrlen"] = plan.maxstrlen
             types["_nczarr_maxstrlen"] = "<i4"

@@ -206,7 +206,7 @@ def read(path: str, *, data: bool = True) -> Dataset:
 
 def _set_attribute(obj: Any, name: str, attr: Attribute) -> None:
     if attr.type == "char":
-        obj.setncattr(name, attr.value)
+        obj.setncattr(name, attr.value.encode("utf-8"))  # bytes: NC_CHAR even when not ASCII
     elif attr.type == "string":
         obj.setncattr_string(name, [str(v) for v in attr.value.tolist()])
     else:
@@ -226,7 +226,10 @@ def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str)
             kwargs["fill_value"] = fill.value if fill.type == "char" else fill.value[0]
         if var.shape:
             if var.chunks:
-                kwargs["chunksizes"] = tuple(var.chunks)
+                # HDF5 refuses chunks larger than a fixed dimension; Zarr allows them
+                kwargs["chunksizes"] = tuple(
+                    c if dims_by_path[d].isunlimited() else max(1, min(c, size))
+                    for c, d, size in zip(var.chunks, var.dimensions, var.shape))
             else:
                 kwargs["contiguous"] = not any(dims_by_path[d].isunlimited() for d in var.dimensions)
         for cfg in var.filters or []:

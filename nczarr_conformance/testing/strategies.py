@@ -161,7 +161,28 @@ def groups(draw: st.DrawFn, path: str = "/", inherited: dict[str, Dimension] | N
     return group
 
 
+def _settle_unlimited(dataset: Dataset) -> Dataset:
+    """netCDF grows an unlimited dimension only by writing: one that no non-empty variable
+    spans has length 0 (and so has every variable along it)."""
+    variables = [v for _, g in dataset.root.walk() for v in g.variables.values()]
+    changed = True
+    while changed:
+        changed = False
+        written = {d for v in variables if math.prod(v.shape) for d in v.dimensions}
+        for gkey, group in dataset.root.walk():
+            for name, dim in group.dimensions.items():
+                fqn = f"{gkey.rstrip('/')}/{name}"
+                if dim.unlimited and dim.size and fqn not in written:
+                    dim.size = 0
+                    changed = True
+                    for v in variables:
+                        if fqn in v.dimensions:
+                            v.shape = tuple(0 if d == fqn else s for d, s in zip(v.dimensions, v.shape))
+                            v.data = np.asarray(v.data).reshape(-1)[:0].reshape(v.shape)
+    return dataset
+
+
 def datasets() -> st.SearchStrategy[Dataset]:
     """Whole canonical models."""
-    return groups().map(Dataset)
+    return groups().map(lambda g: _settle_unlimited(Dataset(g)))
 
