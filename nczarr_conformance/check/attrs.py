@@ -1,0 +1,61 @@
+"""Rules about attributes and their NCZarr types (nczarr.md Appendix D)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .. import keys
+from ..errors import NczarrError
+from ..model import is_internal_attribute
+from ..nczarr import attrs as attr_codec
+from ..nczarr.dtypes import parse_attr_type
+from .context import CheckContext
+from .rules import Finding, Severity, get, rule
+
+
+def _attribute_sets(ctx: CheckContext) -> Iterator[tuple[str, dict, dict | None]]:
+    for gkey, rec in sorted(ctx.groups.items()):
+        yield gkey, rec.zattrs, ctx.attr_types_of(gkey)
+    for akey, arec in sorted(ctx.arrays.items()):
+        yield akey, arec.zattrs, arec.attr_types
+
+
+@rule("NCZ-ATTR-TYPE", Severity.ERROR)
+def attr_type(ctx: CheckContext) -> Iterator[Finding]:
+    """Each _nczarr_attr type is a known dtype and the attribute's JSON value converts to it (nczarr.md App. D)."""
+    if not ctx.nczarr:
+        return
+    for node, zattrs, types in _attribute_sets(ctx):
+        for name, type_text in (types or {}).items():
+            if name not in zattrs or type_text == "|J0":
+                continue
+            where = keys.join(node, ".zattrs")
+            try:
+                parse_attr_type(type_text)
+                attr_codec.decode(zattrs[name], type_text)
+            except NczarrError as exc:
+                yield get("NCZ-ATTR-TYPE").finding(where, f"attribute {name!r} typed {type_text!r}: {exc}")
+
+
+@rule("NCZ-ATTR-UNTYPED", Severity.WARNING)
+def attr_untyped(ctx: CheckContext) -> Iterator[Finding]:
+    """Every user attribute of an NCZarr dataset has a type in _nczarr_attr; else readers infer one (App. D read cases)."""
+    if not ctx.nczarr:
+        return
+    for node, zattrs, types in _attribute_sets(ctx):
+        missing = [n for n in zattrs if not is_internal_attribute(n) and n not in (types or {})]
+        if missing:
+            yield get("NCZ-ATTR-UNTYPED").finding(keys.join(node, ".zattrs"),
+                                                  f"no _nczarr_attr type for {', '.join(map(repr, missing))}; "
+                                                  "readers infer one")
+
+
+@rule("NCZ-ATTR-GHOST", Severity.WARNING)
+def attr_ghost(ctx: CheckContext) -> Iterator[Finding]:
+    """_nczarr_attr types name only attributes that exist."""
+    if not ctx.nczarr:
+        return
+    for node, zattrs, types in _attribute_sets(ctx):
+        ghosts = [n for n in (types or {}) if n not in zattrs]
+        if ghosts:
+            yield get("NCZ-ATTR-GHOST").finding(keys.join(node, ".zattrs"),
+                                                f"types given for absent attributes {', '.join(map(repr, ghosts))}")

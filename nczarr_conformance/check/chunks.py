@@ -1,0 +1,132 @@
+"""--deep rules: every chunk object is inside its array's grid and decodes to exactly its size."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from .. import keys
+from ..codecs import Pipeline
+from ..errors import NczarrError
+from .context import METADATA_NAMES, CheckContext, parse_array
+from .rules import Finding, Severity, get, rule
+
+MAX_VERIFY_BYTES = 256 * 1024**2
+
+
+def chunk_objects(ctx: CheckContext, akey: str) -> list[str]:
+    prefix = akey.rstrip("/") + "/"
+    nested = [a.rstrip("/") + "/" for a in ctx.arrays if a != akey and a.startswith(prefix)]
+    nested += [g.rstrip("/") + "/" for g in ctx.groups if g.startswith(prefix)]
+    return [k for k in ctx.objects if k.startswith(prefix) and keys.basename(k) not in METADATA_NAMES
+            and not any(k.startswith(n) for n in nested)]
+
+
+def looks_like_chunk(rel: str) -> bool:
+    """Digits and separators only: an attempted chunk key (anything else is a stray object)."""
+    return bool(rel) and all(c.isdigit() or c in "./" for c in rel)
+
+
+def chunk_index(rel: str, separator: str, ndim: int) -> tuple[int, ...] | None:
+    parts = rel.split(separator) if ndim else [rel]
+    if ndim == 0:
+        return () if rel == "0" else None
+    if len(parts) != ndim or not all(p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def _valid_chunks(ctx: CheckContext) -> Iterator[tuple[str, object, str, tuple[int, ...] | None, tuple[int, ...]]]:
+    for akey, rec in sorted(ctx.arrays.items()):
+        parsed = parse_array(ctx, rec)
+        if rec.zarray is None or parsed.shape is None or parsed.chunks is None or parsed.separator is None:
+            continue
+        grid = tuple(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks))
+        for key in chunk_objects(ctx, akey):
+            rel = key[len(akey.rstrip("/")) + 1:]
+            if not looks_like_chunk(rel):
+                continue  # reported by NCZ-STORE-STRAY
+            index = chunk_index(rel, parsed.separator, len(parsed.shape))
+            if index is not None and any(i >= g for i, g in zip(index, grid)):
+                index = None
+            yield akey, parsed, key, index, grid
+
+
+@rule("NCZ-CHUNK-KEY", Severity.ERROR, deep=True)
+def chunk_key(ctx: CheckContext) -> Iterator[Finding]:
+    """Every object under an array is a chunk key inside the array's chunk grid (Zarr v2 spec "Chunk storage")."""
+    for akey, _, key, index, grid in _valid_chunks(ctx):
+        if index is None:
+            yield get("NCZ-CHUNK-KEY").finding(key, f"not a chunk key of {akey} (grid {list(grid)})")
+
+
+@rule("NCZ-CHUNK-DECODE", Severity.ERROR, deep=True)
+def chunk_decode(ctx: CheckContext) -> Iterator[Finding]:
+    """Every chunk decodes with the array's filters and compressor (Zarr v2 spec)."""
+    yield from _decode_findings(ctx, "NCZ-CHUNK-DECODE")
+
+
+@rule("NCZ-CHUNK-SIZE", Severity.ERROR, deep=True)
+def chunk_size(ctx: CheckContext) -> Iterator[Finding]:
+    """Every chunk holds, decoded, exactly prod(chunks) x itemsize bytes (Zarr v2 spec; edge chunks are full size)."""
+    yield from _decode_findings(ctx, "NCZ-CHUNK-SIZE")
+
+
+def _decode_findings(ctx: CheckContext, which: str) -> Iterator[Finding]:
+    cache = ctx.__dict__.setdefault("_chunk_results", None)
+    if cache is None:
+        cache = ctx.__dict__["_chunk_results"] = list(_decode_all(ctx))
+    for rule_id, key, message in cache:
+        if rule_id == which:
+            yield get(which).finding(key, message)
+
+
+def _decode_all(ctx: CheckContext) -> Iterator[tuple[str, str, str]]:
+    pipelines: dict[str, Pipeline | None] = {}
+    for akey, parsed, key, index, _ in _valid_chunks(ctx):
+        if index is None or parsed.storage is None:  # type: ignore[attr-defined]
+            continue
+        storage = parsed.storage  # type: ignore[attr-defined]
+        expected = math.prod(parsed.chunks or (1,)) * storage.numpy.itemsize  # type: ignore[attr-defined]
+        if expected > MAX_VERIFY_BYTES:
+            continue
+        if akey not in pipelines:
+            z = ctx.arrays[akey].zarray or {}
+            try:
+                pipelines[akey] = Pipeline(z.get("compressor"), z.get("filters"), storage.numpy.itemsize)
+            except NczarrError:
+                pipelines[akey] = None
+        pipeline = pipelines[akey]
+        if pipeline is None:
+            continue
+        raw = ctx.raw(key)
+        if raw is None:
+            continue
+        try:
+            decoded = pipeline.decode(raw)
+        except Exception as exc:  # any codec failure is a corrupt chunk
+            yield "NCZ-CHUNK-DECODE", key, f"does not decode: {type(exc).__name__}: {exc}"
+            continue
+        if len(decoded) != expected:
+            shape = "x".join(str(c) for c in parsed.chunks) or "scalar"  # type: ignore[attr-defined]
+            yield "NCZ-CHUNK-SIZE", key, (f"chunk holds {len(decoded)} bytes after decoding; {expected} expected "
+                                          f"for {shape} {ctx.arrays[akey].zarray.get('dtype')}")  # type: ignore[union-attr]
+
+
+@rule("NCZ-CHUNK-MISSING", Severity.INFO, deep=True)
+def chunk_missing(ctx: CheckContext) -> Iterator[Finding]:
+    """Chunks never written are reported: readers show the fill value there (Zarr v2 spec)."""
+    present: dict[str, int] = {}
+    grids: dict[str, tuple[int, ...]] = {}
+    for akey, _, _, index, grid in _valid_chunks(ctx):
+        grids[akey] = grid
+        if index is not None:
+            present[akey] = present.get(akey, 0) + 1
+    for akey, rec in sorted(ctx.arrays.items()):
+        parsed = parse_array(ctx, rec)
+        if parsed.shape is None or parsed.chunks is None:
+            continue
+        total = math.prod(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks))
+        missing = total - present.get(akey, 0)
+        if missing > 0:
+            yield get("NCZ-CHUNK-MISSING").finding(keys.join(akey, ".zarray"),
+                                                   f"{missing} of {total} chunks never written; they read as fill")

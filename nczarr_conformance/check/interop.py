@@ -1,0 +1,140 @@
+"""Predictions: what other implementations will do with this dataset.
+
+Each rule stands on a peer behaviour that a test in tests/check/test_interop.py
+reproduces by running that peer on such a dataset.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from .. import keys
+from .chunks import chunk_objects
+from .context import CheckContext, parse_array
+from .metadata import _refs
+from .rules import Finding, Severity, get, rule
+
+
+def _dtype(ctx: CheckContext, akey: str) -> str:
+    z = ctx.arrays[akey].zarray or {}
+    return str(z.get("dtype"))
+
+
+@rule("NCZ-INTEROP-C490-UNLIMITED", Severity.WARNING)
+def c490_unlimited(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0 cannot read (or write) NCZarr unlimited dimensions."""
+    for gkey, rec in sorted(ctx.groups.items()):
+        for name, (_, unlimited) in rec.dims.items():
+            if unlimited:
+                yield get("NCZ-INTEROP-C490-UNLIMITED").finding(
+                    keys.join(gkey, ".zattrs"), f"netcdf-c 4.9.0 cannot read: unlimited dimension {name!r}")
+
+
+@rule("NCZ-INTEROP-C490-STRING", Severity.WARNING)
+def c490_string(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0 aborts on NCZarr string variables."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        st = parse_array(ctx, rec).storage
+        if ctx.nczarr and st is not None and st.nctype == "string":
+            yield get("NCZ-INTEROP-C490-STRING").finding(keys.join(akey, ".zarray"),
+                                                         "netcdf-c 4.9.0 cannot read: string variable")
+
+
+@rule("NCZ-INTEROP-C490-SCALAR", Severity.WARNING)
+def c490_scalar(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0 crashes reading any NCZarr scalar variable, even one it wrote."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        if ctx.nczarr and _refs(rec)[1]:
+            yield get("NCZ-INTEROP-C490-SCALAR").finding(keys.join(akey, ".zarray"),
+                                                         "netcdf-c 4.9.0 crashes on this scalar variable")
+
+
+@rule("NCZ-INTEROP-C490-CODEC", Severity.WARNING)
+def c490_codec(ctx: CheckContext) -> Iterator[Finding]:
+    """Debian's netcdf-c 4.9.0 has no NCZarr codecs: it returns compressed or filtered chunk bytes as data, silently."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        z = rec.zarray or {}
+        if ctx.nczarr and (z.get("compressor") is not None or z.get("filters")):
+            yield get("NCZ-INTEROP-C490-CODEC").finding(keys.join(akey, ".zarray"),
+                                                        "netcdf-c 4.9.0 (Debian) reads wrong values: compressed chunks")
+
+
+@rule("NCZ-INTEROP-C490-CHAR", Severity.WARNING)
+def c490_char(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0 crashes on char variables stored as >S1 (it wrote and reads <U1)."""
+    for akey in sorted(ctx.arrays):
+        if ctx.nczarr and _dtype(ctx, akey) == ">S1":
+            yield get("NCZ-INTEROP-C490-CHAR").finding(keys.join(akey, ".zarray"),
+                                                       "netcdf-c 4.9.0 crashes on this char variable (>S1)")
+
+
+@rule("NCZ-INTEROP-C410-U1CHAR", Severity.WARNING)
+def c410_u1char(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 cannot open a dataset with a char variable stored as <U1 (as netcdf-c 4.9.0 wrote it)."""
+    for akey in sorted(ctx.arrays):
+        if ctx.nczarr and _dtype(ctx, akey) in ("<U1", ">U1", "|U1"):
+            yield get("NCZ-INTEROP-C410-U1CHAR").finding(keys.join(akey, ".zarray"),
+                                                         "netcdf-c 4.10.1 cannot open this dataset: char stored as <U1")
+
+
+@rule("NCZ-INTEROP-C410-UPPER", Severity.WARNING)
+def c410_upper(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 ignores upper-case _NCZARR_ATTR types and sub-group _NCZARR_GROUP dimensions."""
+    if ctx.flavor == "nczarr-2-upper":
+        yield get("NCZ-INTEROP-C410-UPPER").finding("/.zgroup", "netcdf-c 4.10.1 re-infers attribute types and "
+                                                    "makes sub-group dimensions anonymous in this upper-case dataset")
+
+
+@rule("NCZ-INTEROP-C410-BIGENDIAN", Severity.WARNING)
+def c410_bigendian(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 reads a never-written chunk of a big-endian array as byte-swapped fill."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        parsed = parse_array(ctx, rec)
+        if parsed.storage is None or parsed.shape is None or parsed.chunks is None:
+            continue
+        if parsed.storage.numpy.byteorder != ">":
+            continue
+        total = math.prod(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks))
+        if len(chunk_objects(ctx, akey)) < total:
+            yield get("NCZ-INTEROP-C410-BIGENDIAN").finding(
+                keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads wrong values: big-endian array with unwritten chunks")
+
+
+@rule("NCZ-INTEROP-ZARR-CHAR", Severity.INFO)
+def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
+    """zarr-python 3.1 rejects the >S1 dtype nczarr.md prescribes for char variables."""
+    for akey in sorted(ctx.arrays):
+        if _dtype(ctx, akey) == ">S1":
+            yield get("NCZ-INTEROP-ZARR-CHAR").finding(keys.join(akey, ".zarray"),
+                                                       "zarr-python 3.1 cannot read this char array (>S1)")
+
+
+@rule("NCZ-INTEROP-ZARR-I1", Severity.WARNING)
+def zarr_i1(ctx: CheckContext) -> Iterator[Finding]:
+    """zarr-python 3.1 rejects one-byte dtypes with a byte order (<i1, >i1, <u1, >u1) that netcdf-c writes; |i1 works."""
+    for akey in sorted(ctx.arrays):
+        if _dtype(ctx, akey) in ("<i1", ">i1", "<u1", ">u1"):
+            yield get("NCZ-INTEROP-ZARR-I1").finding(keys.join(akey, ".zarray"),
+                                                     f"zarr-python 3.1 cannot read dtype {_dtype(ctx, akey)}")
+
+
+@rule("NCZ-INTEROP-SHUFFLE0", Severity.WARNING)
+def shuffle0(ctx: CheckContext) -> Iterator[Finding]:
+    """A shuffle filter with elementsize 0 (netcdf-c's) is a no-op in numcodecs: zarr-python and xarray read wrong values."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        for f in (rec.zarray or {}).get("filters") or []:
+            if isinstance(f, dict) and f.get("id") == "shuffle" and not f.get("elementsize"):
+                st = parse_array(ctx, rec).storage
+                if st is not None and st.numpy.itemsize > 1:
+                    yield get("NCZ-INTEROP-SHUFFLE0").finding(keys.join(akey, ".zarray"),
+                                                              "zarr-python/xarray read wrong values: shuffle "
+                                                              "elementsize 0 is a no-op in numcodecs")
+
+
+@rule("NCZ-INTEROP-XARRAY-NODIMS", Severity.INFO)
+def xarray_nodims(ctx: CheckContext) -> Iterator[Finding]:
+    """xarray's open_zarr needs _ARRAY_DIMENSIONS on every array of a group it opens."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        if rec.zarray is not None and "_ARRAY_DIMENSIONS" not in rec.zattrs:
+            yield get("NCZ-INTEROP-XARRAY-NODIMS").finding(keys.join(akey, ".zattrs"),
+                                                           "xarray cannot open this array's group: no _ARRAY_DIMENSIONS")
