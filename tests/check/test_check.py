@@ -1,0 +1,304 @@
+"""nczarr-check: valid datasets from every producer pass; one corruption per rule is caught on its key."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any, Callable
+
+import jsonschema
+import numpy as np
+import pytest
+
+from nczarr_conformance.check import RULES, check
+from nczarr_conformance.check.docs import render
+from nczarr_conformance.check.rules import Severity
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
+from nczarr_conformance.nczarr.writer import write_dataset
+from nczarr_conformance.stores import DirectoryStore
+from nczarr_conformance.testing.samples import small_model
+from tests.conftest import CORPUS, REPO, need_tool
+
+REPORT_SCHEMA = {
+    "type": "object",
+    "required": ["report", "url", "flavor", "findings", "summary"],
+    "properties": {
+        "report": {"const": "nczarr-check/1"},
+        "url": {"type": "string"},
+        "flavor": {"enum": ["nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "unknown"]},
+        "findings": {"type": "array", "items": {
+            "type": "object", "required": ["rule", "severity", "key", "message"],
+            "properties": {"rule": {"type": "string", "pattern": "^NCZ-[A-Z0-9-]+$"},
+                           "severity": {"enum": ["error", "warning", "info"]},
+                           "key": {"type": ["string", "null"], "pattern": "^/"},
+                           "message": {"type": "string", "minLength": 1}}}},
+        "summary": {"type": "object", "required": ["errors", "warnings", "infos", "objects_read"],
+                    "properties": {k: {"type": "integer", "minimum": 0}
+                                   for k in ("errors", "warnings", "infos", "objects_read")}},
+    },
+}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def errors(report) -> list[tuple[str, str | None]]:
+    return [(f.rule, f.key) for f in report.findings if f.severity == Severity.ERROR]
+
+
+def test_docs_rules_md_is_generated_from_the_registry():
+    assert (REPO / "docs" / "rules.md").read_text() == render()
+
+
+def test_rule_ids_follow_the_house_pattern():
+    import re
+
+    assert all(re.fullmatch(r"NCZ-[A-Z0-9]+(-[A-Z0-9]+)+", rid) for rid in RULES)
+
+
+# ---- valid datasets from every producer ----------------------------------------------------
+
+def _ours(tmp_path: Path, flavor: str) -> str:
+    model = small_model()
+    if flavor == "nczarr-2-upper":
+        del model.root.variables["s"], model.root.variables["sc"]
+        model.root.dimensions["t"].unlimited = False
+    with DirectoryStore(tmp_path / f"{flavor}.file", "w") as store:
+        write_dataset(model, store, flavor=flavor)
+    return str(tmp_path / f"{flavor}.file")
+
+
+@pytest.mark.parametrize("flavor", ["nczarr-4.10", "nczarr-2-upper", "zarr"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_our_writer_passes(tmp_path, flavor, fmt):
+    result = run_cli("--deep", "--format", fmt, "--expect", flavor, _ours(tmp_path, flavor))
+    assert result.returncode == 0, result.stdout + result.stderr
+    if fmt == "json":
+        doc = json.loads(result.stdout)
+        jsonschema.validate(doc, REPORT_SCHEMA)
+        assert doc["flavor"] == flavor and doc["summary"]["errors"] == 0
+    else:
+        assert result.stdout.strip().splitlines()[-1].endswith("objects read")
+
+
+def test_netcdf4_python_output_passes(rich_nc, tmp_path):
+    from nczarr_conformance.peers import netcdf4
+    from nczarr_conformance.urls import to_file_url
+
+    netcdf4.write(netcdf4.read(str(rich_nc)), to_file_url(str(tmp_path / "n.file"), "file"))
+    report = check(str(tmp_path / "n.file"), deep=True, expect="nczarr-4.10")
+    assert errors(report) == []
+
+
+def test_ncgen_490_output_passes(tmp_path):
+    ncgen = need_tool("ncgen")
+    (tmp_path / "t.cdl").write_text('netcdf t { dimensions: x = 3 ; variables: int v(x) ; v:u = "m" ; '
+                                    'char c(x) ; data: v = 1, 2, 3 ; c = "ab" ; }')
+    url = f"file://{tmp_path}/g.file#mode=nczarr,file"
+    subprocess.run([ncgen, "-4", "-b", "-o", url, str(tmp_path / "t.cdl")], check=True, capture_output=True)
+    report = check(url, deep=True, expect="nczarr-2-upper")
+    assert errors(report) == []
+    assert "NCZ-INTEROP-C410-U1CHAR" in {f.rule for f in report.findings}
+
+
+def test_zarr_python_and_xarray_output_passes(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    xr = pytest.importorskip("xarray")
+    g = zarr.open_group(str(tmp_path / "zp.zarr"), mode="w", zarr_format=2)
+    g.create_array("a", shape=(5, 4), chunks=(2, 3), dtype="<f8", fill_value=np.nan)[...] = 1.0
+    g.create_array("s", shape=(), dtype="<i4", fill_value=0)[...] = 3
+    assert errors(check(str(tmp_path / "zp.zarr"), deep=True, expect="zarr")) == []
+    ds = xr.Dataset({"t": (("time", "lat"), np.arange(6.0).reshape(2, 3))}, coords={"lat": [1.0, 2.0, 3.0]})
+    ds.to_zarr(str(tmp_path / "xr.zarr"), zarr_format=2, consolidated=True)
+    report = check(str(tmp_path / "xr.zarr"), deep=True, expect="zarr")
+    assert errors(report) == [] and not any(f.rule == "NCZ-INTEROP-XARRAY-NODIMS" for f in report.findings)
+
+
+CORPUS_STORES = ["ref_byte.zarr.zip", "ref_byte_fill_value_null.zarr.zip", "ref_oldformat.zip",
+                 "ref_oldkeys.file.zip", "ref_data.zarr"]
+
+
+@pytest.mark.parametrize("name", CORPUS_STORES)
+def test_corpus_stores_pass(name):
+    report = check(str(CORPUS / "netcdf-c" / name), deep=True)
+    assert errors(report) == [], report.to_text()
+
+
+def test_corpus_noshape_is_reported_truthfully():
+    """ref_noshape is netcdf-c's test of a malformed zarr scalar: 24 bytes for one int and a 1-name
+    _ARRAY_DIMENSIONS on a 0-d array. netcdf-c reads it leniently; the checker says what is wrong."""
+    report = check(str(CORPUS / "netcdf-c" / "ref_noshape.file.zip"), deep=True)
+    assert sorted(errors(report)) == [("NCZ-CHUNK-SIZE", "/v/0"), ("NCZ-XARRAY-DIMS", "/v/.zattrs")]
+
+
+# ---- one corruption per rule ----------------------------------------------------------------
+
+def _base(tmp_path: Path) -> Path:
+    root = Group({"x": Dimension(3), "t": Dimension(2, True)},
+                 attributes={"title": Attribute("char", "base"), "n": Attribute("short", np.array([1, 2]))})
+    root.variables["v"] = Variable("int", ["/t", "/x"], (2, 3), {"_FillValue": Attribute("int", np.array([-1]))},
+                                   np.arange(6, dtype="i4").reshape(2, 3), chunks=[1, 2])
+    root.variables["s"] = Variable("string", ["/x"], (3,), {}, np.array(["a", "b", "c"], dtype=object))
+    root.variables["sc"] = Variable("double", [], (), {}, np.array(1.5))
+    root.groups["g"] = Group({"y": Dimension(2)})
+    root.groups["g"].variables["w"] = Variable("ubyte", ["/x", "/g/y"], (3, 2), {},
+                                               np.arange(6, dtype="u1").reshape(3, 2))
+    path = tmp_path / "base.file"
+    with DirectoryStore(path, "w") as store:
+        write_dataset(Dataset(root), store)
+    return path
+
+
+def edit_json(path: Path, key: str, change: Callable[[Any], Any]) -> None:
+    target = path / key.lstrip("/")
+    doc = json.loads(target.read_text())
+    change(doc)  # mutates doc in place
+    target.write_text(json.dumps(doc))
+
+
+CORRUPTIONS: dict[str, tuple[str | None, Callable[[Path], None]]] = {
+    "NCZ-JSON-SYNTAX": ("/v/.zarray", lambda p: (p / "v/.zarray").write_text("{bad json")),
+    "NCZ-JSON-OBJECT": ("/v/.zattrs", lambda p: (p / "v/.zattrs").write_text("[1, 2]")),
+    "NCZ-GROUP-FORMAT": ("/g/.zgroup", lambda p: edit_json(p, "/g/.zgroup", lambda d: d.update(zarr_format=3))),
+    "NCZ-SUPERBLOCK-VERSION": ("/.zattrs", lambda p: edit_json(
+        p, "/.zattrs", lambda d: d["_nczarr_superblock"].update(version="9.9.9"))),
+    "NCZ-GROUP-META": ("/g/.zattrs", lambda p: edit_json(p, "/g/.zattrs", lambda d: d.pop("_nczarr_group"))),
+    "NCZ-DIM-DEF": ("/.zattrs", lambda p: edit_json(
+        p, "/.zattrs", lambda d: d["_nczarr_group"]["dimensions"].update(x="three"))),
+    "NCZ-GROUP-GHOST": ("/.zattrs", lambda p: edit_json(
+        p, "/.zattrs", lambda d: d["_nczarr_group"]["arrays"].append("nope"))),
+    "NCZ-GROUP-UNLISTED": ("/v/.zarray", lambda p: edit_json(
+        p, "/.zattrs", lambda d: d["_nczarr_group"]["arrays"].remove("v"))),
+    "NCZ-ARRAY-MEMBERS": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.pop("order"))),
+    "NCZ-ARRAY-FORMAT": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(zarr_format=3))),
+    "NCZ-ARRAY-SHAPE": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(shape=[-2, 3]))),
+    "NCZ-ARRAY-CHUNKS": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(chunks=[0, 2]))),
+    "NCZ-ARRAY-DTYPE": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(dtype="<c16"))),
+    "NCZ-ARRAY-ORDER": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(order="X"))),
+    "NCZ-ARRAY-SEPARATOR": ("/v/.zarray", lambda p: edit_json(
+        p, "/v/.zarray", lambda d: d.update(dimension_separator="-"))),
+    "NCZ-ARRAY-FILL": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(fill_value="abc"))),
+    "NCZ-ARRAY-CODEC": ("/v/.zarray", lambda p: edit_json(
+        p, "/v/.zarray", lambda d: d.update(compressor={"id": "no-such-codec"}))),
+    "NCZ-ARRAY-META": ("/v/.zattrs", lambda p: edit_json(p, "/v/.zattrs", lambda d: d.pop("_nczarr_array"))),
+    "NCZ-DIM-REF": ("/v/.zattrs", lambda p: edit_json(
+        p, "/v/.zattrs", lambda d: d["_nczarr_array"].update(dimension_references=["/nope", "/x"]))),
+    "NCZ-DIM-SIZE": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(shape=[2, 4]))),
+    "NCZ-SCALAR-SHAPE": ("/sc/.zarray", lambda p: edit_json(p, "/sc/.zarray", lambda d: d.update(shape=[2], chunks=[2]))),
+    "NCZ-STRING-MAXSTRLEN": ("/s/.zarray", lambda p: edit_json(
+        p, "/s/.zattrs", lambda d: d.update(_nczarr_maxstrlen=7))),
+    "NCZ-ATTR-TYPE": ("/.zattrs", lambda p: edit_json(p, "/.zattrs", lambda d: d.update(n="abc"))),
+    "NCZ-XARRAY-DIMS": ("/v/.zattrs", lambda p: edit_json(
+        p, "/v/.zattrs", lambda d: d.update(_ARRAY_DIMENSIONS=["t"]))),
+    "NCZ-CHUNK-KEY": ("/v/9.9", lambda p: (p / "v/9.9").write_bytes(b"\0" * 8)),
+    "NCZ-CHUNK-DECODE": ("/v/0.0", lambda p: edit_json(
+        p, "/v/.zarray", lambda d: d.update(compressor={"id": "zlib", "level": 1}))),
+    "NCZ-CHUNK-SIZE": ("/v/0.0", lambda p: (p / "v/0.0").write_bytes((p / "v/0.0").read_bytes()[:5])),
+}
+
+
+def test_every_error_rule_has_a_corruption_test():
+    special = {"NCZ-LAYOUT-NODATASET", "NCZ-STORE-UNSAFE", "NCZ-LAYOUT-FLAVOR", "NCZ-CHECK-CRASH"}
+    error_rules = {r.id for r in RULES.values() if r.severity == Severity.ERROR}
+    assert error_rules - special == set(CORRUPTIONS) - {"NCZ-XARRAY-DIMS"}
+
+
+@pytest.mark.parametrize("rule_id", sorted(CORRUPTIONS))
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_corruption_is_caught_on_its_key(rule_id, fmt, tmp_path):
+    path = _base(tmp_path)
+    assert errors(check(str(path), deep=True)) == []
+    key, corrupt = CORRUPTIONS[rule_id]
+    corrupt(path)
+    before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
+    result = run_cli("--deep", "--format", fmt, str(path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    if fmt == "json":
+        doc = json.loads(result.stdout)
+        jsonschema.validate(doc, REPORT_SCHEMA)
+        found = {(f["rule"], f["key"]) for f in doc["findings"] if f["severity"] == "error"}
+        assert doc["summary"]["errors"] >= 1
+    else:
+        found = {tuple(line.split(" ", 3)[1:3]) for line in result.stdout.splitlines() if line.startswith("error ")}
+        found = {(r, k.rstrip(":")) for r, k in found}
+    assert (rule_id, key) in found, result.stdout
+    assert before == {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}  # never modified
+
+
+def test_no_dataset(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run_cli("--format", "json", str(tmp_path / "empty"))
+    assert result.returncode == 1
+    doc = json.loads(result.stdout)
+    assert doc["flavor"] == "unknown" and doc["findings"][0]["rule"] == "NCZ-LAYOUT-NODATASET"
+    assert doc["findings"][0]["key"] is None
+
+
+def test_zip_with_dotdot_members_is_a_finding_and_nothing_is_extracted(tmp_path):
+    base = _base(tmp_path)
+    target = tmp_path / "evil.zip"
+    with zipfile.ZipFile(target, "w") as zf:
+        for p in base.rglob("*"):
+            if p.is_file():
+                zf.write(p, p.relative_to(base).as_posix())
+        zf.writestr("../../escaped.txt", "x")
+    report = check(str(target))
+    assert ("NCZ-STORE-UNSAFE", None) in errors(report)
+    assert not (tmp_path.parent / "escaped.txt").exists() and not (tmp_path / "escaped.txt").exists()
+
+
+def test_expect_flavor(tmp_path):
+    path = _base(tmp_path)
+    result = run_cli("--expect", "zarr", str(path))
+    assert result.returncode == 1 and "NCZ-LAYOUT-FLAVOR" in result.stdout
+
+
+def test_a_crashing_rule_is_a_finding(tmp_path, monkeypatch):
+    from nczarr_conformance.check import rules as rules_mod
+
+    def boom(ctx):
+        raise RuntimeError("kaboom")
+        yield  # pragma: no cover
+
+    boom.__doc__ = "x"
+    original = rules_mod.RULES["NCZ-ARRAY-ORDER"]
+    monkeypatch.setitem(rules_mod.RULES, "NCZ-ARRAY-ORDER", rules_mod.Rule(original.id, original.severity, boom))
+    report = check(str(_base(tmp_path)))
+    assert [f.rule for f in report.findings if f.severity == Severity.ERROR] == ["NCZ-CHECK-CRASH"]
+
+
+def test_giant_declared_shape_is_a_finding_not_an_allocation(tmp_path):
+    path = _base(tmp_path)
+    edit_json(path, "/v/.zarray", lambda d: d.update(shape=[10**12, 3], chunks=[10**12, 3]))
+    edit_json(path, "/.zattrs", lambda d: d["_nczarr_group"]["dimensions"].update(t={"size": 10**12, "unlimited": 1}))
+    report = check(str(path), deep=True)
+    assert ("NCZ-ARRAY-HUGE", "/v/.zarray") in {(f.rule, f.key) for f in report.findings}
+
+
+WARNINGS: dict[str, tuple[str, Callable[[Path], None]]] = {
+    "NCZ-JSON-CONTROL": ("/.zattrs", lambda p: (p / ".zattrs").write_bytes(
+        (p / ".zattrs").read_bytes().replace(b'"base"', b'"ba\x01se"'))),
+    "NCZ-ATTR-UNTYPED": ("/.zattrs", lambda p: edit_json(p, "/.zattrs", lambda d: d["_nczarr_attr"]["types"].pop("n"))),
+    "NCZ-ATTR-GHOST": ("/.zattrs", lambda p: edit_json(p, "/.zattrs", lambda d: d.pop("n"))),
+    "NCZ-FILL-ATTR": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(fill_value=-7))),
+    "NCZ-XARRAY-DIMS": ("/v/.zattrs", lambda p: edit_json(p, "/v/.zattrs", lambda d: d.update(
+        _ARRAY_DIMENSIONS=["a", "b"]))),
+    "NCZ-STORE-STRAY": ("/v/.zattrs~", lambda p: (p / "v/.zattrs~").write_text("{}")),
+    "NCZ-CHUNK-MISSING": ("/v/.zarray", lambda p: (p / "v/1.1").unlink()),
+}
+
+
+@pytest.mark.parametrize("rule_id", sorted(WARNINGS))
+def test_warnings_and_infos_do_not_fail(rule_id, tmp_path):
+    path = _base(tmp_path)
+    key, change = WARNINGS[rule_id]
+    change(path)
+    report = check(str(path), deep=True)
+    assert report.exit_code == 0, report.to_text()
+    assert (rule_id, key) in {(f.rule, f.key) for f in report.findings}
