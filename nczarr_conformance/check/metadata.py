@@ -163,23 +163,25 @@ def _refs(rec: ArrayRecord) -> tuple[list[str], bool]:
 @rule("NCZ-DIM-REF", Severity.ERROR)
 def dim_ref(ctx: CheckContext) -> Iterator[Finding]:
     """Every dimension reference resolves to a dimension defined in that group's _nczarr_group (nczarr.md)."""
-    if not ctx.nczarr:
-        return
-    for akey, rec, _ in _arrays(ctx):
-        refs, _ = _refs(rec)
+    for akey, refs, _, _ in _nczarr_arrays(ctx):
         for ref in refs:
             if ctx.dimension(ref) is None:
                 yield get("NCZ-DIM-REF").finding(keys.join(akey, ".zattrs"), f"dimension {ref} is not defined")
 
 
-@rule("NCZ-DIM-SIZE", Severity.ERROR)
-def dim_size(ctx: CheckContext) -> Iterator[Finding]:
-    """An array's shape equals its dimensions' sizes; along an unlimited one it may be shorter, never longer (nczarr.md)."""
+def _nczarr_arrays(ctx: CheckContext) -> Iterator[tuple[str, list[str], bool, tuple[int, ...] | None]]:
+    """(array key, dimension references, scalar?, shape) for each array of an NCZarr dataset."""
     if not ctx.nczarr:
         return
     for akey, rec, _ in _arrays(ctx):
         refs, scalar = _refs(rec)
-        shape = parse_array(ctx, rec).shape
+        yield akey, refs, scalar, parse_array(ctx, rec).shape
+
+
+@rule("NCZ-DIM-SIZE", Severity.ERROR)
+def dim_size(ctx: CheckContext) -> Iterator[Finding]:
+    """An array's shape equals its dimensions' sizes; along an unlimited one it may be shorter, never longer (nczarr.md)."""
+    for akey, refs, scalar, shape in _nczarr_arrays(ctx):
         if shape is None or scalar:
             continue
         if len(refs) != len(shape):
@@ -198,11 +200,7 @@ def dim_size(ctx: CheckContext) -> Iterator[Finding]:
 @rule("NCZ-SCALAR-SHAPE", Severity.ERROR)
 def scalar_shape(ctx: CheckContext) -> Iterator[Finding]:
     """A netCDF scalar is stored with shape [1] and no dimension references (nczarr.md "scalar variables")."""
-    if not ctx.nczarr:
-        return
-    for akey, rec, _ in _arrays(ctx):
-        refs, scalar = _refs(rec)
-        shape = parse_array(ctx, rec).shape
+    for akey, refs, scalar, shape in _nczarr_arrays(ctx):
         if scalar and (shape not in ((1,), ()) or refs):
             yield get("NCZ-SCALAR-SHAPE").finding(_zkey(akey), f"scalar with shape {list(shape or [])} and "
                                                   f"references {refs}; shape [1] and no references expected")

@@ -9,16 +9,11 @@ import argparse
 import sys
 
 from ..check import FLAVOR_CHOICES, check
-from .common import run
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors: one line, exit 2
-        self.exit(2, f"{self.prog}: {message}\n")
+from .common import Parser, run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="nczarr-check", description=__doc__.splitlines()[0])
+    p = Parser(prog="nczarr-check", description=__doc__.splitlines()[0])
     p.add_argument("url", help="store path or netcdf-c URL (directory, .zip, s3://…)")
     p.add_argument("--deep", action="store_true", help="also decode every chunk and check its size")
     p.add_argument("--format", choices=("text", "json"), default="text")

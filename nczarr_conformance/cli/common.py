@@ -1,6 +1,7 @@
 """What every CLI shares: one-line errors, documented exit codes, no tracebacks."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable
@@ -29,3 +30,10 @@ def run(prog: str, body: Callable[[], int]) -> int:
             raise
         print(f"{prog}: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one stderr line and exit 2, like every other failure."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")

@@ -9,11 +9,11 @@ import sys
 
 from ..convert import convert, total_chunks
 from ..nczarr.writer import FLAVOR_ALIASES
-from .common import run
+from .common import Parser, run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nc2nczarr", description=__doc__.splitlines()[0])
+    p = Parser(prog="nc2nczarr", description=__doc__.splitlines()[0])
     p.add_argument("input", help="netCDF-4 (or netCDF-3) file")
     p.add_argument("output", help="directory, .zip file, or netcdf-c URL (file://…#mode=nczarr,zip, s3://…)")
     p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),

@@ -11,11 +11,11 @@ import sys
 
 from ..dataset import open_dataset, dataset_name
 from ..cdl import to_cdl
-from .common import run
+from .common import Parser, run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nczarr-dump", description=__doc__.splitlines()[0])
+    p = Parser(prog="nczarr-dump", description=__doc__.splitlines()[0])
     p.add_argument("url", help="store path or netcdf-c URL (directory, .zip, s3://…), or a netCDF file")
     p.add_argument("--json", action="store_true", help="print the canonical model (contracts/model.md)")
     p.add_argument("--header", "-H", action="store_true", help="leave data out")
