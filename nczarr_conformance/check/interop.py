@@ -77,6 +77,21 @@ def c410_u1char(ctx: CheckContext) -> Iterator[Finding]:
                                                          "netcdf-c 4.10.1 cannot open this dataset: char stored as <U1")
 
 
+@rule("NCZ-INTEROP-C410-JSONCHAR", Severity.WARNING)
+def c410_json_char(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 reads a char attribute stored as a JSON number or boolean (App. D case 3) as one character."""
+    if not ctx.nczarr:
+        return
+    for node in sorted({*ctx.groups, *ctx.arrays}):
+        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+        types = ctx.attr_types_of(node) or {}
+        for name, value in zattrs.items():
+            if types.get(name) == ">S1" and isinstance(value, (int, float, bool)):
+                yield get("NCZ-INTEROP-C410-JSONCHAR").finding(
+                    keys.join(node, ".zattrs"), f"netcdf-c 4.10.1 reads char attribute {name!r} = {value!r} as one "
+                    "character")
+
+
 @rule("NCZ-INTEROP-C410-UPPER", Severity.WARNING)
 def c410_upper(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.10.1 ignores upper-case _NCZARR_ATTR types and sub-group _NCZARR_GROUP dimensions."""

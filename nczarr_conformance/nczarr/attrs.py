@@ -1,12 +1,14 @@
 """The JSON attribute convention (nczarr.md Appendix D), both directions.
 
-Writing a char attribute: Appendix D case 3 stores JSON-looking text as the
-JSON it spells. We apply it only where that is lossless and unambiguous for
-every reader: the text must be a JSON object, or an array holding an object or
-array, and must read back byte for byte (netcdf-c's unparse form). Everything
-else (``"42"``, ``"[1, 2]"``, ``"true"``) is case 4, a JSON string, because a
-number or flat array under a char type is read back wrongly by netcdf-c 4.10.1
-("42" → "4") and as a number by pure Zarr readers.
+Writing a char attribute: Appendix D case 3 stores text that parses as JSON as
+the JSON it spells (``"42"`` → ``42``, ``'{"a": 1}'`` → ``{"a": 1}``), case 4
+stores other text as a JSON string. nczarr.md calls the convention "almost
+idempotent" because re-serialising loses whitespace; we make it idempotent:
+case 3 applies when the JSON reads back as exactly the same text (netcdf-c's
+layout, see :func:`unparse`), else the text is kept whole as case 4
+(``"[1, 2]"`` stays ``"[1, 2]"``). Text spelling a JSON string (``'"x"'``) or a
+non-standard constant (``NaN``) is case 4 too: written as JSON it would read
+back without its quotes.
 """
 from __future__ import annotations
 
@@ -34,8 +36,19 @@ def unparse(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _is_complex_json(value: Any) -> bool:
-    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value))
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def as_json_expression(text: str) -> tuple[bool, Any]:
+    """(True, value) when Appendix D case 3 applies to ``text`` losslessly."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return False, None
+    if isinstance(value, str) or unparse(value) != text:
+        return False, None
+    return True, value
 
 
 def float_json(x: float, nctype: str) -> float | str:
@@ -49,18 +62,15 @@ def float_json(x: float, nctype: str) -> float | str:
     return float(x)
 
 
-def encode(attr: Attribute) -> tuple[Any, str]:
-    """(JSON value, _nczarr_attr dtype) for one attribute."""
+def encode(attr: Attribute, *, json_convention: bool = True) -> tuple[Any, str]:
+    """(JSON value, _nczarr_attr dtype) for one attribute.
+
+    ``json_convention=False`` writes char text always as a JSON string, as
+    netcdf-c 4.9.0 did before Appendix D existed.
+    """
     if attr.type == "char":
-        text = attr.value
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-        else:
-            if _is_complex_json(parsed) and unparse(parsed) == text:
-                return parsed, attr_type_string("char")
-        return text, attr_type_string("char")
+        applies, value = as_json_expression(attr.value) if json_convention else (False, None)
+        return (value if applies else attr.value), attr_type_string("char")
     if attr.type == "string":
         items = [str(v) for v in attr.value.tolist()]
         longest = max((len(s.encode("utf-8")) for s in items), default=1)

@@ -307,7 +307,7 @@ class DatasetWriter:
         for name, attr in attributes.items():
             if is_internal_attribute(name):
                 continue
-            value, type_text = attr_codec.encode(attr)
+            value, type_text = attr_codec.encode(attr, json_convention=self.flavor != "nczarr-2-upper")
             if self.flavor == "nczarr-2-upper" and attr.type == "char":
                 type_text = "<U1"
             zattrs[name] = value

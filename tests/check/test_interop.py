@@ -112,6 +112,14 @@ def test_c410_upper(tmp_path):
     assert theirs.root.attributes["s"].type != "short" or theirs.root.groups["g"].dimensions == {}
 
 
+def test_c410_jsonchar(tmp_path):
+    model = Dataset(Group(attributes={"answer": Attribute("char", "42")}))
+    with DirectoryStore(tmp_path / "j.file", "w") as store:
+        write_dataset(model, store)
+    assert "NCZ-INTEROP-C410-JSONCHAR" in _rules(tmp_path / "j.file")
+    assert netcdf4.read(to_file_url(str(tmp_path / "j.file"), "file")).root.attributes["answer"].value == "4"
+
+
 def test_c410_bigendian(tmp_path):
     root = Group({"x": Dimension(4)})
     root.variables["v"] = Variable("double", ["/x"], (4,), {"_FillValue": Attribute("double", np.array([1.5]))},

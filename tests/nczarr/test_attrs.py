@@ -15,8 +15,13 @@ from nczarr_conformance.nczarr.dtypes import dtype_string, parse_attr_type, pars
     (Attribute("char", '{"a": 1}'), {"a": 1}, ">S1"),                    # write case 3
     (Attribute("char", "[[1.0,0.0],[0.0,1.0]]"), [[1.0, 0.0], [0.0, 1.0]], ">S1"),  # case 3, nested
     (Attribute("char", "plain text"), "plain text", ">S1"),              # write case 4
-    (Attribute("char", "42"), "42", ">S1"),                              # case 4: a JSON number stays text
-    (Attribute("char", "[1, 2]"), "[1, 2]", ">S1"),                      # case 4: flat array stays text
+    (Attribute("char", "42"), 42, ">S1"),                                # case 3: a JSON number
+    (Attribute("char", "true"), True, ">S1"),                            # case 3: a JSON literal
+    (Attribute("char", "[1,2]"), [1, 2], ">S1"),                         # case 3: a flat array, netcdf-c layout
+    (Attribute("char", "[1, 2]"), "[1, 2]", ">S1"),                      # case 4: would lose its space
+    (Attribute("char", '"quoted"'), '"quoted"', ">S1"),                  # case 4: would lose its quotes
+    (Attribute("char", "NaN"), "NaN", ">S1"),                            # case 4: not standard JSON
+    (Attribute("char", " 42"), " 42", ">S1"),                            # case 4: would lose its space
     (Attribute("char", '{"a":1}'), '{"a":1}', ">S1"),                    # case 4: would not read back exactly
     (Attribute("double", np.array([3.141592653589793])), 3.141592653589793, "<f8"),
     (Attribute("float", np.array([0.1], "f4")), 0.1, "<f4"),
