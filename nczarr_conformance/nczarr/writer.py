@@ -278,9 +278,11 @@ class DatasetWriter:
             zattrs["_nczarr_maxstrlen"] = plan.maxstrlen
             types["_nczarr_maxstrlen"] = "<i4"
         dims_basenames = [keys.basename(d) for d in var.dimensions]
+        # nczarr.md "XArray": only root-group variables whose dimensions are all in the root group
+        in_root = keys.parent(akey) == "/" and all(keys.parent(d) == "/" for d in var.dimensions)
         array_info: dict[str, Any] = {}
         if self.flavor == "nczarr-4.10":
-            if self.xarray:
+            if self.xarray and in_root:
                 zattrs["_ARRAY_DIMENSIONS"] = [SCALAR_DIM] if var.is_scalar else dims_basenames
             array_info = {"dimension_references": list(var.dimensions), "storage": "chunked"}
             if var.is_scalar:
@@ -289,15 +291,13 @@ class DatasetWriter:
             types.update({"_nczarr_array": "|J0", "_nczarr_attr": "|J0"})
             zattrs["_nczarr_attr"] = {"types": types}
         elif self.flavor == "nczarr-2-upper":
-            in_root = keys.parent(akey) == "/" and all(keys.parent(d) == "/" for d in var.dimensions)
             if self.xarray and in_root:
                 zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
             zarray["_NCZARR_ARRAY"] = {"dimrefs": list(var.dimensions),
                                        "storage": "scalar" if var.is_scalar else "chunked"}
             zattrs["_NCZARR_ATTR"] = {"types": types}
-        else:
-            if self.xarray:
-                zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
+        elif self.xarray and in_root:
+            zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
         self.store.put(keys.join(akey, ".zarray"), _dumps(zarray))
         self.store.put(keys.join(akey, ".zattrs"), _dumps(zattrs))
 
