@@ -268,10 +268,13 @@ def _group_from_json(doc: dict[str, Any]) -> Group:
 
 def diff(a: Dataset, b: Dataset, *, data: bool = True) -> list[str]:
     """Human-readable differences between two models (empty when equal)."""
-    ja = json.loads(a.canonical_text(data=data))
-    jb = json.loads(b.canonical_text(data=data))
+    return diff_json(json.loads(a.canonical_text(data=data)), json.loads(b.canonical_text(data=data)))
+
+
+def diff_json(a: Any, b: Any, limit: int = 50) -> list[str]:
+    """Differences between two JSON values as ``path: first != second`` lines."""
     out: list[str] = []
-    _diff(ja, jb, "", out)
+    _diff(a, b, "", out, limit)
     return out
 
 
@@ -285,9 +288,9 @@ def _diff(x: Any, y: Any, path: str, out: list[str], limit: int = 50) -> None:
             elif k not in y:
                 out.append(f"{path}/{k}: only in first")
             else:
-                _diff(x[k], y[k], f"{path}/{k}", out)
+                _diff(x[k], y[k], f"{path}/{k}", out, limit)
     elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
         for i, (p, q) in enumerate(zip(x, y)):
-            _diff(p, q, f"{path}[{i}]", out)
+            _diff(p, q, f"{path}[{i}]", out, limit)
     elif json.dumps(x) != json.dumps(y):
         out.append(f"{path}: {json.dumps(x)[:200]} != {json.dumps(y)[:200]}")

@@ -307,7 +307,9 @@ class DatasetWriter:
         for name, attr in attributes.items():
             if is_internal_attribute(name):
                 continue
-            value, type_text = attr_codec.encode(attr, json_convention=self.flavor != "nczarr-2-upper")
+            # Appendix D needs the recorded type to undo case 3: pure Zarr and the pre-2022
+            # upper-case layout keep char text as a JSON string.
+            value, type_text = attr_codec.encode(attr, json_convention=self.flavor == "nczarr-4.10")
             if self.flavor == "nczarr-2-upper" and attr.type == "char":
                 type_text = "<U1"
             zattrs[name] = value

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError, StoreError, UnsupportedError
+from ..errors import FormatError, StoreError
 from ..model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python, is_internal_attribute
 from ..nczarr.dtypes import numpy_dtype
 
@@ -106,8 +106,12 @@ def filters_of(var: Any) -> list[dict[str, Any]]:
         configs.append({"id": "zstd", "level": level})
     elif f.get("bzip2"):
         configs.append({"id": "bz2", "level": max(1, level)})
-    elif f.get("szip") or f.get("blosc"):
-        raise UnsupportedError(f"{var.name}: szip/blosc HDF5 filters have no NCZarr equivalent here")
+    elif isinstance(f.get("blosc"), dict):
+        blosc = f["blosc"]
+        configs.append({"id": "blosc", "cname": str(blosc.get("compressor", "blosc_lz4")).replace("blosc_", ""),
+                        "clevel": level, "shuffle": int(blosc.get("shuffle", 1))})
+    elif f.get("szip"):
+        configs.append({"id": "szip"})  # no numcodecs codec: a converter refuses it, a reader just reports it
     return configs
 
 

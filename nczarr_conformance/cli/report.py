@@ -1,0 +1,62 @@
+"""``nczarr-conformance report [--out reports/]``: run the interoperability matrix and the spec rules.
+
+Writes interop.{json,md,html} and rules.{json,md,html} (contracts/interop-report.md).
+Exit codes: 0 written (whatever the peers did), 1 our own implementation deviates, 2 could not run.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .common import Parser, run
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="nczarr-conformance", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    report = sub.add_parser("report", help="run every writer × reader and every spec rule; write the reports")
+    report.add_argument("--out", default="reports", help="directory for the six report files")
+    report.add_argument("--keep", action="store_true", help="keep the stores the peers wrote (printed path)")
+    return p
+
+
+def own_deviations(cells: list, results: list) -> list[str]:
+    """Our implementation must never deviate: a cell ours→ours or a rule result of ours that is not clean."""
+    bad = [f"{c.case}: {c.writer} → {c.reader} {c.status}" for c in cells
+           if c.writer.startswith("ours") and c.reader == "ours" and c.status in ("deviates", "fails")]
+    bad += [f"{r.rule}: {r.implementation} {r.status}" for r in results
+            if r.implementation.startswith("ours") and r.status == "deviates"]
+    return bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    def body() -> int:
+        from ..conformance.matrix import run_matrix
+        from ..conformance.render import write_reports
+        from ..conformance.rules import evaluate_rules
+
+        workdir = Path(tempfile.mkdtemp(prefix="ncz-matrix-"))
+        try:
+            matrix = run_matrix(workdir)
+            results = evaluate_rules(matrix)
+            for path in write_reports(matrix, results, Path(args.out)):
+                print(path)
+        finally:
+            if args.keep:
+                print(f"stores kept in {workdir}", file=sys.stderr)
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
+        bad = own_deviations(matrix.cells, results)
+        for line in bad:
+            print(f"nczarr-conformance: our implementation deviates: {line}", file=sys.stderr)
+        return 1 if bad else 0
+
+    return run("nczarr-conformance", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

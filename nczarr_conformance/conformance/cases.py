@@ -1,0 +1,153 @@
+"""One-feature cases with their intended models, written here, never derived from any implementation."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import Attribute, Dataset, Dimension, Group, Variable
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    build: Callable[[], Dataset]
+    #: writer options only some writers can honour ("separator", "order")
+    options: dict[str, str] = field(default_factory=dict)
+
+    def model(self) -> Dataset:
+        return self.build()
+
+
+def _root(**dims: int) -> Group:
+    return Group({name: Dimension(size) for name, size in dims.items()})
+
+
+def numeric_types() -> Dataset:
+    g = _root(x=3)
+    for code, nctype in [("i1", "byte"), ("u1", "ubyte"), ("i2", "short"), ("u2", "ushort"), ("i4", "int"),
+                         ("u4", "uint"), ("i8", "int64"), ("u8", "uint64"), ("f4", "float"), ("f8", "double")]:
+        info = np.iinfo(code) if code[0] in "iu" else np.finfo(code)
+        g.variables[f"v_{nctype}"] = Variable(nctype, ["/x"], (3,), {}, np.array([info.min, info.max, 0], code))
+    return Dataset(g)
+
+
+def char_var() -> Dataset:
+    g = _root(x=3, n=4)
+    g.variables["c"] = Variable("char", ["/x", "/n"], (3, 4), {},
+                                np.array([b"ab\0\0", b"cdef", b"\0\0\0\0"]).view("S1").reshape(3, 4))
+    return Dataset(g)
+
+
+def string_var() -> Dataset:
+    g = _root(x=3)
+    g.variables["s"] = Variable("string", ["/x"], (3,), {}, np.array(["", "ascii", "ünïcødé"], dtype=object))
+    return Dataset(g)
+
+
+def long_string() -> Dataset:
+    g = _root(x=2)
+    g.variables["s"] = Variable("string", ["/x"], (2,), {}, np.array(["a" * 200, "b"], dtype=object))
+    return Dataset(g)
+
+
+def scalar() -> Dataset:
+    g = Group()
+    g.variables["d"] = Variable("double", [], (), {}, np.array(2.5))
+    g.variables["i"] = Variable("int", [], (), {}, np.array(-7, dtype="i4"))
+    return Dataset(g)
+
+
+def groups_nested() -> Dataset:
+    g = _root(x=2)
+    g.variables["top"] = Variable("int", ["/x"], (2,), {}, np.array([1, 2], dtype="i4"))
+    g1 = Group({"y": Dimension(3)}, attributes={"where": Attribute("char", "g1")})
+    g1.variables["w"] = Variable("short", ["/x", "/g1/y"], (2, 3), {}, np.arange(6, dtype="i2").reshape(2, 3))
+    g2 = Group()
+    g2.variables["deep"] = Variable("double", ["/g1/y"], (3,), {}, np.array([0.5, 1.5, 2.5]))
+    g1.groups["g2"] = g2
+    g.groups["g1"] = g1
+    return Dataset(g)
+
+
+def unlimited_dim() -> Dataset:
+    g = Group({"time": Dimension(4, True), "x": Dimension(2)})
+    g.variables["v"] = Variable("float", ["/time", "/x"], (4, 2), {}, np.arange(8, dtype="f4").reshape(4, 2),
+                                chunks=[1, 2])
+    return Dataset(g)
+
+
+def fill_partial() -> Dataset:
+    g = _root(x=6)
+    data = np.array([1, 2, -99, -99, -99, -99], dtype="i4")
+    g.variables["v"] = Variable("int", ["/x"], (6,), {"_FillValue": Attribute("int", np.array([-99]))}, data,
+                                chunks=[2])
+    return Dataset(g)
+
+
+def default_fill() -> Dataset:
+    g = _root(x=4)
+    g.variables["d"] = Variable("double", ["/x"], (4,), {}, np.array([1.0, 9.969209968386869e36, 9.969209968386869e36,
+                                                                      9.969209968386869e36]), chunks=[1])
+    return Dataset(g)
+
+
+def big_endian() -> Dataset:
+    g = _root(x=4)
+    g.variables["f"] = Variable("float", ["/x"], (4,), {}, np.array([0.5, -1, 2, 3], ">f4"), endianness="big")
+    return Dataset(g)
+
+
+def shuffle_zlib() -> Dataset:
+    g = _root(x=64)
+    g.variables["i"] = Variable("int", ["/x"], (64,), {}, np.arange(64, dtype="i4") * 1000, chunks=[16],
+                                filters=[{"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 4}])
+    return Dataset(g)
+
+
+def _attrs(**attrs: Attribute) -> Callable[[], Dataset]:
+    return lambda: Dataset(Group(attributes=dict(attrs)))
+
+
+def typed_attrs() -> Dataset:
+    return Dataset(Group(attributes={
+        "s1": Attribute("short", np.array([-3])), "ub": Attribute("ubyte", np.array([255, 0])),
+        "i64": Attribute("int64", np.array([-(2**63), 2**63 - 1])), "u64": Attribute("uint64", np.array([2**64 - 1], "u8")),
+        "b": Attribute("byte", np.array([-128]))}))
+
+
+def chunk_layout() -> Dataset:
+    g = _root(x=5, y=4)
+    g.variables["a"] = Variable("int", ["/x", "/y"], (5, 4), {}, np.arange(20, dtype="i4").reshape(5, 4), chunks=[2, 3])
+    return Dataset(g)
+
+
+CASES: list[Case] = [
+    Case("numeric-types", "all ten numeric types with their extreme values", numeric_types),
+    Case("char-var", "a 2-D char variable with NUL padding", char_var),
+    Case("string-var", "a string variable, empty and non-ASCII strings", string_var),
+    Case("long-string", "a string longer than the default _nczarr_maxstrlen (128)", long_string),
+    Case("scalar", "scalar double and int variables", scalar),
+    Case("groups-nested", "nested groups using dimensions from their ancestors", groups_nested),
+    Case("unlimited-dim", "a variable along an unlimited dimension", unlimited_dim),
+    Case("fill-partial", "a chunked variable written in part, with _FillValue", fill_partial),
+    Case("default-fill", "unwritten chunks of a double without _FillValue (netCDF default fill)", default_fill),
+    Case("big-endian", "a big-endian float variable", big_endian),
+    Case("shuffle-zlib", "an int variable with shuffle and zlib", shuffle_zlib),
+    Case("char-attr-json-number", 'char attribute "42" (App. D case 3)', _attrs(answer=Attribute("char", "42"))),
+    Case("char-attr-json-object", "char attribute holding a JSON object (App. D case 3)",
+         _attrs(meta=Attribute("char", '{"a": [1,2]}'))),
+    Case("char-attr-text", "char attribute that is not JSON (App. D case 4)",
+         _attrs(title=Attribute("char", "hello wörld [1, 2"))),
+    Case("double-attr-precision", "double and float attributes needing every digit",
+         _attrs(pi=Attribute("double", np.array([3.141592653589793, 1e-300])),
+                f=Attribute("float", np.array([0.1, 1.0000001], "f4")))),
+    Case("typed-attrs", "integer attributes of several types at their extremes", typed_attrs),
+    Case("string-attr", "a string attribute with two values", _attrs(sa=Attribute("string", np.array(["a", "bb"], dtype=object)))),
+    Case("slash-separator", "chunk keys with the '/' dimension separator", chunk_layout, {"separator": "/"}),
+    Case("f-order", "chunks stored in Fortran order", chunk_layout, {"order": "F"}),
+]
+
+BY_ID = {c.id: c for c in CASES}

@@ -1,0 +1,109 @@
+"""Run every writer × every reader over every case; each cell is a real run of that peer."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model import diff_json
+from ..peers.base import PEERS, CannotExpress, Peer
+from ..peers import implementations  # noqa: F401  (registers the peers)
+from .cases import CASES, Case
+from .views import view
+
+
+MAX_DIFFERENCES = 12
+
+
+@dataclass
+class Cell:
+    case: str
+    writer: str
+    reader: str
+    status: str  # pass | deviates | fails | skipped
+    differences: list[str] = field(default_factory=list)
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "writer": self.writer, "reader": self.reader, "status": self.status,
+                "differences": self.differences, "message": self.message}
+
+
+@dataclass
+class MatrixRun:
+    implementations: list[dict[str, Any]]
+    cells: list[Cell]
+    stores: dict[tuple[str, str], str]  # (case, writer) → URL written
+    workdir: Path
+
+
+def _one_line(exc: BaseException, workdir: Path) -> str:
+    text = f"{type(exc).__name__}: {exc}".replace(str(workdir), "<work>")
+    return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
+
+
+def describe(peer: Peer) -> dict[str, Any]:
+    return {"id": peer.id, "name": peer.name, "version": peer.version() if peer.available() is None else "",
+            "writes": peer.writes, "reads": peer.reads, "available": peer.available() is None,
+            "reason": peer.available() or ""}
+
+
+def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None,
+               peer_ids: list[str] | None = None) -> MatrixRun:
+    import logging
+
+    for noisy in ("zarr", "numcodecs", "fsspec", "asyncio", "xarray"):
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)  # peers' failures are findings, not log spam
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="ncz-matrix-"))
+    peers = [PEERS[p] for p in (peer_ids or list(PEERS))]
+    writers = [p for p in peers if p.writes]
+    readers = [p for p in peers if p.reads]
+    cells: list[Cell] = []
+    stores: dict[tuple[str, str], str] = {}
+    for case in cases or CASES:
+        intended = case.model()
+        for writer in writers:
+            target = workdir / case.id / writer.id
+            shutil.rmtree(target, ignore_errors=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            reason = writer.available()
+            url = None
+            write_status, write_message = "ok", ""
+            if reason:
+                write_status, write_message = "skipped", reason
+            else:
+                try:
+                    url = writer.write(case.model(), target, dict(case.options))
+                    stores[(case.id, writer.id)] = url
+                except CannotExpress as exc:
+                    write_status, write_message = "skipped", str(exc)
+                except Exception as exc:  # a writer that fails fails every cell of its row
+                    write_status, write_message = "fails", "writer failed: " + _one_line(exc, workdir)
+            for reader in readers:
+                if write_status != "ok":
+                    cells.append(Cell(case.id, writer.id, reader.id, write_status, [], write_message))
+                    continue
+                if reader.available():
+                    cells.append(Cell(case.id, writer.id, reader.id, "skipped", [], reader.available() or ""))
+                    continue
+                cells.append(_read_cell(case, intended, writer, reader, url or "", workdir))
+    return MatrixRun([describe(p) for p in peers], cells, stores, workdir)
+
+
+def _read_cell(case: Case, intended: Any, writer: Peer, reader: Peer, url: str, workdir: Path) -> Cell:
+    kind = "netcdf" if writer.model == "netcdf" and reader.model == "netcdf" else "zarr"
+    root_only = reader.root_only or writer.root_only
+    try:
+        seen = reader.read(url)
+    except Exception as exc:  # the peer raised or exited non-zero: that is the finding
+        return Cell(case.id, writer.id, reader.id, "fails", [], _one_line(exc, workdir))
+    differences = diff_json(view(intended, kind, root_only=root_only), view(seen, kind, root_only=root_only),
+                            limit=10**6)
+    if len(differences) > MAX_DIFFERENCES:
+        # the first ones name the problem; the rest may be a peer's uninitialised memory (not reproducible)
+        differences = differences[:MAX_DIFFERENCES] + [f"… and {len(differences) - MAX_DIFFERENCES} more differences"]
+    extra = seen.root.attributes.get("__gdal_errors__")
+    message = extra.value.replace(str(workdir), "<work>") if extra is not None else ""
+    return Cell(case.id, writer.id, reader.id, "deviates" if differences else "pass", differences, message)

@@ -1,0 +1,373 @@
+"""Spec rules (nczarr.md Appendices D and E, xarray's convention, Zarr scalars and fills) × implementations.
+
+Each rule is evaluated from what an implementation really wrote in the matrix
+run (the raw objects of its store) or from what it really read back from
+stores built for the rule; the evidence names the case and what was seen.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model import Attribute, Dataset, Dimension, Group, Variable
+from ..nczarr.attrs import unparse
+from ..nczarr.writer import write_dataset
+from ..peers.base import PEERS, Peer
+from ..stores import DirectoryStore
+from .matrix import MatrixRun
+
+NCZARR_WRITERS = {"ours", "netcdf-c-4.10"}  # the Appendix D era (2022-08 on)
+PRE_D_WRITERS = {"ours-nczarr-2-upper", "netcdf-c-4.9"}
+NETCDF_READERS = {"ours", "netcdf-c-4.10", "netcdf-c-4.9"}
+
+
+@dataclass(frozen=True)
+class SpecRule:
+    id: str
+    source: str
+    statement: str
+    evaluate: Callable[["RuleContext", Peer], tuple[str, str]]
+
+
+@dataclass
+class Result:
+    rule: str
+    implementation: str
+    status: str  # follows | deviates | not-applicable | skipped
+    evidence: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"rule": self.rule, "implementation": self.implementation, "status": self.status,
+                "evidence": self.evidence}
+
+
+class RuleContext:
+    def __init__(self, run: MatrixRun) -> None:
+        self.run = run
+        self.workdir = run.workdir / "rules"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._built: dict[str, Path] = {}
+
+    def store(self, case: str, writer: str) -> Path | None:
+        url = self.run.stores.get((case, writer))
+        return Path(url) if url else None
+
+    def raw(self, case: str, writer: str, key: str) -> Any:
+        path = self.store(case, writer)
+        if path is None or not (path / key.lstrip("/")).is_file():
+            return None
+        return json.loads((path / key.lstrip("/")).read_text(encoding="utf-8"), strict=False)
+
+    def built(self, name: str, make: Callable[[Path], None]) -> Path:
+        if name not in self._built:
+            path = self.workdir / name
+            shutil.rmtree(path, ignore_errors=True)
+            make(path)
+            self._built[name] = path
+        return self._built[name]
+
+
+def _writer_scope(peer: Peer, *, nczarr_only: bool = True) -> tuple[str, str] | None:
+    if not peer.writes:
+        return "not-applicable", "does not write"
+    if nczarr_only and peer.model != "netcdf":
+        return "not-applicable", "writes pure Zarr: no NCZarr attribute types"
+    return None
+
+
+def _types(ctx: RuleContext, case: str, writer: str) -> dict[str, Any]:
+    zattrs = ctx.raw(case, writer, "/.zattrs") or {}
+    for key in ("_nczarr_attr", "_NCZARR_ATTR"):
+        if isinstance(zattrs.get(key), dict):
+            return zattrs[key].get("types", {}) or {}
+    return {}
+
+
+def _d_write(case: str, check: Callable[[dict[str, Any], dict[str, Any]], str | None]):
+    def evaluate(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+        scope = _writer_scope(peer)
+        if scope:
+            return scope
+        if peer.id in PRE_D_WRITERS:
+            return "not-applicable", "writes the 4.8–4.9.0 layout, which predates Appendix D (2022-08)"
+        zattrs = ctx.raw(case, peer.id, "/.zattrs")
+        if zattrs is None:
+            return "skipped", f"case {case}: nothing written"
+        problem = check(zattrs, _types(ctx, case, peer.id))
+        seen = {k: v for k, v in zattrs.items() if not k.startswith("_")}
+        return ("deviates", f"case {case}: {problem}") if problem else ("follows", f"case {case}: wrote {json.dumps(seen)}")
+    return evaluate
+
+
+def _check_write1(z: dict[str, Any], t: dict[str, Any]) -> str | None:
+    if z.get("s1") != -3 or z.get("b") != -128:
+        return f"single values written as {z.get('s1')!r}, {z.get('b')!r}; JSON scalars -3, -128 expected"
+    if t.get("s1") not in ("<i2", ">i2", "|i2") or t.get("b") not in ("<i1", "|i1", ">i1"):
+        return f"types recorded as {t.get('s1')!r}, {t.get('b')!r}"
+    return None
+
+
+def _check_write2(z: dict[str, Any], t: dict[str, Any]) -> str | None:
+    pi, f = z.get("pi"), z.get("f")
+    if pi != [3.141592653589793, 1e-300]:
+        return f"double attribute [3.141592653589793, 1e-300] written as {pi!r}"
+    if not isinstance(f, list) or [float(np.float32(v)) for v in f] != [float(np.float32(0.1)), float(np.float32(1.0000001))]:
+        return f"float attribute [0.1, 1.0000001] written as {f!r}"
+    return None
+
+
+def _check_write3(z: dict[str, Any], t: dict[str, Any]) -> str | None:
+    return None if z.get("meta") == {"a": [1, 2]} else f"char '{{\"a\": [1,2]}}' written as {z.get('meta')!r}"
+
+
+def _check_write3_number(z: dict[str, Any], t: dict[str, Any]) -> str | None:
+    return None if z.get("answer") == 42 and not isinstance(z.get("answer"), bool) else \
+        f"char \"42\" written as {z.get('answer')!r}"
+
+
+def _check_write4(z: dict[str, Any], t: dict[str, Any]) -> str | None:
+    return None if z.get("title") == "hello wörld [1, 2" else f"char text written as {z.get('title')!r}"
+
+
+def _d_write3(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+    status, evidence = _d_write("char-attr-json-object", _check_write3)(ctx, peer)
+    if status != "follows":
+        return status, evidence
+    status2, evidence2 = _d_write("char-attr-json-number", _check_write3_number)(ctx, peer)
+    return status2, f"{evidence}; {evidence2}"
+
+
+# ---- reading rules: one store per rule, holding raw JSON attributes ---------------------------------
+
+READ_CASES: dict[str, tuple[Any, str | None, str, Any]] = {
+    # rule: (JSON value, dtype or None, expected netCDF type, expected value)
+    "D.read.1": (5, "<i2", "short", [5]),
+    "D.read.2": ([1, 2.5], "<f8", "double", [1.0, 2.5]),
+    "D.read.3": ([[1, 2], [3]], ">S1", "char", [[1, 2], [3]]),
+    "D.read.4": ({"k": [1, {"z": None}]}, ">S1", "char", {"k": [1, {"z": None}]}),
+}
+
+
+def _read_store(ctx: RuleContext, rule_id: str) -> Path:
+    value, dtype, _, _ = READ_CASES[rule_id]
+
+    def make(path: Path) -> None:
+        with DirectoryStore(path, "w") as store:
+            write_dataset(Dataset(Group({"x": Dimension(1)})), store)
+        zattrs = json.loads((path / ".zattrs").read_text())
+        zattrs["probe"] = value
+        zattrs["_nczarr_attr"]["types"]["probe"] = dtype
+        (path / ".zattrs").write_text(json.dumps(zattrs))
+
+    return ctx.built(rule_id, make)
+
+
+def _d_read(rule_id: str):
+    def evaluate(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+        if not peer.reads or peer.id not in NETCDF_READERS:
+            return "not-applicable", "not a netCDF reader: attribute types are not part of what it returns"
+        if peer.available():
+            return "skipped", peer.available() or ""
+        value, dtype, nctype, expected = READ_CASES[rule_id]
+        try:
+            attr = peer.read(str(_read_store(ctx, rule_id))).root.attributes.get("probe")
+        except Exception as exc:
+            return "deviates", f"{json.dumps(value)} typed {dtype}: reading failed: {type(exc).__name__}: {exc}"
+        if attr is None:
+            return "deviates", f"{json.dumps(value)} typed {dtype}: attribute not seen"
+        got = attr.value if attr.type == "char" else attr.value.tolist()
+        if attr.type == "char":
+            try:
+                ok = json.loads(got) == expected
+            except ValueError:
+                ok = False
+        else:
+            ok = got == expected
+        evidence = f"{json.dumps(value)} typed {dtype} read as {attr.type} {json.dumps(got)}"
+        return ("follows" if ok and attr.type == nctype else "deviates"), evidence
+    return evaluate
+
+
+# ---- Appendix E, xarray, scalars, fills ------------------------------------------------------------
+
+def _zarray(ctx: RuleContext, case: str, writer: str, name: str) -> dict[str, Any] | None:
+    return ctx.raw(case, writer, f"/{name}/.zarray")
+
+
+def _e_scope(peer: Peer) -> tuple[str, str] | None:
+    scope = _writer_scope(peer)
+    if scope:
+        return scope
+    if peer.id in PRE_D_WRITERS:
+        return "not-applicable", "writes the 4.8–4.9.0 layout, which predates Appendix E (2022-08-29)"
+    return None
+
+
+def _e_char(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+    scope = _e_scope(peer)
+    if scope:
+        return scope
+    z = _zarray(ctx, "char-var", peer.id, "c")
+    if z is None:
+        return "skipped", "case char-var: nothing written"
+    return ("follows" if z.get("dtype") == ">S1" else "deviates"), f"case char-var: char written as {z.get('dtype')}"
+
+
+def _e_string(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+    scope = _e_scope(peer)
+    if scope:
+        return scope
+    z = _zarray(ctx, "string-var", peer.id, "s")
+    if z is None:
+        return "skipped", "case string-var: nothing written (the writer failed or cannot express strings)"
+    dtype = str(z.get("dtype"))
+    ok = dtype.startswith("|S") and dtype[2:].isdigit()
+    return ("follows" if ok else "deviates"), f"case string-var: string written as {dtype}"
+
+
+def _e_maxstrlen(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+    scope = _e_scope(peer)
+    if scope:
+        return scope
+    z = _zarray(ctx, "long-string", peer.id, "s")
+    zattrs = ctx.raw("long-string", peer.id, "/s/.zattrs") or {}
+    if z is None:
+        return "skipped", "case long-string: nothing written"
+    n = int(str(z.get("dtype"))[2:]) if str(z.get("dtype")).startswith("|S") else -1
+    declared = zattrs.get("_nczarr_maxstrlen", (ctx.raw("long-string", peer.id, "/.zattrs") or {}).get(
+        "_nczarr_default_maxstrlen", 128))
+    path = ctx.store("long-string", peer.id)
+    kept = None
+    if path is not None:
+        from ..dataset import open_dataset
+
+        kept = open_dataset(str(path)).root.variables["s"].data.tolist()
+    expected = ["a" * 200, "b"]
+    truncated = [s.encode()[:n].decode("utf-8", "ignore") for s in expected]
+    ok = n == declared and kept == truncated
+    detail = "kept whole" if kept == expected else f"truncated to {len(kept[0]) if kept else '?'} bytes"
+    return ("follows" if ok else "deviates"), (f"case long-string: dtype |S{n}, maxstrlen {declared}, the 200-byte "
+                                               f"string {detail}")
+
+
+def _x_dims(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+    if not peer.writes:
+        return "not-applicable", "does not write"
+    if peer.id in ("zarr-python", "xarray"):
+        return "not-applicable", "xarray's own convention puts _ARRAY_DIMENSIONS on every array"
+    top = ctx.raw("groups-nested", peer.id, "/top/.zattrs")
+    sub = ctx.raw("groups-nested", peer.id, "/g1/w/.zattrs")
+    if top is None:
+        return "skipped", "case groups-nested: nothing written"
+    ok = top.get("_ARRAY_DIMENSIONS") == ["x"] and "_ARRAY_DIMENSIONS" not in (sub or {})
+    return ("follows" if ok else "deviates"), (f"case groups-nested: /top has {top.get('_ARRAY_DIMENSIONS')}, "
+                                               f"/g1/w has {(sub or {}).get('_ARRAY_DIMENSIONS')}")
+
+
+def _z_scalar(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+    scope = _writer_scope(peer)
+    if scope:
+        return scope
+    z = _zarray(ctx, "scalar", peer.id, "d")
+    if z is None:
+        return "skipped", "case scalar: nothing written (the writer refuses or fails on scalars)"
+    return ("follows" if z.get("shape") == [1] else "deviates"), f"case scalar: shape {z.get('shape')}"
+
+
+def _z_fill(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+    if not peer.writes:
+        return "not-applicable", "does not write"
+    if peer.id in ("zarr-python", "xarray"):
+        return "not-applicable", "a pure Zarr writer: no netCDF default fill to encode"
+    z = _zarray(ctx, "default-fill", peer.id, "d")
+    z2 = _zarray(ctx, "fill-partial", peer.id, "v")
+    if z is None or z2 is None:
+        return "skipped", "cases default-fill/fill-partial: nothing written"
+    fill = z.get("fill_value")
+    exact = isinstance(fill, float) and fill == 9.969209968386869e36
+    ok = exact and z2.get("fill_value") == -99
+    return ("follows" if ok else "deviates"), (f"case default-fill: fill_value {fill!r} for NC_FILL_DOUBLE "
+                                               f"9.969209968386869e+36; case fill-partial: {z2.get('fill_value')!r}")
+
+
+def _z_infer(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
+    if not peer.reads or peer.id not in NETCDF_READERS:
+        return "not-applicable", "not a netCDF reader"
+    if peer.available():
+        return "skipped", peer.available() or ""
+
+    def make(path: Path) -> None:
+        import zarr
+
+        g = zarr.open_group(str(path), mode="w", zarr_format=2)
+        g.create_array("a", shape=(5, 4), dtype="<i4", fill_value=0)[...] = 1
+        g.create_array("b", shape=(4,), dtype="<i4", fill_value=0)[...] = 2
+
+    try:
+        model = peer.read(str(ctx.built("Z.infer", make)))
+        a, b = model.root.variables["a"], model.root.variables["b"]
+    except Exception as exc:
+        return "deviates", f"pure-Zarr a(5,4), b(4): reading failed: {type(exc).__name__}: {exc}"
+    ok = a.dimensions[1] == b.dimensions[0] and a.dimensions[0] != a.dimensions[1]
+    return ("follows" if ok else "deviates"), f"pure-Zarr a(5,4), b(4) read with dimensions {a.dimensions}, {b.dimensions}"
+
+
+SPEC_RULES: list[SpecRule] = [
+    SpecRule("D.write.1", "nczarr.md Appendix D, writing case 1",
+             "a non-char attribute with one value is written as the equivalent JSON atomic value, its dtype recorded",
+             _d_write("typed-attrs", _check_write1)),
+    SpecRule("D.write.2", "nczarr.md Appendix D, writing case 2",
+             "a non-char attribute with several values is written as a JSON array of equivalent values",
+             _d_write("double-attr-precision", _check_write2)),
+    SpecRule("D.write.3", "nczarr.md Appendix D, writing case 3",
+             "a char attribute whose text parses as JSON is written as that JSON expression", _d_write3),
+    SpecRule("D.write.4", "nczarr.md Appendix D, writing case 4",
+             "a char attribute whose text is not JSON is written as a JSON string",
+             _d_write("char-attr-text", _check_write4)),
+    SpecRule("D.read.1", "nczarr.md Appendix D, reading case 1",
+             "a JSON atomic value with a dtype is read as a one-element attribute of that type", _d_read("D.read.1")),
+    SpecRule("D.read.2", "nczarr.md Appendix D, reading case 2",
+             "a JSON array of atomic values with a dtype is read as a vector of that type", _d_read("D.read.2")),
+    SpecRule("D.read.3", "nczarr.md Appendix D, reading case 3",
+             "a JSON array holding arrays or objects is read as char: its JSON text", _d_read("D.read.3")),
+    SpecRule("D.read.4", "nczarr.md Appendix D, reading case 4",
+             "a JSON object is read as char: its JSON text", _d_read("D.read.4")),
+    SpecRule("E.char", "nczarr.md Appendix E", "a char variable is written with dtype >S1", _e_char),
+    SpecRule("E.string", "nczarr.md Appendix E", "a string variable is written with dtype |Sn", _e_string),
+    SpecRule("E.maxstrlen", "nczarr.md Appendix E",
+             "the |Sn length is _nczarr_maxstrlen, else _nczarr_default_maxstrlen, else 128, and longer strings are "
+             "truncated to it", _e_maxstrlen),
+    SpecRule("X.dims", 'nczarr.md "XArray"',
+             "_ARRAY_DIMENSIONS is written for root-group variables whose dimensions are all in the root group, "
+             "and only for them", _x_dims),
+    SpecRule("Z.scalar", "nczarr.md \"The NCZarr Data Model\"", "a netCDF scalar is stored as a Zarr array of shape [1]",
+             _z_scalar),
+    SpecRule("Z.fill", "Zarr v2 spec \"fill_value\"", "fill_value encodes the variable's fill exactly "
+             "(the _FillValue, else the netCDF default fill)", _z_fill),
+    SpecRule("Z.infer", "nczarr.md \"Translation\"", "a pure-Zarr array without _ARRAY_DIMENSIONS gets one shared "
+             "dimension per distinct length", _z_infer),
+]
+
+
+def evaluate_rules(run: MatrixRun) -> list[Result]:
+    ctx = RuleContext(run)
+    results: list[Result] = []
+    for rule in SPEC_RULES:
+        for peer_info in run.implementations:
+            peer = PEERS[peer_info["id"]]
+            if peer.available():
+                results.append(Result(rule.id, peer.id, "skipped", peer.available() or ""))
+                continue
+            try:
+                status, evidence = rule.evaluate(ctx, peer)
+            except Exception as exc:
+                status, evidence = "deviates", f"evaluation failed: {type(exc).__name__}: {exc}"
+            results.append(Result(rule.id, peer.id, status, evidence.replace(str(run.workdir), "<work>")))
+    return results

@@ -1,0 +1,366 @@
+"""Adapters around every implementation the matrix grades (ids per contracts/interop-report.md)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..cdl import to_cdl
+from ..cdl_parse import parse_cdl
+from ..dataset import open_dataset
+from ..errors import UnsupportedError
+from ..model import Attribute, Dataset, Group, Variable, is_internal_attribute
+from ..nczarr import attrs as attr_codec
+from ..nczarr.dtypes import nctype_of_numpy
+from ..nczarr.writer import write_dataset
+from ..stores import DirectoryStore
+from ..urls import to_file_url
+from . import netcdf4 as nc4
+from .base import CannotExpress, Peer, register, reject_options
+
+
+def _tool(name: str) -> str | None:
+    return None if shutil.which(name) else f"{name} not installed"
+
+
+class Ours(Peer):
+    reads = writes = True
+
+    def __init__(self, flavor: str, peer_id: str) -> None:
+        self.flavor = flavor
+        self.id = peer_id
+        self.name = f"nczarr_conformance ({flavor})"
+        self.model = "zarr" if flavor == "zarr" else "netcdf"
+        self.reads = flavor == "nczarr-4.10"
+
+    def version(self) -> str:
+        return __version__
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        reject_options(options, self.id)
+        try:
+            with DirectoryStore(target, "w") as store:
+                write_dataset(dataset, store, flavor=self.flavor)
+        except UnsupportedError as exc:
+            raise CannotExpress(str(exc)) from exc
+        return str(target)
+
+    def read(self, url: str) -> Dataset:
+        return open_dataset(url)
+
+
+class NetCDFC410(Peer):
+    id, name, reads, writes = "netcdf-c-4.10", "netcdf-c via netCDF4-python", True, True
+
+    def available(self) -> str | None:
+        return None if nc4.available() else "netCDF4-python not installed"
+
+    def version(self) -> str:
+        import netCDF4
+
+        return str(netCDF4.__netcdf4libversion__)
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        reject_options(options, self.id)
+        nc4.write(dataset, to_file_url(str(target), "file"))
+        return str(target)
+
+    def read(self, url: str) -> Dataset:
+        return nc4.read(url if "#" in url else to_file_url(url, "file"))
+
+
+class NetCDFC490(Peer):
+    """Debian's netcdf-c 4.9.0 command line: ncgen writes from CDL, ncdump reads (its CDL is parsed)."""
+
+    id, name, reads, writes = "netcdf-c-4.9", "netcdf-c ncgen/ncdump", True, True
+
+    def available(self) -> str | None:
+        return _tool("ncgen") or _tool("ncdump")
+
+    def version(self) -> str:
+        out = subprocess.run(["ncdump"], capture_output=True, text=True).stderr
+        for word in out.split():
+            if word[:1].isdigit() and word.count(".") >= 2:
+                return word.rstrip(")")
+        return "4.9"
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        reject_options(options, self.id)
+        cdl = target.parent / f"{target.name}.cdl"
+        cdl.write_text(to_cdl(dataset, "case"), encoding="utf-8")
+        url = to_file_url(str(target), "file")
+        done = subprocess.run(["ncgen", "-4", "-b", "-o", url, str(cdl)], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines() or [f"signal {-done.returncode}"]
+            raise RuntimeError(f"ncgen exit {done.returncode}: {lines[0]}")
+        return str(target)
+
+    def read(self, url: str) -> Dataset:
+        url = url if "#" in url else to_file_url(url, "file")
+        done = subprocess.run(["ncdump", "-p", "9,17", url], capture_output=True, timeout=120)
+        if done.returncode != 0:
+            lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            reason = lines[0] if lines else (f"killed by signal {-done.returncode}" if done.returncode < 0 else "")
+            raise RuntimeError(f"ncdump exit {done.returncode}: {reason or 'no message'}")
+        return parse_cdl(done.stdout.decode("utf-8", "surrogateescape"))[1]
+
+
+def _untyped_attributes(raw: dict[str, Any]) -> dict[str, Attribute]:
+    out: dict[str, Attribute] = {}
+    for name, value in raw.items():
+        if is_internal_attribute(name) or name == "_FillValue":
+            continue
+        out[name] = attr_codec.decode(value, None) if not isinstance(value, np.ndarray) else \
+            attr_codec.decode(value.tolist(), None)
+    return out
+
+
+def _variable_from_values(values: np.ndarray, attrs: dict[str, Attribute]) -> Variable:
+    arr = np.asarray(values)
+    if arr.dtype.kind == "S" and arr.dtype.itemsize > 1:
+        flat = [b.decode("utf-8", "replace") for b in arr.ravel().tolist()]
+        obj = np.empty(arr.shape, dtype=object)
+        obj.ravel()[:] = flat if obj.ndim else None
+        if obj.ndim == 0:
+            obj[()] = flat[0]
+        arr, nctype = obj, "string"
+    elif arr.dtype.kind in ("U", "O"):
+        obj = np.empty(arr.shape, dtype=object)
+        obj[...] = arr
+        arr, nctype = obj, "string"
+    else:
+        nctype = nctype_of_numpy(arr.dtype)
+    return Variable(nctype, [], arr.shape, attrs, arr)
+
+
+class ZarrPython(Peer):
+    id, name, reads, writes, model = "zarr-python", "zarr-python", True, True, "zarr"
+
+    def available(self) -> str | None:
+        try:
+            import zarr  # noqa: F401
+        except ImportError:
+            return "zarr not installed"
+        return None
+
+    def version(self) -> str:
+        import zarr
+
+        return str(zarr.__version__)
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        import zarr
+
+        root = zarr.open_group(str(target), mode="w", zarr_format=2)
+        self._write_group(root, dataset.root, options)
+        return str(target)
+
+    def _write_group(self, zgroup: Any, group: Group, options: dict[str, str]) -> None:
+        import numcodecs
+
+        zgroup.attrs.update({n: _plain(a) for n, a in group.attributes.items()})
+        for name, var in group.variables.items():
+            data = np.asarray(var.data)
+            if var.type == "string":
+                width = max([len(str(s).encode()) for s in data.ravel()] + [1])
+                data = np.array([str(s).encode() for s in data.ravel()], dtype=f"S{width}").reshape(data.shape)
+            fill = var.fill_value
+            compressor, filters = None, None
+            for cfg in var.filters or []:
+                if cfg["id"] == "zlib":
+                    compressor = numcodecs.Zlib(level=cfg.get("level", 1))
+                elif cfg["id"] == "shuffle":
+                    filters = [numcodecs.Shuffle(elementsize=data.dtype.itemsize)]
+            kwargs: dict[str, Any] = {"shape": data.shape, "dtype": data.dtype, "order": options.get("order", "C"),
+                                      "chunks": tuple(var.chunks) if var.chunks else data.shape or (),
+                                      "fill_value": fill if fill is not None and var.type not in ("char", "string") else None,
+                                      "compressors": compressor, "filters": filters}
+            if options.get("separator"):
+                kwargs["chunk_key_encoding"] = {"name": "v2", "separator": options["separator"]}
+            arr = zgroup.create_array(name, **kwargs)
+            arr[...] = data
+            attrs = {n: _plain(a) for n, a in var.attributes.items() if n != "_FillValue"}
+            attrs["_ARRAY_DIMENSIONS"] = [d.rsplit("/", 1)[-1] for d in var.dimensions]
+            arr.attrs.update(attrs)
+        for name, sub in group.groups.items():
+            self._write_group(zgroup.create_group(name), sub, options)
+
+    def read(self, url: str) -> Dataset:
+        return Dataset(self._read_group(url, ""))
+
+    def _read_group(self, root: str, path: str) -> Group:
+        """One node at a time, in name order: zarr-python's own listing reports the first of
+        several failures in completion order, which would make the report irreproducible."""
+        import zarr
+
+        zgroup = zarr.open_group(root, path=path, mode="r", zarr_format=2)
+        group = Group(attributes=_untyped_attributes(dict(zgroup.attrs)))
+        listing = DirectoryStore(root)
+        for name in listing.list_dir("/" + path):
+            child = f"{path}/{name}".strip("/")
+            if listing.get(f"/{child}/.zarray") is not None:
+                arr = zarr.open_array(root, path=child, mode="r", zarr_format=2)
+                group.variables[name] = _variable_from_values(arr[...], _untyped_attributes(dict(arr.attrs)))
+            elif listing.get(f"/{child}/.zgroup") is not None:
+                group.groups[name] = self._read_group(root, child)
+        return group
+
+
+def _plain(attr: Attribute) -> Any:
+    """An attribute as a pure-Zarr writer stores it: plain JSON, no type."""
+    if attr.type == "char":
+        return attr.value
+    values = json.loads(json.dumps(attr_codec.encode(attr)[0]))
+    return values
+
+
+class Xarray(Peer):
+    id, name, reads, writes, model, root_only = "xarray", "xarray", True, True, "zarr", True
+
+    def available(self) -> str | None:
+        try:
+            import xarray  # noqa: F401
+        except ImportError:
+            return "xarray not installed"
+        return None
+
+    def version(self) -> str:
+        import xarray
+
+        return str(xarray.__version__)
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        import xarray as xr
+
+        reject_options(options, self.id)
+        if dataset.root.groups:
+            raise CannotExpress("xarray.Dataset.to_zarr writes one group")
+        data_vars, encoding = {}, {}
+        for name, var in dataset.root.variables.items():
+            values = np.asarray(var.data)
+            enc: dict[str, Any] = {"chunks": tuple(var.chunks) if var.chunks else None}
+            if var.type == "string":
+                width = max([len(str(s).encode()) for s in values.ravel()] + [1])
+                values = np.array([str(s).encode() for s in values.ravel()], dtype=f"S{width}").reshape(values.shape)
+            attrs = {n: _plain(a) for n, a in var.attributes.items() if n != "_FillValue"}
+            if var.fill_value is not None and var.type not in ("char", "string"):
+                enc["_FillValue"] = var.fill_value
+            data_vars[name] = xr.Variable([d.rsplit("/", 1)[-1] for d in var.dimensions], values, attrs)
+            encoding[name] = {k: v for k, v in enc.items() if v is not None}
+        ds = xr.Dataset(data_vars, attrs={n: _plain(a) for n, a in dataset.root.attributes.items()})
+        ds.to_zarr(str(target), zarr_format=2, consolidated=True, encoding=encoding)
+        return str(target)
+
+    def read(self, url: str) -> Dataset:
+        import warnings
+
+        import xarray as xr
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "no consolidated metadata": expected for most writers
+            try:
+                ds = xr.open_zarr(url, consolidated=None, decode_cf=False, mask_and_scale=False, decode_times=False,
+                                  zarr_format=2)
+            except Exception as exc:
+                # xarray opens arrays concurrently and reports whichever failed first; name the
+                # first failing array in name order instead, so the report is reproducible
+                try:
+                    ZarrPython().read(url)
+                except Exception as first:
+                    raise type(exc)(f"{first}") from exc
+                raise
+        group = Group(attributes=_untyped_attributes(dict(ds.attrs)))
+        for name, var in {**ds.coords, **ds.data_vars}.items():
+            group.variables[str(name)] = _variable_from_values(var.values, _untyped_attributes(dict(var.attrs)))
+        return Dataset(group)
+
+
+GDAL_TYPES = {"Int8": "i1", "Byte": "u1", "Int16": "i2", "UInt16": "u2", "Int32": "i4", "UInt32": "u4", "Int64": "i8",
+              "UInt64": "u8", "Float32": "f4", "Float64": "f8"}
+
+
+class Gdal(Peer):
+    id, name, reads, model = "gdal", "GDAL Zarr driver (gdalmdiminfo)", True, "zarr"
+
+    def available(self) -> str | None:
+        return _tool("gdalmdiminfo")
+
+    def version(self) -> str:
+        out = subprocess.run(["gdalmdiminfo", "--version"], capture_output=True, text=True).stdout.split()
+        return out[1].rstrip(",") if len(out) > 1 else ""
+
+    def read(self, url: str) -> Dataset:
+        done = subprocess.run(["gdalmdiminfo", "-detailed", url], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0 or not done.stdout.strip():
+            raise RuntimeError(f"gdalmdiminfo exit {done.returncode}: {done.stderr.strip().splitlines()[0] if done.stderr.strip() else ''}")
+        errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
+        doc = json.loads(done.stdout)
+        dataset = Dataset(self._group(doc))
+        if errors:
+            dataset.root.attributes["__gdal_errors__"] = Attribute("char", "; ".join(errors))
+        return dataset
+
+    def _group(self, doc: dict[str, Any]) -> Group:
+        group = Group(attributes=self._attrs(doc.get("attributes", {})))
+        for name, arr in (doc.get("arrays") or {}).items():
+            dtype = arr.get("datatype")
+            values = arr.get("values")
+            if isinstance(dtype, str) and dtype in GDAL_TYPES and values is not None:
+                data = np.array(values, dtype=GDAL_TYPES[dtype])
+            elif values is not None:
+                data = np.array([str(v) for v in np.ravel(values)], dtype=object)
+            else:
+                data = np.zeros(0)
+            group.variables[name] = _variable_from_values(data, self._attrs(arr.get("attributes", {})))
+        for name, sub in (doc.get("groups") or {}).items():
+            group.groups[name] = self._group(sub)
+        return group
+
+    @staticmethod
+    def _attrs(raw: dict[str, Any]) -> dict[str, Attribute]:
+        return _untyped_attributes({n: a.get("value") if isinstance(a, dict) else a for n, a in raw.items()})
+
+
+class TensorStore(Peer):
+    id, name, reads, model = "tensorstore", "TensorStore zarr driver", True, "zarr"
+
+    def available(self) -> str | None:
+        try:
+            import tensorstore  # noqa: F401
+        except ImportError:
+            return "tensorstore not installed"
+        return None
+
+    def version(self) -> str:
+        from importlib.metadata import version
+
+        return version("tensorstore")
+
+    def read(self, url: str) -> Dataset:
+        import tensorstore as ts
+
+        store = DirectoryStore(url)
+        root = Group()
+        for key in store.list_prefix("/"):
+            if not key.endswith("/.zarray"):
+                continue
+            path = key[1: -len("/.zarray")]
+            array = ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(Path(url).resolve())},
+                             "path": path}, read=True).result()
+            values = array.read().result()
+            group = root
+            *parents, name = path.split("/")
+            for part in parents:
+                group = group.groups.setdefault(part, Group())
+            group.variables[name] = _variable_from_values(np.asarray(values), {})
+        return Dataset(root)
+
+
+for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
+              NetCDFC410(), NetCDFC490(), ZarrPython(), Xarray(), Gdal(), TensorStore()):
+    register(_peer)
