@@ -27,6 +27,10 @@ SPECIAL_FLOATS = {"nan": math.nan, "nanf": math.nan, "infinity": math.inf, "infi
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a", "\\": "\\", '"': '"',
            "'": "'", "?": "?"}
 CURRENT = re.compile(r"//\s*\((\d+) currently\)")
+#: CDL "virtual" attributes: storage settings for ncgen, shown by ncdump -s, not attributes of the data
+VIRTUAL_ATTRIBUTES = frozenset({"_Storage", "_ChunkSizes", "_Format", "_NoFill", "_Endianness", "_DeflateLevel",
+                                "_Shuffle", "_Fletcher32", "_Filter", "_Codecs", "_NCProperties", "_IsNetcdf4",
+                                "_SuperblockVersion", "_Quantize"})
 
 
 @dataclass
@@ -50,7 +54,10 @@ def tokenize(text: str) -> list[Token]:
                 tokens.append(Token("current", m.group(1)))
             i = end
         elif c == '"':
-            i, value = _string(text, i + 1)
+            i, value = _string(text, i + 1, '"')
+            tokens.append(Token("string", value))
+        elif c == "'":
+            i, value = _string(text, i + 1, "'")  # a char constant, '\0' or 'a'
             tokens.append(Token("string", value))
         elif c in PUNCT:
             tokens.append(Token("punct", c))
@@ -70,11 +77,11 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
-def _string(text: str, i: int) -> tuple[int, str]:
+def _string(text: str, i: int, quote: str) -> tuple[int, str]:
     out = []
     while i < len(text):
         c = text[i]
-        if c == '"':
+        if c == quote:
             return i + 1, "".join(out)
         if c == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
@@ -239,6 +246,8 @@ def _declaration(p: _Parser, group: Group, path: str, scope: list[Group]) -> Non
     p.expect("=")
     values = p.values()
     p.expect(";")
+    if aname in VIRTUAL_ATTRIBUTES:
+        return
     attr = _attribute(values, declared_type)
     if target:
         if target not in group.variables:

@@ -151,3 +151,51 @@ CASES: list[Case] = [
 ]
 
 BY_ID = {c.id: c for c in CASES}
+
+
+# ---- reader-only cases: stores as netcdf-c (and the 2020 v1 format) wrote them -------------------
+
+def _corpus_dir() -> "Path":
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2] / "corpus" / "netcdf-c"
+
+
+def _from_cdl(name: str) -> Callable[[], Dataset]:
+    def build() -> Dataset:
+        from ..cdl_parse import parse_cdl
+
+        return parse_cdl((_corpus_dir() / name).read_text(encoding="utf-8"))[1]
+    return build
+
+
+def v1_model() -> Dataset:
+    g = Group({"x": Dimension(3), "y": Dimension(2)},
+              attributes={"title": Attribute("char", "v1"), "n": Attribute("short", np.array([1, 2]))})
+    g.variables["v"] = Variable("int", ["/x", "/y"], (3, 2), {}, np.array([[0, 1], [2, 3], [-1, -1]], "i4"))
+    sub = Group()
+    sub.variables["s"] = Variable("double", [], (), {}, np.array(6.5))
+    g.groups["g"] = sub
+    return Dataset(g)
+
+
+#: case id → (store in corpus/netcdf-c or "v1", intended model)
+CORPUS_CASES: dict[str, str] = {
+    "corpus-ref_byte": "ref_byte.zarr.zip",
+    "corpus-ref_byte_fill_value_null": "ref_byte_fill_value_null.zarr.zip",
+    "corpus-ref_oldformat": "ref_oldformat.zip",
+    "corpus-ref_oldkeys": "ref_oldkeys.file.zip",
+    "nczarr-v1": "v1",
+}
+CASES += [
+    Case("corpus-ref_byte", "netcdf-c corpus: pure Zarr, no _ARRAY_DIMENSIONS, no chunk (ref_byte.cdl)",
+         _from_cdl("ref_byte.cdl")),
+    Case("corpus-ref_byte_fill_value_null", "netcdf-c corpus: fill_value null (ref_byte_fill_value_null.cdl)",
+         _from_cdl("ref_byte_fill_value_null.cdl")),
+    Case("corpus-ref_oldformat", "netcdf-c corpus: netcdf-c 4.9.3 keys in .zattrs (ref_oldformat.cdl)",
+         _from_cdl("ref_oldformat.cdl")),
+    Case("corpus-ref_oldkeys", "netcdf-c corpus: lower-case _nczarr_ keys in .zgroup/.zarray (ref_oldkeys.cdl)",
+         _from_cdl("ref_oldkeys.cdl")),
+    Case("nczarr-v1", "NCZarr v1 objects (.nczarr/.nczgroup/.nczarray/.nczattr), 2020", v1_model),
+]
+BY_ID = {c.id: c for c in CASES}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .cases import BY_ID
-from .matrix import MatrixRun
+from .matrix import NOT_APPLICABLE, MatrixRun
 from .rules import SPEC_RULES, Result
 
 COLORS = {"pass": "#2e7d32", "deviates": "#ef6c00", "fails": "#c62828", "skipped": "#9e9e9e",
@@ -36,6 +36,12 @@ def _anchor(*parts: str) -> str:
     return "d-" + "-".join(p.replace(".", "_") for p in parts)
 
 
+def _writers_of(doc: dict[str, Any], case: str, writers: list[str]) -> list[str]:
+    """Writers with a row for this case: not those that never apply to it (corpus vs model cases)."""
+    empty = {c["writer"] for c in doc["cells"] if c["case"] == case and c["message"] == NOT_APPLICABLE}
+    return [w for w in writers if w not in empty]
+
+
 def interop_md(doc: dict[str, Any]) -> str:
     impls = doc["implementations"]
     readers = [i["id"] for i in impls if i["reads"]]
@@ -57,7 +63,7 @@ def interop_md(doc: dict[str, Any]) -> str:
         lines += [f"## {case['id']}", "", case["title"], "", "| writer \\ reader | " + " | ".join(readers) + " |",
                   "|---|" + "---|" * len(readers)]
         details = []
-        for w in writers:
+        for w in _writers_of(doc, case["id"], writers):
             row = []
             for r in readers:
                 cell = by_key.get((case["id"], w, r))
@@ -133,7 +139,7 @@ def interop_html(doc: dict[str, Any]) -> str:
     for case in doc["cases"]:
         body.append(f"<h2 id=\"{_anchor(case['id'])}\">{html.escape(case['id'])}</h2><p>{html.escape(case['title'])}</p>")
         rows = ["<table><tr><th>writer \\ reader</th>" + "".join(f"<th>{html.escape(r)}</th>" for r in readers) + "</tr>"]
-        for w in writers:
+        for w in _writers_of(doc, case["id"], writers):
             tds = []
             for r in readers:
                 cell = by_key.get((case["id"], w, r))

@@ -31,22 +31,24 @@ def _loose(attr: Attribute) -> Any:
     return values
 
 
-def zarr_view(dataset: Dataset, *, root_only: bool = False) -> Any:
+def zarr_view(dataset: Dataset, *, root_only: bool = False, attributes: bool = True) -> Any:
     arrays: dict[str, Any] = {}
-    attributes: dict[str, Any] = {}
+    attrs: dict[str, Any] = {}
     for gkey, group in dataset.root.walk():
         if root_only and gkey != "/":
             continue
-        attributes[gkey] = {n: _loose(a) for n, a in group.attributes.items()
+        attrs[gkey] = {n: _loose(a) for n, a in group.attributes.items()
                             if not is_internal_attribute(n) and n != "_FillValue" and not n.startswith("__")}
         for vname, var in group.variables.items():
             path = f"{gkey.rstrip('/')}/{vname}"
             flat = np.asarray(var.data).reshape(-1)
             arrays[path] = values_to_json(flat, var.type)
-            attributes[path] = {n: _loose(a) for n, a in var.attributes.items()
+            attrs[path] = {n: _loose(a) for n, a in var.attributes.items()
                                 if not is_internal_attribute(n) and n != "_FillValue"}
-    return {"arrays": arrays, "attributes": {k: v for k, v in attributes.items() if v}}
+    if not attributes:
+        return {"arrays": arrays}
+    return {"arrays": arrays, "attributes": {k: v for k, v in attrs.items() if v}}
 
 
-def view(dataset: Dataset, kind: str, *, root_only: bool = False) -> Any:
-    return netcdf_view(dataset) if kind == "netcdf" else zarr_view(dataset, root_only=root_only)
+def view(dataset: Dataset, kind: str, *, root_only: bool = False, attributes: bool = True) -> Any:
+    return netcdf_view(dataset) if kind == "netcdf" else zarr_view(dataset, root_only=root_only, attributes=attributes)

@@ -265,12 +265,11 @@ class DatasetReader:
             fill_attr = attributes["_FillValue"] = attr_codec.decode(zattrs["_FillValue"], _attr_dtype(st.nctype))
         if fill_attr is not None and fill_attr.type != st.nctype:
             raise FormatError(f"{akey}: _FillValue is {fill_attr.type}, variable is {st.nctype}")
-        if self.nczarr or fill_attr is not None:
+        # Unwritten chunks hold the .zarray fill_value, as every reader (netcdf-c included) fills
+        # them; only a null fill_value falls back to _FillValue, then to the netCDF default.
+        fill = decode_fill(zarray.get("fill_value"), st, base64_strings=not self.nczarr)
+        if fill is None or (st.nctype == "char" and fill == b""):
             fill = self._fill_from_attr(fill_attr, st)
-        else:
-            fill = decode_fill(zarray.get("fill_value"), st, base64_strings=True)
-            if fill is None:
-                fill = self._fill_from_attr(None, st)
         info_rec = ArrayInfo(akey, zshape, chunks, st, order, sep, pipeline, fill, scalar, zarray)
         self.arrays[akey] = info_rec
         filters = list(zarray.get("filters") or [])

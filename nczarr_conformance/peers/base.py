@@ -25,6 +25,7 @@ class Peer(ABC):
     writes: bool = False
     model: str = "netcdf"
     root_only: bool = False
+    attributes: bool = True  # False: the peer returns arrays only, so attributes are not compared
 
     def available(self) -> str | None:
         return None

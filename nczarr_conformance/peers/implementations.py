@@ -327,7 +327,7 @@ class Gdal(Peer):
 
 
 class TensorStore(Peer):
-    id, name, reads, model = "tensorstore", "TensorStore zarr driver", True, "zarr"
+    id, name, reads, model, attributes = "tensorstore", "TensorStore zarr driver", True, "zarr", False
 
     def available(self) -> str | None:
         try:
@@ -364,3 +364,57 @@ class TensorStore(Peer):
 for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
               NetCDFC410(), NetCDFC490(), ZarrPython(), Xarray(), Gdal(), TensorStore()):
     register(_peer)
+
+
+def write_v1_store(target: Path) -> None:
+    """The 2020 NCZarr v1 layout: separate .nczarr/.nczgroup/.nczarray/.nczattr objects (nczarr.md App. C)."""
+    objects: dict[str, Any] = {
+        "/.nczarr": {"nczarr_version": "1.0.0"}, "/.zgroup": {"zarr_format": 2},
+        "/.nczgroup": {"dims": {"x": "3", "y": 2}, "vars": ["v"], "groups": ["g"]},
+        "/.zattrs": {"title": "v1", "n": [1, 2]}, "/.nczattr": {"types": {"title": "<U1", "n": "<i2"}},
+        "/v/.zarray": {"zarr_format": 2, "shape": [3, 2], "dtype": "<i4", "chunks": [2, 2], "fill_value": -1,
+                       "order": "C", "compressor": None, "filters": None},
+        "/v/.nczarray": {"dimrefs": ["/x", "/y"], "storage": "chunked"},
+        "/g/.zgroup": {"zarr_format": 2}, "/g/.nczgroup": {"dims": {}, "vars": ["s"], "groups": []},
+        "/g/s/.zarray": {"zarr_format": 2, "shape": [1], "dtype": "<f8", "chunks": [1], "fill_value": 0,
+                         "order": "C", "compressor": None, "filters": None},
+        "/g/s/.nczvar": {"dimrefs": [], "storage": "scalar"},
+    }
+    with DirectoryStore(target, "w") as store:
+        for key, doc in objects.items():
+            store.put(key, json.dumps(doc).encode())
+        store.put("/v/0.0", np.array([[0, 1], [2, 3]], "<i4").tobytes())
+        store.put("/g/s/0", np.array([6.5], "<f8").tobytes())
+
+
+class Corpus(Peer):
+    """Stores as netcdf-c's own tests (and the 2020 v1 format) hold them: a writer only of those cases."""
+
+    id, name, writes, model = "netcdf-c-corpus", "netcdf-c test corpus (+ NCZarr v1)", True, "netcdf"
+
+    def version(self) -> str:
+        return "nczarr_test"
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        raise CannotExpress("the corpus holds only its own stores")
+
+    def copy_case(self, case_id: str, target: Path) -> str:
+        from ..conformance.cases import CORPUS_CASES, _corpus_dir
+        from ..stores import open_store
+
+        source = CORPUS_CASES[case_id]
+        if source == "v1":
+            write_v1_store(target)
+            return str(target)
+        with open_store(str(_corpus_dir() / source)) as src, DirectoryStore(target, "w") as dst:
+            for key in src.list_prefix("/"):
+                data = src.get(key)
+                if data is not None:
+                    dst.put(key, data)
+        return str(target)
+
+    def read(self, url: str) -> Dataset:
+        raise NotImplementedError
+
+
+register(Corpus())

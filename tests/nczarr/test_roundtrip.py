@@ -161,6 +161,6 @@ def test_reads_nczarr_v1():
     assert model.root.dimensions == {"x": Dimension(3), "y": Dimension(2)}
     assert model.root.attributes["n"].type == "short"
     assert model.root.attributes["title"].value == "v1"
-    assert model.root.variables["v"].data.tolist() == [[0, 1], [2, 3], [-2147483647, -2147483647]]
+    assert model.root.variables["v"].data.tolist() == [[0, 1], [2, 3], [-1, -1]]  # the stored fill_value
     scalar = model.root.groups["g"].variables["s"]
     assert scalar.shape == () and float(scalar.data) == 6.5
