@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..convert import convert, total_chunks
+from ..convert import convert, total_bytes
 from ..nczarr.writer import FLAVOR_ALIASES
 from .common import Parser, run
 
@@ -33,12 +33,15 @@ def main(argv: list[str] | None = None) -> int:
         if show:
             from tqdm import tqdm
 
-            bar = tqdm(total=total_chunks(args.input), unit="chunk", file=sys.stderr, mininterval=1.0,
-                       delay=0 if args.progress else 1.0, dynamic_ncols=True)
+            bar = tqdm(total=total_bytes(args.input), unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
+                       mininterval=0.5, delay=0 if args.progress else 1.0, dynamic_ncols=True, desc="nc2nczarr")
+        done = [0]
 
-        def progress(chunks: int, nbytes: int) -> None:
+        def progress(chunks: int, raw_bytes: int, written: int) -> None:
             if bar is not None:
-                bar.update(chunks)
+                done[0] += chunks
+                bar.set_postfix_str(f"{done[0]} chunks", refresh=False)
+                bar.update(raw_bytes)
 
         try:
             stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress)
@@ -46,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
             if bar is not None:
                 bar.close()
         if not args.quiet:
-            print(f"nc2nczarr: {stats.objects} objects, {stats.bytes_in} bytes in, {stats.bytes_out} bytes of chunks "
-                  f"out, {stats.seconds:.2f} s", file=sys.stderr)
+            print(f"nc2nczarr: {stats.objects} objects ({stats.chunks} chunks, {stats.copied} copied compressed), "
+                  f"{stats.bytes_in} bytes in, {stats.bytes_out} bytes of chunks out, {stats.seconds:.2f} s",
+                  file=sys.stderr)
         return 0
 
     return run("nc2nczarr", body)

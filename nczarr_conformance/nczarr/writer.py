@@ -18,7 +18,8 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,10 @@ SCALAR_DIM = "_scalar_"
 
 #: (variable key, variable, region) → the region's values in model dtype.
 ChunkSource = Callable[[str, Variable, tuple[slice, ...]], np.ndarray]
-Progress = Callable[[int, int], None]  # (chunks done, bytes written) increments
+Progress = Callable[[int, int, int], None]  # increments: (chunks, bytes before encoding, bytes written)
+#: (array plan) → None, or a function giving a chunk's stored bytes ready to copy (None: encode it)
+RawSource = Callable[["ArrayPlan"], Callable[[tuple[int, ...]], bytes | None] | None]
+IN_FLIGHT_BYTES = 96 * 1024**2
 
 
 def model_source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
@@ -92,7 +96,8 @@ def auto_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 class DatasetWriter:
     def __init__(self, dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
-                 source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4) -> None:
+                 source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4,
+                 raw: RawSource | None = None) -> None:
         if flavor not in FLAVOR_ALIASES:
             raise UsageError(f"unknown flavor {flavor!r}; choose one of {', '.join(WRITE_FLAVORS)}")
         self.ds = dataset
@@ -102,6 +107,7 @@ class DatasetWriter:
         self.source = source
         self.progress = progress
         self.threads = max(1, threads)
+        self.raw = raw
         self.plans: dict[str, ArrayPlan] = {}
 
     # ---- planning ------------------------------------------------------------------------
@@ -236,9 +242,16 @@ class DatasetWriter:
         # netcdf-c 4.10.1 reads a missing chunk of a big-endian variable as byte-swapped
         # fill, so such chunks are written out; elsewhere an all-fill chunk is left out.
         fill_bytes = None if plan.storage.byteorder == ">" else fill_chunk.tobytes()
+        raw_copy = self.raw(plan) if self.raw is not None else None
 
-        def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[str, bytes | None]:
+        def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[int, int]:
             index, region = item
+            ckey = keys.join(plan.key, ".".join(str(i) for i in index) if index else "0")
+            if raw_copy is not None:
+                payload = raw_copy(index)
+                if payload is not None:  # the source's compressed chunk, byte for byte
+                    self.store.put(ckey, payload)
+                    return fill_chunk.nbytes, len(payload)
             values = np.asarray(self.source(plan.key, plan.var, () if plan.var.is_scalar else region))
             if plan.var.is_scalar:
                 values = values.reshape(plan.chunks)
@@ -249,21 +262,26 @@ class DatasetWriter:
             chunk = fill_chunk.copy()
             chunk[tuple(slice(0, n) for n in block.shape)] = block
             if chunk.tobytes() == fill_bytes:
-                return "", None
-            ckey = keys.join(plan.key, ".".join(str(i) for i in index) if index else "0")
+                return chunk.nbytes, 0
             payload = pipeline.encode(chunk)
             self.store.put(ckey, payload)  # in the worker: S3 PUTs and file writes overlap
-            return ckey, payload
+            return chunk.nbytes, len(payload)
 
+        # A sliding window of chunks in flight, bounded in bytes as well as in number, so
+        # memory stays flat whatever the variable's size.
+        window = max(1, min(self.threads * 2, IN_FLIGHT_BYTES // max(1, fill_chunk.nbytes)))
+        pending: deque[Future[tuple[int, int]]] = deque()
         with ThreadPoolExecutor(self.threads) as pool:
-            regions = plan.regions()
-            while True:
-                batch = list(itertools.islice(regions, self.threads * 4))
-                if not batch:
-                    break
-                for _ckey, payload in pool.map(encode, batch):
-                    if self.progress is not None:
-                        self.progress(1, len(payload or b""))
+            for item in plan.regions():
+                pending.append(pool.submit(encode, item))
+                if len(pending) >= window:
+                    self._done(pending.popleft().result())
+            while pending:
+                self._done(pending.popleft().result())
+
+    def _done(self, sizes: tuple[int, int]) -> None:
+        if self.progress is not None:
+            self.progress(1, sizes[0], sizes[1])
 
     def _write_array_metadata(self, akey: str, plan: ArrayPlan) -> None:
         var = plan.var
@@ -364,6 +382,8 @@ def _to_storage(values: np.ndarray, nctype: str, storage: np.dtype, where: str =
 
 
 def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
-                  source: ChunkSource = model_source, progress: Progress | None = None) -> None:
+                  source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4,
+                  raw: RawSource | None = None) -> None:
     """Write ``dataset`` into ``store`` (the caller commits or aborts the store)."""
-    DatasetWriter(dataset, store, flavor=flavor, xarray=xarray, source=source, progress=progress).write()
+    DatasetWriter(dataset, store, flavor=flavor, xarray=xarray, source=source, progress=progress, threads=threads,
+                  raw=raw).write()
