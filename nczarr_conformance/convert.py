@@ -44,6 +44,8 @@ def _header(ncgroup: Any, path: str, variables: dict[str, Any]) -> Group:
     for name, var in ncgroup.variables.items():
         group.variables[name] = nc4.variable_header(var, path)
         variables[keys.join(path, name)] = var
+        if var.chunking() not in ("contiguous", None):
+            var.set_var_chunk_cache(size=0, nelems=0)  # each chunk is read once: a cache only costs memory
     for name, sub in ncgroup.groups.items():
         group.groups[name] = _header(sub, keys.join(path, name), variables)
     return group

@@ -19,13 +19,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
                    help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2-upper (netcdf-c 4.9.0), zarr")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--no-direct-copy", action="store_true",
+                   help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
+    p.add_argument("--threads", type=int, default=0, help="worker threads (default: 2 per core; 16 for S3)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal")
     return p
 
 
+def _return_big_buffers_to_the_os() -> None:
+    """glibc keeps freed multi-MB chunk buffers in per-thread arenas; served by mmap they go back at once.
+
+    Keeps peak RSS near the in-flight window instead of growing with every worker thread.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD = 1 MiB
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _return_big_buffers_to_the_os()
 
     def body() -> int:
         show = not args.quiet and (args.progress or sys.stderr.isatty())
@@ -44,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
                 bar.update(raw_bytes)
 
         try:
-            stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress)
+            stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress,
+                            direct=not args.no_direct_copy, threads=args.threads)
         finally:
             if bar is not None:
                 bar.close()

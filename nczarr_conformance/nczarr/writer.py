@@ -46,7 +46,7 @@ ChunkSource = Callable[[str, Variable, tuple[slice, ...]], np.ndarray]
 Progress = Callable[[int, int, int], None]  # increments: (chunks, bytes before encoding, bytes written)
 #: (array plan) → None, or a function giving a chunk's stored bytes ready to copy (None: encode it)
 RawSource = Callable[["ArrayPlan"], Callable[[tuple[int, ...]], bytes | None] | None]
-IN_FLIGHT_BYTES = 96 * 1024**2
+IN_FLIGHT_BYTES = 64 * 1024**2
 
 
 def model_source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
@@ -241,7 +241,7 @@ class DatasetWriter:
         fill_chunk = np.full(plan.chunks or (1,), plan.fill_storage, dtype=plan.storage)
         # netcdf-c 4.10.1 reads a missing chunk of a big-endian variable as byte-swapped
         # fill, so such chunks are written out; elsewhere an all-fill chunk is left out.
-        fill_bytes = None if plan.storage.byteorder == ">" else fill_chunk.tobytes()
+        fill_bytes = None if plan.storage.byteorder == ">" else True
         raw_copy = self.raw(plan) if self.raw is not None else None
 
         def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[int, int]:
@@ -259,9 +259,12 @@ class DatasetWriter:
             block = _to_storage(values, plan.var.type, plan.storage, plan.key)
             if block.shape != tuple(s.stop - s.start for s in region):
                 raise UsageError(f"{plan.key}: source gave shape {block.shape} for region {region}")
-            chunk = fill_chunk.copy()
-            chunk[tuple(slice(0, n) for n in block.shape)] = block
-            if chunk.tobytes() == fill_bytes:
+            if block.shape == fill_chunk.shape:
+                chunk = np.ascontiguousarray(block)  # an interior chunk: no padding, no copy
+            else:
+                chunk = fill_chunk.copy()
+                chunk[tuple(slice(0, n) for n in block.shape)] = block
+            if fill_bytes is not None and _all_fill(chunk, fill_chunk):
                 return chunk.nbytes, 0
             payload = pipeline.encode(chunk)
             self.store.put(ckey, payload)  # in the worker: S3 PUTs and file writes overlap
@@ -356,6 +359,15 @@ class DatasetWriter:
             zattrs["_NCZARR_ATTR"] = {"types": types}
         self.store.put(keys.join(gkey, ".zattrs"), _dumps(zattrs))
         self.store.put(keys.join(gkey, ".zgroup"), _dumps(zgroup))
+
+
+def _all_fill(chunk: np.ndarray, fill_chunk: np.ndarray) -> bool:
+    """Bytewise equality (NaN payloads and -0.0 count), without copying the chunk."""
+    if chunk.dtype.kind == "O":
+        return False
+    a = chunk.reshape(-1).view(np.uint8)
+    b = fill_chunk.reshape(-1).view(np.uint8)
+    return bool(a[: b.itemsize * 64].tobytes() == b[: b.itemsize * 64].tobytes()) and np.array_equal(a, b)
 
 
 def _check_name(name: str, where: str) -> None:
