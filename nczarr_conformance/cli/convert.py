@@ -19,6 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
                    help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2-upper (netcdf-c 4.9.0), zarr")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--append", metavar="DIM",
+                   help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
+                        "with INPUT's records")
     p.add_argument("--no-direct-copy", action="store_true",
                    help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
     p.add_argument("--threads", type=int, default=0, help="worker threads (default: 2 per core; 16 for S3)")
@@ -50,6 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     _return_big_buffers_to_the_os()
 
     def body() -> int:
+        if args.append:
+            from ..append import append
+
+            stats_a = append(args.input, args.output, args.append)
+            if not args.quiet:
+                print(f"nc2nczarr: appended {stats_a.records} records along {args.append}: "
+                      f"{stats_a.chunks_written} chunks and {stats_a.metadata_written} metadata objects written, {stats_a.seconds:.2f} s", file=sys.stderr)
+            return 0
         show = not args.quiet and (args.progress or sys.stderr.isatty())
         bar = None
         if show:

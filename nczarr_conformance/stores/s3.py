@@ -208,8 +208,12 @@ class S3Store(Store):
         self.mode = "done"
 
     def abort(self) -> None:
-        """Delete what this writer put (a failed conversion leaves no partial dataset)."""
-        if self.mode in ("w", "a") and self._put_keys and not self._existing:
+        """Delete what this writer put (a failed conversion leaves no partial dataset).
+
+        An append ('a') deletes nothing: it may have rewritten existing chunks (with the same
+        values where the old data was), and its metadata, put last, was not reached.
+        """
+        if self.mode == "w" and self._put_keys and not self._existing:
             self._delete_many(list(self._put_keys))
         self.mode = "done"
 

@@ -1,0 +1,269 @@
+"""Extend an existing NCZarr store along a dimension with a new netCDF file (the Pangeo use case).
+
+Everything is checked before anything is written: the new file must have the same groups,
+variables, types, dimensions (but the one appended along), chunking and attributes, and
+its coordinate values along the dimension must all come after the store's (so the same
+append twice is refused). Then only the chunks that change are written: new ones and the
+edge chunk the old data ended in; the metadata (.zarray shapes, the dimension's size) is
+written last, so a reader sees the old dataset until the new one is complete.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import keys
+from .convert import _header
+from .errors import StoreError, UnsupportedError, UsageError
+from .model import Dataset, Group
+from .nczarr.flavors import LAYOUTS
+from .nczarr.reader import DatasetReader
+from .nczarr.writer import _to_storage
+from .peers import netcdf4 as nc4
+from .stores import ZipStore, open_store
+from .stores.base import Store
+from .urls import parse
+
+MAX_COMPARE_BYTES = 64 * 1024**2
+
+
+@dataclass
+class AppendStats:
+    records: int = 0
+    chunks_written: int = 0
+    metadata_written: int = 0
+    objects_written: int = 0
+    seconds: float = 0.0
+
+
+def _find_dim(model: Dataset, name: str) -> str:
+    if name.startswith("/"):
+        model.find_dimension(name)
+        return name
+    for gkey, group in model.root.walk():
+        if name in group.dimensions:
+            return keys.join(gkey, name)
+    raise UsageError(f"no dimension {name!r} in the store")
+
+
+def _attrs_json(attrs: dict) -> str:
+    from .model import attribute_to_json
+
+    return json.dumps({n: attribute_to_json(a) for n, a in sorted(attrs.items())}, sort_keys=True)
+
+
+def _compare(old: Group, new: Group, path: str, dim: str, problems: list[str]) -> None:
+    if set(old.groups) != set(new.groups):
+        problems.append(f"{path}: groups {sorted(old.groups)} in the store, {sorted(new.groups)} in the new file")
+    if set(old.variables) != set(new.variables):
+        problems.append(f"{path}: variables {sorted(old.variables)} in the store, {sorted(new.variables)} in the file")
+    for name, dim_old in old.dimensions.items():
+        fqn = keys.join(path, name)
+        dim_new = new.dimensions.get(name)
+        if dim_new is None:
+            problems.append(f"{fqn}: dimension missing from the new file")
+        elif fqn != dim and dim_old.size != dim_new.size:
+            problems.append(f"{fqn}: size {dim_old.size} in the store, {dim_new.size} in the new file")
+    if _attrs_json(old.attributes) != _attrs_json(new.attributes):
+        problems.append(f"{path}: group attributes differ")
+    for name in set(old.variables) & set(new.variables):
+        a, b = old.variables[name], new.variables[name]
+        vkey = keys.join(path, name)
+        if a.type != b.type:
+            problems.append(f"{vkey}: type {a.type} in the store, {b.type} in the new file")
+        if a.dimensions != b.dimensions:
+            problems.append(f"{vkey}: dimensions {a.dimensions} in the store, {b.dimensions} in the new file")
+        if b.chunks and a.chunks and list(a.chunks) != list(b.chunks):
+            problems.append(f"{vkey}: chunks {a.chunks} in the store, {b.chunks} in the new file")
+        if _attrs_json(a.attributes) != _attrs_json(b.attributes):
+            problems.append(f"{vkey}: attributes differ")
+    for name in set(old.groups) & set(new.groups):
+        _compare(old.groups[name], new.groups[name], keys.join(path, name), dim, problems)
+
+
+def append(src: str, dst: str, dim_name: str) -> AppendStats:
+    started = time.perf_counter()
+    spec = parse(dst)
+    stats = AppendStats()
+    reader_store = open_store(spec, "r")
+    nc = nc4.open_nc(src)
+    try:
+        reader = DatasetReader(reader_store)
+        old = reader.dataset
+        variables: dict[str, Any] = {}
+        with nc4.LOCK:
+            new = Dataset(_header(nc, "/", variables))
+        dim = _find_dim(old, dim_name)
+        problems: list[str] = []
+        _compare(old.root, new.root, "/", dim, problems)
+        if problems:
+            raise UsageError(f"cannot append {src}: {problems[0]}" + (f" (and {len(problems) - 1} more)"
+                                                                      if len(problems) > 1 else ""))
+        old_len = old.find_dimension(dim).size
+        n_new = new.find_dimension(dim).size
+        if n_new == 0:
+            raise UsageError(f"{src}: dimension {dim} is empty; nothing to append")
+        _check_coordinate(reader, old, variables, dim, src)
+        along = {}  # variable key → axis along dim
+        for gkey, group in old.root.walk():
+            for vname, var in group.variables.items():
+                vkey = keys.join(gkey, vname)
+                if dim in var.dimensions:
+                    along[vkey] = var.dimensions.index(dim)
+                else:
+                    _check_unchanged(reader, vkey, variables[vkey])
+        plan = {vkey: _affected_chunks(reader, vkey, axis, old_len, n_new) for vkey, axis in along.items()}
+        meta_keys = _metadata_keys(reader, along, dim)
+        writer_store = _open_for_append(spec, reader_store, {k for v in plan.values() for k, _ in v} | set(meta_keys))
+        try:
+            for vkey, chunks in plan.items():
+                for ckey, index in chunks:
+                    data = _merged_chunk(reader, vkey, along[vkey], index, old_len, n_new, variables[vkey])
+                    writer_store.put(ckey, reader.arrays[vkey].pipeline.encode(data))
+                    stats.chunks_written += 1
+            for key, value in _updated_metadata(reader, along, dim, old_len + n_new).items():
+                writer_store.put(key, value)
+                stats.metadata_written += 1
+            stats.objects_written = writer_store.writes
+            writer_store.commit()
+        except BaseException:
+            writer_store.abort()
+            raise
+        stats.records = n_new
+    finally:
+        with nc4.LOCK:
+            nc.close()
+        reader_store.close()
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _check_coordinate(reader: DatasetReader, old: Dataset, variables: dict[str, Any], dim: str, src: str) -> None:
+    """Refuse an append whose coordinate values along dim do not all come after the store's."""
+    if dim not in variables or dim not in reader.arrays:
+        return
+    existing = reader.read_variable(dim)
+    incoming = nc4.read_values(variables[dim])
+    if existing.size == 0 or incoming.size == 0:
+        return
+    if np.isin(incoming, existing).any() or incoming.min() <= existing.max():
+        raise UsageError(f"{src}: coordinate {dim} values {incoming[:3].tolist()}… are already in the store or not "
+                         f"after its last value {existing.max().item()}: this append was done already")
+
+
+def _check_unchanged(reader: DatasetReader, vkey: str, ncvar: Any) -> None:
+    info = reader.arrays[vkey]
+    if math.prod(info.zshape or (1,)) * info.storage.numpy.itemsize > MAX_COMPARE_BYTES:
+        return
+    stored = reader.read_variable(vkey)
+    incoming = nc4.read_values(ncvar)
+    same = stored.shape == incoming.shape and (
+        stored.dtype == object and stored.tolist() == incoming.tolist() or
+        stored.dtype != object and np.asarray(stored).tobytes() == np.asarray(incoming).astype(stored.dtype).tobytes())
+    if not same:
+        raise UsageError(f"{vkey}: does not use the appended dimension but its values differ in the new file")
+
+
+def _affected_chunks(reader: DatasetReader, vkey: str, axis: int, old_len: int, n_new: int):
+    info = reader.arrays[vkey]
+    shape = list(info.zshape)
+    shape[axis] = old_len + n_new
+    grid = [math.ceil(s / c) if s else 0 for s, c in zip(shape, info.chunks)]
+    first = old_len // info.chunks[axis]
+    ranges = [range(first, g) if i == axis else range(g) for i, g in enumerate(grid)]
+    return [(info.chunk_key(index), index) for index in itertools.product(*ranges)]
+
+
+def _merged_chunk(reader: DatasetReader, vkey: str, axis: int, index: tuple[int, ...], old_len: int, n_new: int,
+                  ncvar: Any) -> np.ndarray:
+    info = reader.arrays[vkey]
+    existing = reader.read_chunk(info, index)
+    chunk = existing.copy() if existing is not None else np.full(info.chunks, info.fill, dtype=info.storage.numpy)
+    total = old_len + n_new
+    shape = list(info.zshape)
+    shape[axis] = total
+    lo = [i * c for i, c in zip(index, info.chunks)]
+    hi = [min(l + c, s) for l, c, s in zip(lo, info.chunks, shape)]
+    start_new = max(lo[axis], old_len)
+    if start_new >= hi[axis]:
+        return chunk
+    src_region = tuple(slice(start_new - old_len, hi[axis] - old_len) if i == axis else slice(l, h)
+                       for i, (l, h) in enumerate(zip(lo, hi)))
+    values = nc4.read_values(ncvar, src_region)
+    block = _to_storage(values, info.storage.nctype, info.storage.numpy, vkey)
+    dst = tuple(slice(start_new - lo[axis], hi[axis] - lo[axis]) if i == axis else slice(0, h - l)
+                for i, (l, h) in enumerate(zip(lo, hi)))
+    if info.order == "F":
+        chunk = np.asfortranarray(chunk)
+    chunk[dst] = block
+    return np.ascontiguousarray(chunk) if info.order == "C" else np.asfortranarray(chunk)
+
+
+def _group_object(reader: DatasetReader, gkey: str) -> tuple[str, str] | None:
+    layout = LAYOUTS.get(reader.flavor)
+    if layout is None:
+        return None
+    obj, member = layout.group
+    return keys.join(gkey, obj), member
+
+
+def _metadata_keys(reader: DatasetReader, along: dict[str, int], dim: str) -> list[str]:
+    out = [keys.join(v, ".zarray") for v in along]
+    where = _group_object(reader, keys.parent(dim))
+    if where is not None:
+        out.append(where[0])
+    return out
+
+
+def _updated_metadata(reader: DatasetReader, along: dict[str, int], dim: str, total: int) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for vkey, axis in along.items():
+        zarray = dict(reader.arrays[vkey].zarray)
+        shape = list(zarray["shape"])
+        shape[axis] = total
+        zarray["shape"] = shape
+        out[keys.join(vkey, ".zarray")] = json.dumps(zarray, ensure_ascii=False).encode()
+    where = _group_object(reader, keys.parent(dim))
+    if where is not None:
+        key, member = where
+        doc = dict(reader.meta.get(key) or {})
+        piece = doc if member == "" else dict(doc.get(member) or {})
+        dims_member = "dimensions" if "dimensions" in piece else "dims"
+        dims = dict(piece.get(dims_member) or {})
+        unlimited = reader.dataset.find_dimension(dim).unlimited
+        dims[keys.basename(dim)] = {"size": total, "unlimited": 1} if unlimited else total
+        piece[dims_member] = dims
+        if member:
+            doc[member] = piece
+        else:
+            doc = piece
+        out[key] = json.dumps(doc, ensure_ascii=False).encode()
+    return out
+
+
+def _open_for_append(spec: Any, reader_store: Store, replaced: set[str]) -> Store:
+    """The store to write into: in place for directories and S3, a rewritten copy for zip (write-once)."""
+    if spec.kind == "zip":
+        target = ZipStore(spec.path, "w", overwrite=True)
+        try:
+            for key in reader_store.list_prefix("/"):
+                if key not in replaced:
+                    data = reader_store.get(key)
+                    if data is not None:
+                        target.put(key, data)
+        except BaseException:
+            target.abort()
+            raise
+        return target
+    try:
+        return open_store(spec, "a")
+    except StoreError:
+        raise
+    except Exception as exc:  # pragma: no cover - defensive
+        raise UnsupportedError(f"cannot append to {spec.url}: {exc}") from exc

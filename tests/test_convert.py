@@ -1,0 +1,32 @@
+"""The converter: compressed HDF5 chunks copied as they are, equal to the re-encoding path; progress."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from nczarr_conformance.convert import convert
+from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.model import diff
+from nczarr_conformance.stores import DirectoryStore
+
+
+def test_direct_copy_equals_reencoding(rich_nc, tmp_path):
+    direct = convert(str(rich_nc), str(tmp_path / "d.file"))
+    slow = convert(str(rich_nc), str(tmp_path / "s.file"), direct=False)
+    assert direct.copied > 0 and slow.copied == 0
+    a, b = DirectoryStore(tmp_path / "d.file"), DirectoryStore(tmp_path / "s.file")
+    assert a.list_prefix("/") == b.list_prefix("/")
+    assert diff(open_dataset(str(tmp_path / "d.file")), open_dataset(str(tmp_path / "s.file"))) == []
+    assert diff(open_dataset(str(rich_nc)), open_dataset(str(tmp_path / "d.file"))) == []
+
+
+def test_progress_bar_only_when_asked_and_summary_unless_quiet(rich_nc, tmp_path):
+    cli = [sys.executable, "-m", "nczarr_conformance.cli.convert"]
+    shown = subprocess.run([*cli, "--progress", str(rich_nc), str(tmp_path / "p.file")], capture_output=True,
+                           text=True, timeout=120)
+    assert shown.returncode == 0 and "nc2nczarr:" in shown.stderr and "%" in shown.stderr
+    plain = subprocess.run([*cli, str(rich_nc), str(tmp_path / "n.file")], capture_output=True, text=True, timeout=120)
+    assert "%" not in plain.stderr and "objects" in plain.stderr  # not a terminal: no bar, a summary line
+    quiet = subprocess.run([*cli, "--quiet", str(rich_nc), str(tmp_path / "q.file")], capture_output=True, text=True,
+                           timeout=120)
+    assert quiet.stderr == ""
