@@ -68,8 +68,11 @@ def _is_fill(value: Any, var: Variable) -> bool:
 def _data_lines(name: str, var: Variable, indent: str) -> Iterator[str]:
     data = np.asarray(var.data)
     if var.type == "char":
-        rows = data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1)
-        texts = [quote(b"".join(r.tolist()).decode("latin-1")) for r in rows]
+        if data.size == 0:
+            texts = ['""']
+        else:
+            rows2d = data.reshape(-1, data.shape[-1]) if data.ndim else data.reshape(1, 1)
+            texts = [quote(b"".join(r.tolist()).decode("latin-1")) for r in rows2d]
         yield f"{indent} {name} = " + f",\n{indent}  ".join(texts) + " ;"
         return
     flat = data.ravel().tolist()

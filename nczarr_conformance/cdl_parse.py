@@ -78,7 +78,7 @@ def tokenize(text: str) -> list[Token]:
 
 
 def _string(text: str, i: int, quote: str) -> tuple[int, str]:
-    out = []
+    out: list[str] = []
     while i < len(text):
         c = text[i]
         if c == quote:

@@ -46,7 +46,7 @@ class Pipeline:
             buf = codec.encode(buf)
         if self.compressor is not None:
             buf = self.compressor.encode(buf)
-        return bytes(memoryview(np.ascontiguousarray(buf)).cast("B")) if not isinstance(buf, bytes) else buf
+        return buf if isinstance(buf, bytes) else np.ascontiguousarray(buf).tobytes()
 
     def decode(self, raw: bytes) -> bytes:
         buf: Any = raw

@@ -107,8 +107,6 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
 
 def _direct_source(src: str):  # type: ignore[no-untyped-def]
     """A DirectChunks over ``src`` when it is HDF5 and h5py is installed, else None."""
-    from .dataset import is_netcdf_file
-
     try:
         with open(src, "rb") as fh:
             if fh.read(4) != b"\x89HDF":
@@ -134,27 +132,6 @@ def total_bytes(src: str) -> int:
             for var in g.variables.values():
                 itemsize = 1 if var.dtype is str else np.dtype(var.dtype).itemsize
                 total += math.prod(var.shape or (1,)) * itemsize
-        return total
-    finally:
-        nc.close()
-
-
-def total_chunks(src: str) -> int:
-    """How many chunks a conversion of ``src`` will visit (for a progress bar)."""
-    import math
-
-    nc = nc4.open_nc(src)
-    try:
-        total = 0
-        stack = [nc]
-        while stack:
-            g = stack.pop()
-            stack.extend(g.groups.values())
-            for var in g.variables.values():
-                chunking = var.chunking()
-                shape = var.shape or (1,)
-                chunks = shape if chunking in ("contiguous", None) or not var.shape else chunking
-                total += math.prod(math.ceil(s / max(1, c)) for s, c in zip(shape, chunks))
         return total
     finally:
         nc.close()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -155,9 +156,7 @@ BY_ID = {c.id: c for c in CASES}
 
 # ---- reader-only cases: stores as netcdf-c (and the 2020 v1 format) wrote them -------------------
 
-def _corpus_dir() -> "Path":
-    from pathlib import Path
-
+def _corpus_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "corpus" / "netcdf-c"
 
 

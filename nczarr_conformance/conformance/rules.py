@@ -248,7 +248,7 @@ def _e_maxstrlen(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
     if path is not None:
         from ..dataset import open_dataset
 
-        kept = open_dataset(str(path)).root.variables["s"].data.tolist()
+        kept = np.asarray(open_dataset(str(path)).root.variables["s"].data).tolist()
     expected = ["a" * 200, "b"]
     truncated = [s.encode()[:n].decode("utf-8", "ignore") for s in expected]
     ok = n == declared and kept == truncated

@@ -288,7 +288,7 @@ class DatasetReader:
     def _fill_from_attr(attr: Attribute | None, st: StorageType) -> Any:
         if attr is None:
             value = DEFAULT_FILL[st.nctype]
-            return value.encode("latin-1") if st.nctype == "char" else value
+            return str(value).encode("latin-1") if st.nctype == "char" else value
         if attr.type == "char":
             return char_fill_byte(attr.value)
         return attr.value[0]
@@ -366,7 +366,7 @@ class DatasetReader:
                               f"{info.chunk_nbytes} expected")
         arr = np.frombuffer(decoded, dtype=info.storage.numpy)
         chunk_shape = info.chunks or (1,)
-        return arr.reshape(chunk_shape, order=info.order)
+        return arr.reshape(chunk_shape, order="F" if info.order == "F" else "C")
 
     def read_variable(self, akey: str) -> np.ndarray:
         info = self.arrays[akey]

@@ -205,7 +205,8 @@ class ZarrPython(Peer):
             child = f"{path}/{name}".strip("/")
             if listing.get(f"/{child}/.zarray") is not None:
                 arr = zarr.open_array(root, path=child, mode="r", zarr_format=2)
-                group.variables[name] = _variable_from_values(arr[...], _untyped_attributes(dict(arr.attrs)))
+                group.variables[name] = _variable_from_values(np.asarray(arr[...]),
+                                                              _untyped_attributes(dict(arr.attrs)))
             elif listing.get(f"/{child}/.zgroup") is not None:
                 group.groups[name] = self._read_group(root, child)
         return group

@@ -184,12 +184,13 @@ def _read_group(ncgroup: Any, path: str, data: bool) -> Group:
     return group
 
 
-def open_nc(path: str, mode: str = "r") -> Any:
+def open_nc(path: str) -> Any:
+    """Open for reading, mapping netCDF4's errors to ours."""
     import netCDF4
 
     try:
         with LOCK:
-            return netCDF4.Dataset(path, mode)
+            return netCDF4.Dataset(path, "r")
     except FileNotFoundError as exc:
         raise StoreError(f"{path}: no such file or directory") from exc
     except OSError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from hypothesis import strategies as st
@@ -40,7 +40,7 @@ def names(*, max_size: int = 5) -> st.SearchStrategy[str]:
 
 def _element(nctype: str) -> st.SearchStrategy[Any]:
     if nctype in ("float", "double"):
-        width = 32 if nctype == "float" else 64
+        width: Literal[32, 64] = 32 if nctype == "float" else 64
         edge = st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 0.0,
                                 float(np.finfo(f"f{width // 8}").smallest_subnormal),
                                 float(np.finfo(f"f{width // 8}").max), float(np.finfo(f"f{width // 8}").min)])
@@ -109,17 +109,19 @@ def variable_for(draw: st.DrawFn, visible: dict[str, Dimension]) -> Variable:
             fill_attr = Attribute(nctype, fill_attr.value[:1])
             fill = fill_attr.value[0]
         attrs["_FillValue"] = fill_attr
-    if shape and math.prod(shape) and draw(st.booleans()):
+    size = int(np.prod(shape)) if shape else 0
+    if size and draw(st.booleans()):
         # only part written: the rest holds the fill value
-        mask = draw(st.lists(st.booleans(), min_size=math.prod(shape), max_size=math.prod(shape)))
+        mask: list[bool] = draw(st.lists(st.booleans(), min_size=size, max_size=size))
         fill_value = fill if fill is not None else DEFAULT_FILL[nctype]
         if nctype == "char" and isinstance(fill_value, str):
             fill_value = fill_value.encode("latin-1")
         flat = data.reshape(-1).copy()
         flat[np.array(mask)] = fill_value
         data = flat.reshape(shape)
-    chunks = None
-    if shape and draw(st.booleans()):
+    chunks: list[int] | None = None
+    chunked: bool = draw(st.booleans())
+    if shape and chunked:
         chunks = [draw(st.integers(1, max(1, s) + 2)) for s in shape]
     endianness = None
     if nctype in NUMERIC and NUMERIC[nctype][1] != "1":
