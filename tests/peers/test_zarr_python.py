@@ -120,3 +120,13 @@ def test_zarr_python_and_we_agree_on_pure_zarr_round_trip(small, tmp_path):
     assert float(g["sc"][...]) == 2.5
     back = open_dataset(str(tmp_path / "z.zarr"))
     assert back.root.variables["v"].data.tolist() == small.root.variables["v"].data.tolist()
+
+
+def test_zarr_python_scalars_read_as_netcdf_scalars_from_zip(tmp_path):
+    """netcdf-c issue #3108: zarr-python's shape-[] arrays are scalars, from a zip too."""
+    store = zarr.storage.ZipStore(str(tmp_path / "s.zip"), mode="w")
+    g = zarr.open_group(store, mode="w", zarr_format=2)
+    g.create_array("s", shape=(), dtype="<i8", fill_value=0)[...] = -5
+    store.close()
+    var = open_dataset(str(tmp_path / "s.zip")).root.variables["s"]
+    assert var.shape == () and var.dimensions == [] and int(var.data) == -5

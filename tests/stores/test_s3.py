@@ -183,3 +183,19 @@ def test_zarr_scalars_read_as_netcdf_scalars_from_s3(s3_bucket, moto_server):
     model = open_dataset(f"s3://{s3_bucket}/zs#mode=zarr,s3")
     var = model.root.variables["s"]
     assert var.shape == () and var.dimensions == [] and float(var.data) == 1.25
+
+
+def test_nczarr_check_on_s3(rich_nc, s3_bucket):
+    from nczarr_conformance.convert import convert
+
+    url = f"s3://{s3_bucket}/checked#mode=nczarr,s3"
+    convert(str(rich_nc), url)
+    ok = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", "--deep", "--format", "json", url],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    import json
+
+    assert json.loads(ok.stdout)["flavor"] == "nczarr-4.10"
+    missing = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", "s3://no-such-bucket-zz/x"],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
