@@ -138,20 +138,35 @@ def _variable_from_values(values: np.ndarray, attrs: dict[str, Attribute]) -> Va
     return Variable(nctype, [], arr.shape, attrs, arr)
 
 
-class ZarrPython(Peer):
-    id, name, reads, writes, model = "zarr-python", "zarr-python", True, True, "zarr"
+class PythonPackagePeer(Peer):
+    """A peer that is a Python package: available when it imports, versioned by its distribution."""
+
+    package = ""
 
     def available(self) -> str | None:
+        import importlib
+
         try:
-            import zarr  # noqa: F401
+            importlib.import_module(self.package)
         except ImportError:
-            return "zarr not installed"
+            return f"{self.package} not installed"
         return None
 
     def version(self) -> str:
-        import zarr
+        from importlib.metadata import version
 
-        return str(zarr.__version__)
+        return version(self.package)
+
+
+def _fixed_width_bytes(values: np.ndarray) -> np.ndarray:
+    """Strings as UTF-8 in the narrowest |Sn that holds them: how a pure-Zarr writer stores text."""
+    encoded = [str(v).encode("utf-8") for v in values.ravel()]
+    width = max([len(b) for b in encoded] + [1])
+    return np.array(encoded, dtype=f"S{width}").reshape(values.shape)
+
+
+class ZarrPython(PythonPackagePeer):
+    id, name, reads, writes, model, package = "zarr-python", "zarr-python", True, True, "zarr", "zarr"
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import zarr
@@ -167,8 +182,7 @@ class ZarrPython(Peer):
         for name, var in group.variables.items():
             data = np.asarray(var.data)
             if var.type == "string":
-                width = max([len(str(s).encode()) for s in data.ravel()] + [1])
-                data = np.array([str(s).encode() for s in data.ravel()], dtype=f"S{width}").reshape(data.shape)
+                data = _fixed_width_bytes(data)
             fill = var.fill_value
             compressor, filters = None, None
             for cfg in var.filters or []:
@@ -220,20 +234,8 @@ def _plain(attr: Attribute) -> Any:
     return values
 
 
-class Xarray(Peer):
-    id, name, reads, writes, model, root_only = "xarray", "xarray", True, True, "zarr", True
-
-    def available(self) -> str | None:
-        try:
-            import xarray  # noqa: F401
-        except ImportError:
-            return "xarray not installed"
-        return None
-
-    def version(self) -> str:
-        import xarray
-
-        return str(xarray.__version__)
+class Xarray(PythonPackagePeer):
+    id, name, reads, writes, model, root_only, package = "xarray", "xarray", True, True, "zarr", True, "xarray"
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import xarray as xr
@@ -246,8 +248,7 @@ class Xarray(Peer):
             values = np.asarray(var.data)
             enc: dict[str, Any] = {"chunks": tuple(var.chunks) if var.chunks else None}
             if var.type == "string":
-                width = max([len(str(s).encode()) for s in values.ravel()] + [1])
-                values = np.array([str(s).encode() for s in values.ravel()], dtype=f"S{width}").reshape(values.shape)
+                values = _fixed_width_bytes(values)
             attrs = {n: _plain(a) for n, a in var.attributes.items() if n != "_FillValue"}
             if var.fill_value is not None and var.type not in ("char", "string"):
                 enc["_FillValue"] = var.fill_value
@@ -327,20 +328,9 @@ class Gdal(Peer):
         return _untyped_attributes({n: a.get("value") if isinstance(a, dict) else a for n, a in raw.items()})
 
 
-class TensorStore(Peer):
+class TensorStore(PythonPackagePeer):
     id, name, reads, model, attributes = "tensorstore", "TensorStore zarr driver", True, "zarr", False
-
-    def available(self) -> str | None:
-        try:
-            import tensorstore  # noqa: F401
-        except ImportError:
-            return "tensorstore not installed"
-        return None
-
-    def version(self) -> str:
-        from importlib.metadata import version
-
-        return version("tensorstore")
+    package = "tensorstore"
 
     def read(self, url: str) -> Dataset:
         import tensorstore as ts
