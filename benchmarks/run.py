@@ -33,7 +33,7 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, obje
     stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
     code = os.waitstatus_to_exitcode(status)
     return {"seconds": round(seconds, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "exit": code,
-            "message": "" if code == 0 else (stderr.strip().splitlines() or ["signal"])[-1][:200]}
+            "message": "" if code == 0 else " / ".join(stderr.strip().splitlines()[:2])[:200] or "signal"}
 
 
 def output_size(path: Path) -> tuple[int, int]:
