@@ -14,11 +14,26 @@ MAX_VERIFY_BYTES = 256 * 1024**2
 
 
 def chunk_objects(ctx: CheckContext, akey: str) -> list[str]:
-    prefix = akey.rstrip("/") + "/"
-    nested = [a.rstrip("/") + "/" for a in ctx.arrays if a != akey and a.startswith(prefix)]
-    nested += [g.rstrip("/") + "/" for g in ctx.groups if g.startswith(prefix)]
-    return [k for k in ctx.objects if k.startswith(prefix) and keys.basename(k) not in METADATA_NAMES
-            and not any(k.startswith(n) for n in nested)]
+    """The non-metadata objects under an array (its nearest enclosing array or group is akey)."""
+    index = ctx.__dict__.get("_objects_by_array")
+    if index is None:
+        index = ctx.__dict__["_objects_by_array"] = _index_objects(ctx)
+    return index.get(akey, [])
+
+
+def _index_objects(ctx: CheckContext) -> dict[str, list[str]]:
+    """One pass over the store's keys: each object under its nearest array (O(objects x depth))."""
+    nodes = set(ctx.arrays) | set(ctx.groups)
+    out: dict[str, list[str]] = {}
+    for key in ctx.objects:
+        if keys.basename(key) in METADATA_NAMES:
+            continue
+        node = keys.parent(key)
+        while node != "/" and node not in nodes:
+            node = keys.parent(node)
+        if node in ctx.arrays:
+            out.setdefault(node, []).append(key)
+    return out
 
 
 def looks_like_chunk(rel: str) -> bool:
