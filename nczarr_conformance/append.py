@@ -52,7 +52,7 @@ def _find_dim(model: Dataset, name: str) -> str:
     raise UsageError(f"no dimension {name!r} in the store")
 
 
-def _attrs_json(attrs: dict) -> str:
+def _attrs_json(attrs: dict[str, Any]) -> str:
     from .model import attribute_to_json
 
     return json.dumps({n: attribute_to_json(a) for n, a in sorted(attrs.items())}, sort_keys=True)
@@ -170,7 +170,8 @@ def _check_unchanged(reader: DatasetReader, vkey: str, ncvar: Any) -> None:
         raise UsageError(f"{vkey}: does not use the appended dimension but its values differ in the new file")
 
 
-def _affected_chunks(reader: DatasetReader, vkey: str, axis: int, old_len: int, n_new: int):
+def _affected_chunks(reader: DatasetReader, vkey: str, axis: int, old_len: int,
+                     n_new: int) -> list[tuple[str, tuple[int, ...]]]:
     info = reader.arrays[vkey]
     shape = list(info.zshape)
     shape[axis] = old_len + n_new

@@ -172,7 +172,7 @@ def parse_cdl(text: str) -> tuple[str, Dataset]:
     name = p.take().text
     p.expect("{")
     root = Group()
-    pending: list[tuple[Group, str, str, list[Token]]] = []
+    pending: Pending = []
     _group_body(p, root, "/", [root], pending)
     p.expect("}")
     dataset = Dataset(root)
@@ -180,7 +180,10 @@ def parse_cdl(text: str) -> tuple[str, Dataset]:
     return name, dataset
 
 
-def _group_body(p: _Parser, group: Group, path: str, scope: list[Group], pending: list) -> None:
+Pending = list[tuple[Group, str, str, list[Token]]]
+
+
+def _group_body(p: _Parser, group: Group, path: str, scope: list[Group], pending: Pending) -> None:
     section = None
     while True:
         tok = p.peek()
@@ -294,7 +297,7 @@ def _attribute(values: list[Token], declared_type: str | None) -> Attribute:
     return Attribute(nctype, np.array([v for v, _ in parsed], dtype=numpy_dtype(nctype)))
 
 
-def _fill_data(dataset: Dataset, pending: list) -> None:
+def _fill_data(dataset: Dataset, pending: Pending) -> None:
     written: set[int] = set()
     for group, _path, vname, values in pending:
         var = group.variables.get(vname)

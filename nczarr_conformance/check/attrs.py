@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from .. import keys
 from ..errors import NczarrError
@@ -12,7 +13,7 @@ from .context import CheckContext
 from .rules import Finding, Severity, get, rule
 
 
-def _attribute_sets(ctx: CheckContext) -> Iterator[tuple[str, dict, dict | None]]:
+def _attribute_sets(ctx: CheckContext) -> Iterator[tuple[str, dict[str, Any], dict[str, Any] | None]]:
     for gkey, rec in sorted(ctx.groups.items()):
         yield gkey, rec.zattrs, ctx.attr_types_of(gkey)
     for akey, arec in sorted(ctx.arrays.items()):

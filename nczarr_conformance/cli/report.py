@@ -9,6 +9,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .common import Parser, run
 
@@ -22,7 +23,7 @@ def build_parser() -> Parser:
     return p
 
 
-def own_deviations(cells: list, results: list) -> list[str]:
+def own_deviations(cells: list[Any], results: list[Any]) -> list[str]:
     """Our implementation must never deviate: a cell ours→ours or a rule result of ours that is not clean."""
     bad = [f"{c.case}: {c.writer} → {c.reader} {c.status}" for c in cells
            if c.writer.startswith("ours") and c.reader == "ours" and c.status in ("deviates", "fails")]

@@ -90,7 +90,10 @@ def _types(ctx: RuleContext, case: str, writer: str) -> dict[str, Any]:
     return {}
 
 
-def _d_write(case: str, check: Callable[[dict[str, Any], dict[str, Any]], str | None]):
+Evaluate = Callable[["RuleContext", Peer], tuple[str, str]]
+
+
+def _d_write(case: str, check: Callable[[dict[str, Any], dict[str, Any]], str | None]) -> Evaluate:
     def evaluate(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
         scope = _writer_scope(peer)
         if scope:
@@ -169,7 +172,7 @@ def _read_store(ctx: RuleContext, rule_id: str) -> Path:
     return ctx.built(rule_id, make)
 
 
-def _d_read(rule_id: str):
+def _d_read(rule_id: str) -> Evaluate:
     def evaluate(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
         if not peer.reads or peer.id not in NETCDF_READERS:
             return "not-applicable", "not a netCDF reader: attribute types are not part of what it returns"
@@ -198,7 +201,8 @@ def _d_read(rule_id: str):
 # ---- Appendix E, xarray, scalars, fills ------------------------------------------------------------
 
 def _zarray(ctx: RuleContext, case: str, writer: str, name: str) -> dict[str, Any] | None:
-    return ctx.raw(case, writer, f"/{name}/.zarray")
+    doc = ctx.raw(case, writer, f"/{name}/.zarray")
+    return doc if isinstance(doc, dict) else None
 
 
 def _e_scope(peer: Peer) -> tuple[str, str] | None:

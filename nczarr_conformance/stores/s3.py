@@ -134,7 +134,8 @@ class S3Store(Store):
 
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=self._name(key))
-            return response["Body"].read()
+            body: bytes = response["Body"].read()
+            return body
         except bx.ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code")) in MISSING_KEY_CODES:
                 return None
