@@ -130,3 +130,17 @@ def test_zarr_python_scalars_read_as_netcdf_scalars_from_zip(tmp_path):
     store.close()
     var = open_dataset(str(tmp_path / "s.zip")).root.variables["s"]
     assert var.shape == () and var.dimensions == [] and int(var.data) == -5
+
+
+@pytest.mark.xfail(strict=True, reason="netcdf-c 4.10.1 does not show a Zarr array of shape [] (zarr-python's "
+                                        "scalars, netcdf-c issue #3108): the variable is missing")
+def test_known_deviation_netcdf_c_ignores_zarr_scalars(tmp_path):
+    from nczarr_conformance.peers import netcdf4
+    from nczarr_conformance.urls import to_file_url
+
+    g = zarr.open_group(str(tmp_path / "s.zarr"), mode="w", zarr_format=2)
+    g.create_array("s", shape=(), dtype="<f8", fill_value=0.0)[...] = 1.25
+    g.create_array("a", shape=(2,), dtype="<f8", fill_value=0.0)[...] = 1.0
+    model = netcdf4.read(to_file_url(str(tmp_path / "s.zarr"), "file", "zarr"))
+    assert "a" in model.root.variables
+    assert float(model.root.variables["s"].data) == 1.25
