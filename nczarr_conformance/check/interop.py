@@ -92,6 +92,15 @@ def c410_json_char(ctx: CheckContext) -> Iterator[Finding]:
                     "character")
 
 
+@rule("NCZ-INTEROP-C410-ZARRSCALAR", Severity.WARNING)
+def c410_zarr_scalar(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 does not show a Zarr array of shape [] (zarr-python's scalars; netcdf-c issue #3108)."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        if parse_array(ctx, rec).shape == ():
+            yield get("NCZ-INTEROP-C410-ZARRSCALAR").finding(keys.join(akey, ".zarray"),
+                                                             "netcdf-c 4.10.1 does not show this shape-[] array")
+
+
 @rule("NCZ-INTEROP-C410-UPPER", Severity.WARNING)
 def c410_upper(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.10.1 ignores upper-case _NCZARR_ATTR types and sub-group _NCZARR_GROUP dimensions."""

@@ -120,6 +120,14 @@ def test_c410_jsonchar(tmp_path):
     assert netcdf4.read(to_file_url(str(tmp_path / "j.file"), "file")).root.attributes["answer"].value == "4"
 
 
+def test_c410_zarrscalar(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    g = zarr.open_group(str(tmp_path / "s.zarr"), mode="w", zarr_format=2)
+    g.create_array("s", shape=(), dtype="<f8", fill_value=0.0)[...] = 1.25
+    assert "NCZ-INTEROP-C410-ZARRSCALAR" in _rules(tmp_path / "s.zarr")
+    assert "s" not in netcdf4.read(to_file_url(str(tmp_path / "s.zarr"), "file", "zarr")).root.variables
+
+
 def test_c410_bigendian(tmp_path):
     root = Group({"x": Dimension(4)})
     root.variables["v"] = Variable("double", ["/x"], (4,), {"_FillValue": Attribute("double", np.array([1.5]))},
