@@ -47,6 +47,7 @@ Progress = Callable[[int, int, int], None]  # increments: (chunks, bytes before 
 #: (array plan) → None, or a function giving a chunk's stored bytes ready to copy (None: encode it)
 RawSource = Callable[["ArrayPlan"], Callable[[tuple[int, ...]], bytes | None] | None]
 IN_FLIGHT_BYTES = 64 * 1024**2
+STRING_SCAN_ELEMENTS = 1_000_000
 
 
 def model_source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
@@ -194,11 +195,15 @@ class DatasetWriter:
                          compressor, filters, maxstrlen)
 
     def _longest_string(self, akey: str, var: Variable) -> int:
+        """Longest UTF-8 string, read in slabs along the first axis so memory stays bounded."""
         longest = 1
-        full = tuple(slice(0, s) for s in var.shape)
-        values = np.asarray(self.source(akey, var, full))
-        for v in values.ravel().tolist():
-            longest = max(longest, len(str(v).encode("utf-8")))
+        if var.is_scalar:
+            return max(longest, len(str(np.asarray(self.source(akey, var, ()))[()]).encode("utf-8")))
+        rows_per_slab = max(1, STRING_SCAN_ELEMENTS // max(1, math.prod(var.shape[1:])))
+        for start in range(0, var.shape[0], rows_per_slab):
+            region = (slice(start, min(start + rows_per_slab, var.shape[0])),) + tuple(slice(0, s) for s in var.shape[1:])
+            for v in np.asarray(self.source(akey, var, region)).ravel().tolist():
+                longest = max(longest, len(str(v).encode("utf-8")))
         return longest
 
     def _fill_json(self, nctype: str, fill: Any) -> Any:
