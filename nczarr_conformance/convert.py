@@ -87,8 +87,8 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
         workers = threads or (16 if spec.kind == "s3" else 2 * (os.cpu_count() or 2))
         store = open_store(spec, "w", overwrite=overwrite)
         try:
-            write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source, progress=counting,
-                          threads=workers, raw=raw)
+            stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
+                                         progress=counting, threads=workers, raw=raw)
             stats.objects = store.writes
             store.commit()
         except BaseException:
@@ -96,7 +96,6 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
             raise
         finally:
             if raw is not None:
-                stats.copied = raw.copied
                 raw.close()
     finally:
         with nc4.LOCK:

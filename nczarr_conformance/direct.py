@@ -31,7 +31,6 @@ class DirectChunks:
         self.lock = LOCK
         with self.lock:
             self.file = h5py.File(path, "r")
-        self.copied = 0
 
     def close(self) -> None:
         with self.lock:
@@ -70,7 +69,6 @@ class DirectChunks:
                     return None  # never written: the writer encodes the fill
             if mask != 0:
                 return None  # a filter was skipped for this chunk: re-encode it
-            self.copied += 1
             return bytes(payload)
 
         return read

@@ -30,3 +30,33 @@ def test_progress_bar_only_when_asked_and_summary_unless_quiet(rich_nc, tmp_path
     quiet = subprocess.run([*cli, "--quiet", str(rich_nc), str(tmp_path / "q.file")], capture_output=True, text=True,
                            timeout=120)
     assert quiet.stderr == ""
+
+
+def test_a_copied_chunk_that_does_not_decode_to_the_source_disables_copying(rich_nc, tmp_path):
+    """The first copied chunk of each variable is decoded and compared with the source; a wrong one
+    (here: every copied chunk replaced by garbage) makes the converter re-encode that variable."""
+    from nczarr_conformance.direct import DirectChunks
+    from nczarr_conformance.peers import netcdf4
+    from nczarr_conformance.stores import DirectoryStore as Dir
+    from nczarr_conformance.nczarr.writer import write_dataset
+    from nczarr_conformance.convert import _header
+    from nczarr_conformance.model import Dataset
+
+    class Lying(DirectChunks):
+        def __call__(self, plan):  # type: ignore[override]
+            real = super().__call__(plan)
+            return None if real is None else (lambda index: b"x\x9c" + b"\x00" * 8)
+
+    nc = netcdf4.open_nc(str(rich_nc))
+    try:
+        variables: dict = {}
+        model = Dataset(_header(nc, "/", variables))
+        lying = Lying(str(rich_nc))
+        with Dir(tmp_path / "l.file", "w") as store:
+            copied = write_dataset(model, store, source=lambda k, v, r: netcdf4.read_values(variables[k], r or None),
+                                   raw=lying)
+        lying.close()
+    finally:
+        nc.close()
+    assert copied == 0
+    assert diff(open_dataset(str(rich_nc)), open_dataset(str(tmp_path / "l.file"))) == []

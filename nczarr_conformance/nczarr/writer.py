@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import threading
 import math
 from collections.abc import Callable, Iterator
 from collections import deque
@@ -109,6 +110,8 @@ class DatasetWriter:
         self.progress = progress
         self.threads = max(1, threads)
         self.raw = raw
+        self.copied = 0  # chunks copied as the source stored them
+        self._count = threading.Lock()
         self.plans: dict[str, ArrayPlan] = {}
 
     # ---- planning ------------------------------------------------------------------------
@@ -248,6 +251,8 @@ class DatasetWriter:
         # fill, so such chunks are written out; elsewhere an all-fill chunk is left out.
         fill_bytes = None if plan.storage.byteorder == ">" else True
         raw_copy = self.raw(plan) if self.raw is not None else None
+        if raw_copy is not None and not self._raw_copy_verified(plan, pipeline, raw_copy, fill_chunk):
+            raw_copy = None
 
         def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[int, int]:
             index, region = item
@@ -256,14 +261,10 @@ class DatasetWriter:
                 payload = raw_copy(index)
                 if payload is not None:  # the source's compressed chunk, byte for byte
                     self.store.put(ckey, payload)
+                    with self._count:
+                        self.copied += 1
                     return fill_chunk.nbytes, len(payload)
-            values = np.asarray(self.source(plan.key, plan.var, () if plan.var.is_scalar else region))
-            if plan.var.is_scalar:
-                values = values.reshape(plan.chunks)
-                region = tuple(slice(0, 1) for _ in plan.chunks)
-            block = _to_storage(values, plan.var.type, plan.storage, plan.key)
-            if block.shape != tuple(s.stop - s.start for s in region):
-                raise UsageError(f"{plan.key}: source gave shape {block.shape} for region {region}")
+            block = self._block(plan, region)
             if block.shape == fill_chunk.shape:
                 chunk = np.ascontiguousarray(block)  # an interior chunk: no padding, no copy
             else:
@@ -286,6 +287,36 @@ class DatasetWriter:
                     self._done(pending.popleft().result())
             while pending:
                 self._done(pending.popleft().result())
+
+    def _block(self, plan: ArrayPlan, region: tuple[slice, ...]) -> np.ndarray:
+        """The source's values for one chunk region, in the chunk dtype."""
+        values = np.asarray(self.source(plan.key, plan.var, () if plan.var.is_scalar else region))
+        if plan.var.is_scalar:
+            values = values.reshape(plan.chunks)
+            region = tuple(slice(0, 1) for _ in plan.chunks)
+        block = _to_storage(values, plan.var.type, plan.storage, plan.key)
+        if block.shape != tuple(s.stop - s.start for s in region):
+            raise UsageError(f"{plan.key}: source gave shape {block.shape} for region {region}")
+        return block
+
+    def _raw_copy_verified(self, plan: ArrayPlan, pipeline: Pipeline,
+                           raw_copy: Callable[[tuple[int, ...]], bytes | None], fill_chunk: np.ndarray) -> bool:
+        """Decode the first copied chunk and compare it with the source's values for that region.
+
+        A copied chunk is only as right as the assumption that the source's codecs are ours;
+        one decoded chunk per variable proves it, else the variable is re-encoded.
+        """
+        for index, region in plan.regions():
+            payload = raw_copy(index)
+            if payload is None:
+                continue
+            try:
+                decoded = np.frombuffer(pipeline.decode(payload), dtype=plan.storage).reshape(fill_chunk.shape)
+            except Exception:  # any codec failure means the assumption is wrong
+                return False
+            block = self._block(plan, region)
+            return bool(decoded[tuple(slice(0, n) for n in block.shape)].tobytes() == np.ascontiguousarray(block).tobytes())
+        return True
 
     def _done(self, sizes: tuple[int, int]) -> None:
         if self.progress is not None:
@@ -400,7 +431,9 @@ def _to_storage(values: np.ndarray, nctype: str, storage: np.dtype, where: str =
 
 def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
                   source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4,
-                  raw: RawSource | None = None) -> None:
-    """Write ``dataset`` into ``store`` (the caller commits or aborts the store)."""
-    DatasetWriter(dataset, store, flavor=flavor, xarray=xarray, source=source, progress=progress, threads=threads,
-                  raw=raw).write()
+                  raw: RawSource | None = None) -> int:
+    """Write ``dataset`` into ``store`` (the caller commits or aborts the store); return the chunks copied raw."""
+    writer = DatasetWriter(dataset, store, flavor=flavor, xarray=xarray, source=source, progress=progress,
+                           threads=threads, raw=raw)
+    writer.write()
+    return writer.copied
