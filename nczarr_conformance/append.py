@@ -22,7 +22,7 @@ from . import keys
 from .convert import _header
 from .errors import StoreError, UnsupportedError, UsageError
 from .model import Dataset, Group
-from .nczarr.flavors import LAYOUTS
+from .nczarr.flavors import GROUP_PLACE
 from .nczarr.reader import DatasetReader
 from .nczarr.writer import _to_storage
 from .peers import netcdf4 as nc4
@@ -207,11 +207,10 @@ def _merged_chunk(reader: DatasetReader, vkey: str, axis: int, index: tuple[int,
 
 
 def _group_object(reader: DatasetReader, gkey: str) -> tuple[str, str] | None:
-    layout = LAYOUTS.get(reader.flavor)
-    if layout is None:
+    place = GROUP_PLACE.get(reader.flavor)
+    if place is None:
         return None
-    obj, member = layout.group
-    return keys.join(gkey, obj), member
+    return keys.join(gkey, place[0]), place[1]
 
 
 def _metadata_keys(reader: DatasetReader, along: dict[str, int], dim: str) -> list[str]:

@@ -16,7 +16,6 @@ e.g. a 4.9.2 dataset whose .zattrs still carries ``_nczarr_attr``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from .. import keys
@@ -67,30 +66,12 @@ class MetadataSource:
         return value
 
 
-@dataclass(frozen=True, slots=True)
-class NczarrKeys:
-    """Where one flavor keeps each piece; used to read and to write."""
-
-    name: str
-    superblock: tuple[str, str]  # (object basename, key inside it) ; key "" = whole object
-    group: tuple[str, str]
-    array: tuple[str, str]
-    attr: tuple[str, str]
-    dims_member: str
-    arrays_member: str
-    dimrefs_member: str
-
-
-LAYOUTS = {
-    "nczarr-4.10": NczarrKeys("nczarr-4.10", (".zattrs", "_nczarr_superblock"), (".zattrs", "_nczarr_group"),
-                              (".zattrs", "_nczarr_array"), (".zattrs", "_nczarr_attr"),
-                              "dimensions", "arrays", "dimension_references"),
-    "nczarr-2": NczarrKeys("nczarr-2", (".zgroup", "_nczarr_superblock"), (".zgroup", "_nczarr_group"),
-                           (".zarray", "_nczarr_array"), (".zattrs", "_nczarr_attr"), "dims", "vars", "dimrefs"),
-    "nczarr-2-upper": NczarrKeys("nczarr-2-upper", (".zgroup", "_NCZARR_SUPERBLOCK"), (".zgroup", "_NCZARR_GROUP"),
-                                 (".zarray", "_NCZARR_ARRAY"), (".zattrs", "_NCZARR_ATTR"), "dims", "vars", "dimrefs"),
-    "nczarr-v1": NczarrKeys("nczarr-v1", (".nczarr", ""), (".nczgroup", ""), (".nczarray", ""), (".nczattr", ""),
-                            "dims", "vars", "dimrefs"),
+#: Where each flavor keeps a group's dimensions/arrays/groups: (object, member; "" = the whole object).
+GROUP_PLACE = {
+    "nczarr-4.10": (".zattrs", "_nczarr_group"),
+    "nczarr-2": (".zgroup", "_nczarr_group"),
+    "nczarr-2-upper": (".zgroup", "_NCZARR_GROUP"),
+    "nczarr-v1": (".nczgroup", ""),
 }
 
 #: Every place a piece may be found, newest first.

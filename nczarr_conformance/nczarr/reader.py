@@ -22,7 +22,7 @@ from ..errors import FormatError, UnsupportedError
 from ..model import Attribute, Dataset, Dimension, Group, Variable, char_fill_byte, is_internal_attribute
 from ..stores.base import Store
 from . import attrs as attr_codec
-from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, StorageType, parse_dtype
+from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, StorageType, attr_type_string, parse_dtype
 from .flavors import MetadataSource, detect, find_piece
 
 #: Largest array the reader will materialise in memory (bytes, decoded).
@@ -69,12 +69,6 @@ def _int_list(value: Any, what: str, key: str, minimum: int) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _attr_dtype(nctype: str) -> str:
-    from .dtypes import attr_type_string
-
-    return attr_type_string(nctype)
-
-
 def decode_fill(value: Any, st: StorageType, *, base64_strings: bool) -> Any:
     """The .zarray fill_value as a value of the chunk dtype (None stays None)."""
     if value is None:
@@ -117,7 +111,7 @@ class DatasetReader:
         self.max_bytes = max_bytes
         self.arrays: dict[str, ArrayInfo] = {}
         self.default_maxstrlen = DEFAULT_MAXSTRLEN
-        self.dataset = Dataset(self._read_group("/", None, []))
+        self.dataset = Dataset(self._read_group("/"))
         if self.flavor == "zarr":
             self._place_pure_zarr_dims()
         else:
@@ -128,7 +122,7 @@ class DatasetReader:
         return self.flavor != "zarr"
 
     # ---- groups -------------------------------------------------------------------
-    def _read_group(self, gkey: str, parent: Group | None, ancestry: list[Group]) -> Group:
+    def _read_group(self, gkey: str) -> Group:
         if self.meta.get(keys.join(gkey, ".zgroup")) is None:
             if gkey == "/" and self.meta.get("/.zarray") is not None:
                 raise UnsupportedError("the root is a bare Zarr array, not a group; netCDF needs a root group")
@@ -163,7 +157,7 @@ class DatasetReader:
             group.variables[name] = self._read_variable(keys.join(gkey, name))
         for name in subgroups:
             keys.validate(name)
-            group.groups[name] = self._read_group(keys.join(gkey, name), group, [*ancestry, group])
+            group.groups[name] = self._read_group(keys.join(gkey, name))
         return group
 
     def _consolidated_children(self, gkey: str) -> tuple[list[str], list[str]]:
@@ -235,8 +229,6 @@ class DatasetReader:
         if sep not in (".", "/"):
             raise FormatError(f"{zkey}: dimension_separator must be '.' or '/', not {sep!r}")
         zattrs = self.meta.get(keys.join(akey, ".zattrs")) or {}
-        if st.nctype == "string" and st.numpy.kind == "S":
-            st = self._string_storage(st, zattrs)
         pipeline = Pipeline(zarray.get("compressor"), zarray.get("filters"), st.numpy.itemsize)
         attributes = self._read_attributes(akey, zattrs)
         scalar = not zshape
@@ -262,7 +254,7 @@ class DatasetReader:
             fill_attr.value = "\x00"  # netcdf-c writes a NUL char fill as the C string ""
         if fill_attr is not None and fill_attr.type != st.nctype and not self.nczarr:
             # untyped Zarr attribute: netCDF gives _FillValue the variable's type
-            fill_attr = attributes["_FillValue"] = attr_codec.decode(zattrs["_FillValue"], _attr_dtype(st.nctype))
+            fill_attr = attributes["_FillValue"] = attr_codec.decode(zattrs["_FillValue"], attr_type_string(st.nctype))
         if fill_attr is not None and fill_attr.type != st.nctype:
             raise FormatError(f"{akey}: _FillValue is {fill_attr.type}, variable is {st.nctype}")
         # Unwritten chunks hold the .zarray fill_value, as every reader (netcdf-c included) fills
@@ -280,9 +272,6 @@ class DatasetReader:
         if not self.nczarr:
             var.dimensions = self._xarray_names(akey, zattrs, zshape)
         return var
-
-    def _string_storage(self, st: StorageType, zattrs: dict[str, Any]) -> StorageType:
-        return st  # the dtype length is what the chunks hold; _nczarr_maxstrlen is reported by the checker
 
     @staticmethod
     def _fill_from_attr(attr: Attribute | None, st: StorageType) -> Any:
