@@ -1,6 +1,6 @@
 """Exception hierarchy; each class carries the exit code the CLIs map it to.
 
-Exit codes follow contracts/check-report.md: 2 means "could not do the job"
+Exit codes follow docs/contracts/check-report.md: 2 means "could not do the job"
 (bad usage, unreadable or unreachable store, input that is not a dataset).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The canonical model (contracts/model.md): one in-memory and one JSON form.
+"""The canonical model (docs/contracts/model.md): one in-memory and one JSON form.
 
 In memory, data and attribute values are numpy arrays (char as ``S1``, string
 as ``object`` holding ``str``); a char attribute is a ``str``. ``to_json``

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from nczarr_conformance.resources import netcdf_c_corpus
 from nczarr_conformance.testing.samples import small_model, write_rich_nc
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
+#: netcdf-c's reference files ship inside the package (the matrix reads them when installed)
+NETCDF_C_CORPUS = netcdf_c_corpus()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -14,10 +14,10 @@ import pytest
 
 from nczarr_conformance.cdl_parse import parse_cdl
 from nczarr_conformance.model import diff
-from tests.conftest import CORPUS, need_tool
+from tests.conftest import NETCDF_C_CORPUS, need_tool
 
 pytestmark = pytest.mark.peer
-BASELINES = sorted(p.name for p in (CORPUS / "netcdf-c").glob("ref_*.cdl"))
+BASELINES = sorted(p.name for p in NETCDF_C_CORPUS.glob("ref_*.cdl"))
 NCGEN_WRITES_OTHERWISE = {
     "ref_t_meta_dim1.cdl": "ncgen 4.9.0 applies Appendix D case 3 to JSON-object char attributes and drops their "
                            "whitespace: '{\"zarr_format\": 2,\"nczarr_version\"…' is stored re-serialised",
@@ -30,7 +30,7 @@ NCGEN_WRITES_OTHERWISE = {
 
 
 def _build(name: str, tmp_path: Path) -> Path:
-    cdl = CORPUS / "netcdf-c" / name
+    cdl = NETCDF_C_CORPUS / name
     built = subprocess.run([need_tool("ncgen"), "-4", "-b", "-o", f"file://{tmp_path}/b.file#mode=nczarr,file",
                             str(cdl)], capture_output=True, text=True, timeout=120)
     if built.returncode != 0:
@@ -60,5 +60,5 @@ def test_our_dump_equals_the_baseline(name, tmp_path, request):
     store = _build(name, tmp_path)
     if name in NCGEN_WRITES_OTHERWISE:
         request.applymarker(pytest.mark.xfail(strict=True, reason=NCGEN_WRITES_OTHERWISE[name]))
-    _, expected = parse_cdl((CORPUS / "netcdf-c" / name).read_text(encoding="utf-8"))
+    _, expected = parse_cdl((NETCDF_C_CORPUS / name).read_text(encoding="utf-8"))
     assert diff(expected, _our_dump(store)) == []

@@ -14,10 +14,10 @@ from nczarr_conformance.nczarr.flavors import MetadataSource, detect
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import open_store
 
-from tests.conftest import CORPUS, need_tool
+from tests.conftest import NETCDF_C_CORPUS, need_tool
 from tests.test_model import SCHEMA
 
-NETCDF_C = CORPUS / "netcdf-c"
+NETCDF_C = NETCDF_C_CORPUS
 STORES = {
     "ref_byte.zarr.zip": "zarr",
     "ref_byte_fill_value_null.zarr.zip": "zarr",

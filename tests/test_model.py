@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import numpy as np
 
+from nczarr_conformance.resources import model_schema
+from tests.conftest import REPO
 from nczarr_conformance.model import Attribute, Dataset, diff, values_to_json
 
-SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "nczarr_conformance/schema/model.schema.json").read_text())
+SCHEMA = json.loads(model_schema().read_text(encoding="utf-8"))
+
+
+def test_packaged_schema_is_the_documented_contract():
+    documented = REPO / "docs" / "contracts" / "model.schema.json"
+    assert json.loads(documented.read_text(encoding="utf-8")) == SCHEMA
 
 
 def test_small_model_is_schema_valid(small):

@@ -1,4 +1,4 @@
-"""Rendering of a check report as text or JSON (contracts/check-report.md); no checking here."""
+"""Rendering of a check report as text or JSON (docs/contracts/check-report.md); no checking here."""
 from __future__ import annotations
 
 import json

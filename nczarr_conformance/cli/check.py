@@ -1,4 +1,4 @@
-"""``nczarr-check URL``: validate a dataset and report findings (contracts/check-report.md).
+"""``nczarr-check URL``: validate a dataset and report findings (docs/contracts/check-report.md).
 
 Exit codes: 0 no errors, 1 at least one error (including "no dataset here"),
 2 could not check (bad usage, unreadable or unreachable store).

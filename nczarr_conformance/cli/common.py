@@ -5,8 +5,22 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import NczarrError
+
+
+def version() -> str:
+    """The installed distribution's version (the package's own when run from a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("nczarr-conformance")
+    except PackageNotFoundError:
+        from .. import __version__
+
+        return __version__
 
 
 def run(prog: str, body: Callable[[], int]) -> int:
@@ -32,8 +46,30 @@ def run(prog: str, body: Callable[[], int]) -> int:
         return 2
 
 
+def plain(text: str | None) -> str | None:
+    """Help text in plain words: module docstrings use RST ``literals``; a terminal shows them bare."""
+    return None if text is None else text.replace("``", "")
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one stderr line and exit 2, like every other failure."""
+    """argparse whose usage errors are one stderr line and exit 2, like every other failure.
+
+    Every command gets ``--version`` (the installed distribution's version), and its
+    description and epilog are shown without RST markup.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        for key in ("description", "epilog"):
+            if key in kwargs:
+                kwargs[key] = plain(kwargs[key])
+        super().__init__(*args, **kwargs)
+        self.add_argument("--version", action="version", version=f"%(prog)s {version()}",
+                          help="print the version and exit")
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        if "help" in kwargs and isinstance(kwargs["help"], str):
+            kwargs["help"] = plain(kwargs["help"])
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: {message} (see --help)\n")

@@ -17,7 +17,7 @@ from .common import Parser, run
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nczarr-dump", description=__doc__.splitlines()[0])
     p.add_argument("url", help="store path or netcdf-c URL (directory, .zip, s3://…), or a netCDF file")
-    p.add_argument("--json", action="store_true", help="print the canonical model (contracts/model.md)")
+    p.add_argument("--json", action="store_true", help="print the canonical model (docs/contracts/model.md)")
     p.add_argument("--header", "-H", action="store_true", help="leave data out")
     p.add_argument("--storage", action="store_true", help="with --json: add chunks, endianness and filters")
     return p

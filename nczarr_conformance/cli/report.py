@@ -1,6 +1,6 @@
 """``nczarr-conformance report [--out reports/]``: run the interoperability matrix and the spec rules.
 
-Writes interop.{json,md,html} and rules.{json,md,html} (contracts/interop-report.md).
+Writes interop.{json,md,html} and rules.{json,md,html} (docs/contracts/interop-report.md).
 Exit codes: 0 written (whatever the peers did), 1 our own implementation deviates, 2 could not run.
 """
 from __future__ import annotations

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from ..model import Attribute, Dataset, Dimension, Group, Variable
+from ..resources import netcdf_c_corpus
 
 
 @dataclass(frozen=True)
@@ -156,15 +156,11 @@ BY_ID = {c.id: c for c in CASES}
 
 # ---- reader-only cases: stores as netcdf-c (and the 2020 v1 format) wrote them -------------------
 
-def _corpus_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "corpus" / "netcdf-c"
-
-
 def _from_cdl(name: str) -> Callable[[], Dataset]:
     def build() -> Dataset:
         from ..cdl_parse import parse_cdl
 
-        return parse_cdl((_corpus_dir() / name).read_text(encoding="utf-8"))[1]
+        return parse_cdl((netcdf_c_corpus() / name).read_text(encoding="utf-8"))[1]
     return build
 
 
@@ -178,7 +174,7 @@ def v1_model() -> Dataset:
     return Dataset(g)
 
 
-#: case id → (store in corpus/netcdf-c or "v1", intended model)
+#: case id → (store in nczarr_conformance/corpus/netcdf-c or "v1", intended model)
 CORPUS_CASES: dict[str, str] = {
     "corpus-ref_byte": "ref_byte.zarr.zip",
     "corpus-ref_byte_fill_value_null": "ref_byte_fill_value_null.zarr.zip",

@@ -1,4 +1,4 @@
-"""interop.{json,md,html} and rules.{json,md,html} (contracts/interop-report.md); rendering only."""
+"""interop.{json,md,html} and rules.{json,md,html} (docs/contracts/interop-report.md); rendering only."""
 from __future__ import annotations
 
 import html

@@ -6,6 +6,7 @@ stores built for the rule; the evidence names the case and what was seen.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import shutil
@@ -306,6 +307,8 @@ def _z_infer(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
         return "not-applicable", "not a netCDF reader"
     if peer.available():
         return "skipped", peer.available() or ""
+    if importlib.util.find_spec("zarr") is None:  # the input is written by zarr-python, the producer of such stores
+        return "skipped", "zarr-python, which writes this rule's input, is not installed"
 
     def make(path: Path) -> None:
         import zarr

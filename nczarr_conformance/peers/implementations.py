@@ -1,4 +1,4 @@
-"""Adapters around every implementation the matrix grades (ids per contracts/interop-report.md)."""
+"""Adapters around every implementation the matrix grades (ids per docs/contracts/interop-report.md)."""
 from __future__ import annotations
 
 import json
@@ -390,14 +390,15 @@ class Corpus(Peer):
         raise CannotExpress("the corpus holds only its own stores")
 
     def copy_case(self, case_id: str, target: Path) -> str:
-        from ..conformance.cases import CORPUS_CASES, _corpus_dir
+        from ..conformance.cases import CORPUS_CASES
+        from ..resources import netcdf_c_corpus
         from ..stores import open_store
 
         source = CORPUS_CASES[case_id]
         if source == "v1":
             write_v1_store(target)
             return str(target)
-        with open_store(str(_corpus_dir() / source)) as src, DirectoryStore(target, "w") as dst:
+        with open_store(str(netcdf_c_corpus() / source)) as src, DirectoryStore(target, "w") as dst:
             for key in src.list_prefix("/"):
                 data = src.get(key)
                 if data is not None:

@@ -20,7 +20,7 @@ from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Varia
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.testing.samples import small_model
-from tests.conftest import CORPUS, REPO, need_tool
+from tests.conftest import NETCDF_C_CORPUS, REPO, need_tool
 
 REPORT_SCHEMA = {
     "type": "object",
@@ -125,14 +125,14 @@ CORPUS_STORES = ["ref_byte.zarr.zip", "ref_byte_fill_value_null.zarr.zip", "ref_
 
 @pytest.mark.parametrize("name", CORPUS_STORES)
 def test_corpus_stores_pass(name):
-    report = check(str(CORPUS / "netcdf-c" / name), deep=True)
+    report = check(str(NETCDF_C_CORPUS / name), deep=True)
     assert errors(report) == [], report.to_text()
 
 
 def test_corpus_noshape_is_reported_truthfully():
     """ref_noshape is netcdf-c's test of a malformed zarr scalar: 24 bytes for one int and a 1-name
     _ARRAY_DIMENSIONS on a 0-d array. netcdf-c reads it leniently; the checker says what is wrong."""
-    report = check(str(CORPUS / "netcdf-c" / "ref_noshape.file.zip"), deep=True)
+    report = check(str(NETCDF_C_CORPUS / "ref_noshape.file.zip"), deep=True)
     assert sorted(errors(report)) == [("NCZ-CHUNK-SIZE", "/v/0"), ("NCZ-XARRAY-DIMS", "/v/.zattrs")]
 
 

@@ -131,4 +131,15 @@ def test_dump_of_corrupt_metadata(tmp_path, rich_nc):
 def test_readme_first_lines_name_the_two_commands():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().splitlines()
     head = "\n".join(readme[:12])
-    assert "pip install" in head and "nc2nczarr" in head and "pytest" in head
+    assert "pip install" in head and "nc2nczarr" in head and "./scripts/test" in head
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run's last command is README's second block, which installs everything and runs pytest."""
+    repo = Path(__file__).resolve().parents[2]
+    blocks = (repo / "README.md").read_text(encoding="utf-8").split("```sh\n")
+    second = blocks[2].split("```")[0].strip()
+    ci = [line for line in (repo / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == second
+    script = (repo / "scripts" / "test").read_text()
+    assert "pip install" in script and "'.[test]'" in script and "-m pytest -q" in script

@@ -1,0 +1,77 @@
+"""The package stands alone: a wheel installed into a fresh venv runs every command outside the checkout.
+
+The venv has no system site-packages, so nothing of the checkout (the editable install,
+corpus/, docs/) can be what answers; pip fetches the runtime dependencies from the
+registry, as a user's install does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("wheel")
+    src = work / "src"
+    # build from the tracked files only, as a fresh clone would
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
+    for rel in filter(None, tracked.decode().split("\0")):
+        if (REPO / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, src / rel)
+    dist = work / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist),
+                    str(src)], check=True)
+    wheel, = dist.glob("nczarr_conformance-*.whl")
+    env_dir = work / "venv"
+    venv.create(env_dir, with_pip=True)
+    subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    str(wheel)], check=True)
+    return env_dir
+
+
+def _run(env_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}"
+    return subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_installed_package_is_the_wheel_not_the_checkout(installed: Path, tmp_path: Path) -> None:
+    where = _run(installed, "python", "-c", "import nczarr_conformance as m; print(m.__file__)", cwd=tmp_path)
+    assert where.returncode == 0, where.stderr
+    assert Path(where.stdout.strip()).is_relative_to(installed), where.stdout
+
+
+def test_every_cli_runs_from_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    sample = tmp_path / "sample.nc"
+    shutil.copy(REPO / "corpus" / "rich.nc", sample)
+    for cli in ("nc2nczarr", "nczarr-dump", "nczarr-check", "nczarr-conformance"):
+        version = _run(installed, cli, "--version", cwd=tmp_path)
+        assert version.returncode == 0 and version.stdout.startswith(f"{cli} "), (cli, version.stderr)
+    converted = _run(installed, "nc2nczarr", "-q", str(sample), str(tmp_path / "out.zip"), cwd=tmp_path)
+    assert converted.returncode == 0, converted.stderr
+    checked = _run(installed, "nczarr-check", "--deep", str(tmp_path / "out.zip"), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    dumped = _run(installed, "nczarr-dump", str(tmp_path / "out.zip"), cwd=tmp_path)
+    assert dumped.returncode == 0 and dumped.stdout.startswith("netcdf out {"), dumped.stderr
+
+
+def test_conformance_report_runs_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    result = _run(installed, "nczarr-conformance", "report", "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    interop = json.loads((out / "interop.json").read_text(encoding="utf-8"))
+    # the corpus cases read netcdf-c's reference stores, which must ship inside the wheel
+    corpus_cells = [c for c in interop["cells"] if c["case"].startswith("corpus-") and c["writer"] == "netcdf-c-corpus"
+                    and c["reader"] == "ours"]
+    assert corpus_cells and all(c["status"] == "pass" for c in corpus_cells), corpus_cells
