@@ -73,7 +73,7 @@ def _transforms(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Tr
                   groups=args.groups, compressor=args.compressor)
     except TransformError as exc:
         parser.error(str(exc))
-    if t.empty and not t.shuffle:
+    if t.empty and not t.shuffle:  # nothing asked; a lone -s changes nothing either, as in nccopy
         return None
     if args.append:
         parser.error("--append extends a store as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         if show:
             from tqdm import tqdm
 
-            bar = tqdm(total=total_bytes(args.input, flavor=args.flavor, transforms=transforms), unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
+            total = total_bytes(args.input, flavor=args.flavor, transforms=transforms)  # what progress() adds up
+            bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
                        mininterval=0.5, delay=0 if args.progress else 1.0, dynamic_ncols=True, desc="nc2nczarr")
         done = [0]
 
