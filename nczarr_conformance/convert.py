@@ -20,6 +20,7 @@ from .model import Dataset, Group, Variable
 from .nczarr.writer import Progress, write_dataset
 from .peers import netcdf4 as nc4
 from .stores import open_store
+from .transforms import Transforms, apply, without_direct_copy
 from .urls import parse
 
 
@@ -52,11 +53,13 @@ def _header(ncgroup: Any, path: str, variables: dict[str, Any]) -> Group:
 
 
 def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
-            progress: Progress | None = None, direct: bool = True, threads: int = 0) -> ConvertStats:
+            progress: Progress | None = None, direct: bool = True, threads: int = 0,
+            transforms: Transforms | None = None) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``dst`` (a path or netcdf-c URL).
 
     ``direct`` copies compressed HDF5 chunks as they are when the codecs agree
-    (see direct.py); ``threads`` 0 picks 2 per core for files, 16 for S3.
+    (see direct.py); ``threads`` 0 picks 2 per core for files, 16 for S3;
+    ``transforms`` (nccopy's -d -s -c -u -V -G, see transforms.py) rewrite the header first.
     """
     started = time.perf_counter()
     if not os.path.exists(src):
@@ -72,6 +75,7 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
         variables: dict[str, Any] = {}
         with nc4.LOCK:
             dataset = Dataset(_header(nc, "/", variables))
+        reencode = apply(transforms, dataset, src) if transforms is not None else frozenset()
 
         def source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
             return nc4.read_values(variables[akey], region or None)
@@ -88,7 +92,8 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
         store = open_store(spec, "w", overwrite=overwrite)
         try:
             stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
-                                         progress=counting, threads=workers, raw=raw)
+                                         progress=counting, threads=workers,
+                                         raw=without_direct_copy(raw, reencode))
             stats.objects = store.writes
             store.commit()
         except BaseException:
@@ -117,20 +122,31 @@ def _direct_source(src: str):  # type: ignore[no-untyped-def]
         return None
 
 
-def total_bytes(src: str) -> int:
-    """Uncompressed bytes a conversion of ``src`` will visit (for a progress bar)."""
+def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms | None = None) -> int:
+    """The bytes a conversion of ``src`` reports to its progress callback (a progress bar's total).
+
+    The writer reports every chunk of the plan at its full, unencoded size (edge chunks
+    padded, all-fill and copied chunks included), so the total comes from that same plan,
+    transforms applied, strings at their planned width.
+    """
     import math
+
+    from .nczarr.writer import DatasetWriter
+    from .stores.memory import MemoryStore
 
     nc = nc4.open_nc(src)
     try:
-        total = 0
-        stack = [nc]
-        while stack:
-            g = stack.pop()
-            stack.extend(g.groups.values())
-            for var in g.variables.values():
-                itemsize = 1 if var.dtype is str else np.dtype(var.dtype).itemsize
-                total += math.prod(var.shape or (1,)) * itemsize
-        return total
+        variables: dict[str, Any] = {}
+        with nc4.LOCK:
+            dataset = Dataset(_header(nc, "/", variables))
+        if transforms is not None:
+            apply(transforms, dataset, src)
+        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor,
+                               source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
+        writer.validate()
+        writer.plan()
+        return sum(math.prod(math.ceil(s / c) for s, c in zip(p.zshape, p.chunks)) * math.prod(p.chunks or (1,))
+                   * p.storage.itemsize for p in writer.plans.values())
     finally:
-        nc.close()
+        with nc4.LOCK:
+            nc.close()

@@ -1,6 +1,8 @@
 """``nc2nczarr IN.nc OUT``: convert a netCDF-4 file into an NCZarr store.
 
-Exit codes: 0 converted, 2 could not convert (message on stderr, nothing written).
+Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
+transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
+Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import argparse
 import sys
 
 from ..convert import convert, total_bytes
+from ..transforms import TransformError, Transforms, parse
 from ..nczarr.writer import FLAVOR_ALIASES
 from .common import Parser, run
 
@@ -25,6 +28,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-direct-copy", action="store_true",
                    help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
     p.add_argument("--threads", type=int, default=0, help="worker threads (default: 2 per core; 16 for S3)")
+    t = p.add_argument_group("nccopy's transforms (re-encode only the variables they change)")
+    t.add_argument("-d", metavar="0-9", dest="deflate", help="deflate (zlib) level for every variable; 0: no compression")
+    t.add_argument("-s", dest="shuffle", action="store_true", help="shuffle before compressing (with -d or --compressor)")
+    t.add_argument("-c", metavar="CHUNKSPEC", dest="chunkspecs", action="append",
+                   help="chunking as nccopy: dim/n,dim/n (dim/ = whole length; /g/dim/n in a group), "
+                        "/ (unchunk all), var:n1,...,nn, var: (no chunking); repeatable")
+    t.add_argument("-M", metavar="BYTES", dest="min_chunk_bytes",
+                   help="variables whose chunks would hold fewer bytes stay unchunked (nccopy: 8192)")
+    t.add_argument("-u", dest="fix_unlimited", action="store_true", help="make unlimited dimensions fixed")
+    t.add_argument("-V", metavar="VAR,...", dest="variables",
+                   help="only these variables (name or /path; all dimensions and groups stay)")
+    t.add_argument("-G", metavar="GRP,...", dest="groups", help="only these groups (and the root)")
+    t.add_argument("--compressor", metavar="CODEC",
+                   help="instead of -d: zlib:L, zstd:L, bz2:L, blosc:CNAME:L[:SHUFFLE] or none")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal")
     return p
@@ -48,8 +65,25 @@ def _return_big_buffers_to_the_os() -> None:
         pass
 
 
+def _transforms(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Transforms | None:
+    """The transforms asked for, or a usage error (one line, exit 2) naming the bad spec."""
+    try:
+        t = parse(deflate=args.deflate, shuffle=args.shuffle, chunkspecs=args.chunkspecs,
+                  min_chunk_bytes=args.min_chunk_bytes, fix_unlimited=args.fix_unlimited, variables=args.variables,
+                  groups=args.groups, compressor=args.compressor)
+    except TransformError as exc:
+        parser.error(str(exc))
+    if t.empty and not t.shuffle:  # nothing asked; a lone -s changes nothing either, as in nccopy
+        return None
+    if args.append:
+        parser.error("--append extends a store as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
+    return t
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    transforms = _transforms(parser, args)
     _return_big_buffers_to_the_os()
 
     def body() -> int:
@@ -66,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         if show:
             from tqdm import tqdm
 
-            bar = tqdm(total=total_bytes(args.input), unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
+            total = total_bytes(args.input, flavor=args.flavor, transforms=transforms)  # what progress() adds up
+            bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
                        mininterval=0.5, delay=0 if args.progress else 1.0, dynamic_ncols=True, desc="nc2nczarr")
         done = [0]
 
@@ -78,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress,
-                            direct=not args.no_direct_copy, threads=args.threads)
+                            direct=not args.no_direct_copy, threads=args.threads, transforms=transforms)
         finally:
             if bar is not None:
                 bar.close()
