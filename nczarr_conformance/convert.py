@@ -17,7 +17,7 @@ import numpy as np
 from . import keys
 from .errors import StoreError, UsageError
 from .model import Dataset, Group, Variable
-from .nczarr.writer import Progress, write_dataset
+from .nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
 from .peers import netcdf4 as nc4
 from .stores import open_store
 from .transforms import Transforms, apply, without_direct_copy
@@ -67,7 +67,10 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     spec = parse(dst)
     if spec.kind != "s3" and os.path.abspath(spec.path) == os.path.abspath(src):
         raise UsageError("input and output are the same file")
-    if spec.pure_zarr and flavor == "nczarr-4.10":
+    if flavor not in FLAVOR_ALIASES:
+        raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
+    flavor = FLAVOR_ALIASES[flavor]  # the CLI's "nczarr" is the 4.10 layout
+    if spec.pure_zarr and flavor == "nczarr-4.10":  # mode=zarr in the URL asks for pure Zarr
         flavor = "zarr"
     stats = ConvertStats()
     nc = nc4.open_nc(src)

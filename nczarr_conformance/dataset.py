@@ -7,19 +7,11 @@ from pathlib import PurePosixPath
 from .errors import FormatError
 from .model import Dataset
 from .nczarr.reader import read_dataset
+from .sniff import NETCDF_MAGIC, is_netcdf_file, zarr_v3_error
 from .stores import open_store
 from .urls import parse
 
-NETCDF_MAGIC = (b"\x89HDF", b"CDF\x01", b"CDF\x02", b"CDF\x05")
-
-
-def is_netcdf_file(path: str) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-    except OSError:
-        return False
-    return head in NETCDF_MAGIC
+__all__ = ["open_dataset", "dataset_name", "is_netcdf_file", "NETCDF_MAGIC"]
 
 
 def open_dataset(url: str, *, data: bool = True) -> Dataset:
@@ -33,6 +25,10 @@ def open_dataset(url: str, *, data: bool = True) -> Dataset:
         try:
             return read_dataset(store, data=data, pure_zarr=spec.pure_zarr, xarray=spec.xarray)
         except FormatError as exc:
+            if store.get("/.zgroup") is None and store.get("/.zarray") is None:
+                v3 = zarr_v3_error(store, url)  # the likelier cause, with its own message
+                if v3 is not None:
+                    raise v3 from exc
             raise type(exc)(f"{url}: {exc}") from exc
 
 

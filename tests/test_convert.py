@@ -60,3 +60,21 @@ def test_a_copied_chunk_that_does_not_decode_to_the_source_disables_copying(rich
         nc.close()
     assert copied == 0
     assert diff(open_dataset(str(rich_nc)), open_dataset(str(tmp_path / "l.file"))) == []
+
+
+def test_cli_default_flavor_with_mode_zarr_url_writes_pure_zarr(tmp_path):
+    """nczarr.md and netcdf-c agree: ``mode=zarr`` is pure Zarr, no NCZarr keys anywhere; the CLI's
+    default flavor name ("nczarr") must not override what the URL asks for."""
+    import netCDF4
+
+    src = tmp_path / "in.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("x", 3)
+        nc.createVariable("v", "i4", ("x",))[:] = [1, 2, 3]
+    out = tmp_path / "out.file"
+    result = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "-q", str(src),
+                             f"file://{out}#mode=zarr,file"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    texts = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert "v/.zarray" in texts
+    assert not [k for k, b in texts.items() if b"_nczarr" in b or b"_NCZARR" in b], sorted(texts)

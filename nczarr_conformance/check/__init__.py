@@ -4,19 +4,20 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+from ..sniff import netcdf_file_error, zarr_v3_error
 from ..stores import open_store
 from ..urls import parse
 from . import attrs, chunks, interop, layout, metadata  # noqa: F401  (registers the rules)
 from .context import CheckContext
 from .report import Report
-from .rules import RULES, Finding, Severity, get, rule
+from .rules import RULES, Finding, Severity, get, matching, rule
 
 __all__ = ["check", "RULES", "Report", "Finding", "Severity"]
 
 FLAVOR_CHOICES = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr")
 
 
-@rule("NCZ-LAYOUT-FLAVOR", Severity.ERROR)
+@rule("NCZ-LAYOUT-FLAVOR", Severity.ERROR, source="--expect")
 def expected_flavor(ctx: CheckContext) -> Iterator[Finding]:
     """The detected flavor is the one --expect names."""
     expected = ctx.__dict__.get("expect")
@@ -24,21 +25,39 @@ def expected_flavor(ctx: CheckContext) -> Iterator[Finding]:
         yield get("NCZ-LAYOUT-FLAVOR").finding(None, f"flavor {ctx.flavor}, expected {expected}")
 
 
-@rule("NCZ-CHECK-CRASH", Severity.ERROR)
+@rule("NCZ-CHECK-CRASH", Severity.ERROR, source="nczarr-check")
 def crashed(ctx: CheckContext) -> Iterator[Finding]:
     """A rule raised instead of reporting: a bug in nczarr-check, reported so the run still completes."""
     return iter(())
 
 
-def check(url: str, *, deep: bool = False, expect: str | None = None) -> Report:
-    """Check the dataset at ``url``; raises only when the store cannot be opened (exit 2)."""
+def check(url: str, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
+          ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR) -> Report:
+    """Check the dataset at ``url``; raises only when the store cannot be opened at all (exit 2).
+
+    Every rule runs (``--deep`` ones with ``deep``); ``select``/``ignore`` (ids or id prefixes)
+    choose which findings the report keeps, so a selection never changes what a rule sees.
+    A crash of a rule is kept unless NCZ-CHECK-CRASH itself is ignored.
+    """
+    keep = set(matching(select)) if select else set(RULES)
+    keep -= set(matching(ignore)) if ignore else set()
     started = time.perf_counter()
     spec = parse(url)
+    not_a_store = netcdf_file_error(spec, url)
+    if not_a_store is not None:
+        raise not_a_store
     with open_store(spec) as store:
         ctx = CheckContext(store, url, deep=deep)
         ctx.__dict__["expect"] = expect
+        if ctx.flavor == "unknown":
+            v3 = zarr_v3_error(store, url)
+            if v3 is not None:
+                raise v3
         findings: list[Finding] = []
-        order = ["NCZ-LAYOUT-NODATASET"] if ctx.flavor == "unknown" else list(RULES)
+        if ctx.flavor == "unknown":
+            order = ["NCZ-LAYOUT-NODATASET"]
+        else:  # rules reporting what the context recorded run after every rule that reads
+            order = [rid for rid, r in RULES.items() if not r.final] + [rid for rid, r in RULES.items() if r.final]
         for rule_id in order:
             r = RULES[rule_id]
             if r.deep and not deep:
@@ -49,4 +68,6 @@ def check(url: str, *, deep: bool = False, expect: str | None = None) -> Report:
                 findings.append(get("NCZ-CHECK-CRASH").finding(None, f"{rule_id} raised {type(exc).__name__}: {exc}"))
         if expect and ctx.flavor == "unknown":
             findings.extend(expected_flavor(ctx))
-        return Report(url, ctx.flavor, findings, ctx.objects_read, time.perf_counter() - started)
+        crash_kept = not (ignore and RULES["NCZ-CHECK-CRASH"].matches(ignore))
+        findings = [f for f in findings if f.rule in keep or (f.rule == "NCZ-CHECK-CRASH" and crash_kept)]
+        return Report(url, ctx.flavor, findings, ctx.objects_read, time.perf_counter() - started, fail_on)

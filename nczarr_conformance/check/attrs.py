@@ -20,9 +20,9 @@ def _attribute_sets(ctx: CheckContext) -> Iterator[tuple[str, dict[str, Any], di
         yield akey, arec.zattrs, arec.attr_types
 
 
-@rule("NCZ-ATTR-TYPE", Severity.ERROR)
+@rule("NCZ-ATTR-TYPE", Severity.ERROR, source="nczarr.md App. D")
 def attr_type(ctx: CheckContext) -> Iterator[Finding]:
-    """Each _nczarr_attr type is a known dtype and the attribute's JSON value converts to it (nczarr.md App. D)."""
+    """Each _nczarr_attr type is a known dtype and the attribute's JSON value converts to it."""
     if not ctx.nczarr:
         return
     for node, zattrs, types in _attribute_sets(ctx):
@@ -37,9 +37,9 @@ def attr_type(ctx: CheckContext) -> Iterator[Finding]:
                 yield get("NCZ-ATTR-TYPE").finding(where, f"attribute {name!r} typed {type_text!r}: {exc}")
 
 
-@rule("NCZ-ATTR-UNTYPED", Severity.WARNING)
+@rule("NCZ-ATTR-UNTYPED", Severity.WARNING, source="nczarr.md App. D read cases")
 def attr_untyped(ctx: CheckContext) -> Iterator[Finding]:
-    """Every user attribute of an NCZarr dataset has a type in _nczarr_attr; else readers infer one (App. D read cases)."""
+    """Every user attribute of an NCZarr dataset has a type in _nczarr_attr; else readers infer one."""
     if not ctx.nczarr:
         return
     for node, zattrs, types in _attribute_sets(ctx):
@@ -50,7 +50,7 @@ def attr_untyped(ctx: CheckContext) -> Iterator[Finding]:
                                                   "readers infer one")
 
 
-@rule("NCZ-ATTR-GHOST", Severity.WARNING)
+@rule("NCZ-ATTR-GHOST", Severity.WARNING, source="nczarr.md App. D")
 def attr_ghost(ctx: CheckContext) -> Iterator[Finding]:
     """_nczarr_attr types name only attributes that exist."""
     if not ctx.nczarr:

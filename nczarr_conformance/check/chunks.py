@@ -66,23 +66,23 @@ def _valid_chunks(ctx: CheckContext) -> Iterator[tuple[str, object, str, tuple[i
             yield akey, parsed, key, index, grid
 
 
-@rule("NCZ-CHUNK-KEY", Severity.ERROR, deep=True)
+@rule("NCZ-CHUNK-KEY", Severity.ERROR, deep=True, source='Zarr v2 spec "Chunk storage"')
 def chunk_key(ctx: CheckContext) -> Iterator[Finding]:
-    """Every object under an array is a chunk key inside the array's chunk grid (Zarr v2 spec "Chunk storage")."""
+    """Every object under an array is a chunk key inside the array's chunk grid."""
     for akey, _, key, index, grid in _valid_chunks(ctx):
         if index is None:
             yield get("NCZ-CHUNK-KEY").finding(key, f"not a chunk key of {akey} (grid {list(grid)})")
 
 
-@rule("NCZ-CHUNK-DECODE", Severity.ERROR, deep=True)
+@rule("NCZ-CHUNK-DECODE", Severity.ERROR, deep=True, source="Zarr v2 spec")
 def chunk_decode(ctx: CheckContext) -> Iterator[Finding]:
-    """Every chunk decodes with the array's filters and compressor (Zarr v2 spec)."""
+    """Every chunk decodes with the array's filters and compressor."""
     yield from _decode_findings(ctx, "NCZ-CHUNK-DECODE")
 
 
-@rule("NCZ-CHUNK-SIZE", Severity.ERROR, deep=True)
+@rule("NCZ-CHUNK-SIZE", Severity.ERROR, deep=True, source="Zarr v2 spec")
 def chunk_size(ctx: CheckContext) -> Iterator[Finding]:
-    """Every chunk holds, decoded, exactly prod(chunks) x itemsize bytes (Zarr v2 spec; edge chunks are full size)."""
+    """Every chunk holds, decoded, exactly prod(chunks) x itemsize bytes; edge chunks are full size."""
     yield from _decode_findings(ctx, "NCZ-CHUNK-SIZE")
 
 
@@ -127,9 +127,9 @@ def _decode_all(ctx: CheckContext) -> Iterator[tuple[str, str, str]]:
                                           f"for {shape} {ctx.arrays[akey].zarray.get('dtype')}")  # type: ignore[union-attr]
 
 
-@rule("NCZ-CHUNK-MISSING", Severity.INFO, deep=True)
+@rule("NCZ-CHUNK-MISSING", Severity.INFO, deep=True, source="Zarr v2 spec")
 def chunk_missing(ctx: CheckContext) -> Iterator[Finding]:
-    """Chunks never written are reported: readers show the fill value there (Zarr v2 spec)."""
+    """Chunks never written are reported: readers show the fill value there."""
     present: dict[str, int] = {}
     grids: dict[str, tuple[int, ...]] = {}
     for akey, _, _, index, grid in _valid_chunks(ctx):

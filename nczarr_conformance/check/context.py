@@ -12,9 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import keys
-from ..errors import FormatError
+from ..errors import FormatError, NczarrError
 from ..nczarr.flavors import find_piece
 from ..stores.base import Store
+
+#: Deepest JSON nesting accepted. Real metadata nests a few levels; Python's parser gives up near
+#: 1000, and a reader recursing over a value needs stack to spare (ours, decoding attributes,
+#: fails near 400 levels).
+MAX_JSON_DEPTH = 256
 
 METADATA_NAMES = frozenset({".zgroup", ".zarray", ".zattrs", ".zmetadata", ".nczarr", ".nczgroup", ".nczarray",
                             ".nczvar", ".nczattrs", ".nczattr"})
@@ -40,6 +45,25 @@ class ArrayRecord:
     attr_types: dict[str, Any] | None
 
 
+def _safe(key: str) -> bool:
+    try:
+        keys.validate(key)
+    except FormatError:
+        return False
+    return True
+
+
+def nesting(value: Any) -> int:
+    """How deeply lists and objects nest in a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 class LenientMeta:
     """MetadataSource-compatible lookups that record bad JSON instead of raising."""
 
@@ -63,11 +87,21 @@ class CheckContext:
         self.json_errors: dict[str, str] = {}
         self.control_chars: set[str] = set()
         self.not_objects: set[str] = set()
+        self.too_deep: dict[str, str] = {}  # key -> why (parser gave up, or nesting over MAX_JSON_DEPTH)
+        self.constants: dict[str, set[str]] = {}  # key -> bare NaN/Infinity/-Infinity literals found
+        self.read_errors: dict[str, str] = {}  # key -> why the store could not give its bytes
         self.meta = LenientMeta(self)
         # List the store only when a dataset root is there: a wrong URL (say, a home
-        # directory) must not walk a whole file system.
+        # directory) must not walk a whole file system. A failure here means the store
+        # cannot be opened at all (no bucket, no access): it raises, exit 2.
         roots = [k for k in ("/.zgroup", "/.zarray", "/.nczarr") if self._exists(k)]
-        self.objects: list[str] = store.list_prefix("/") if roots else []
+        listed = store.list_prefix("/") if roots else []
+        # Names that could escape the store are never read, whichever backend listed them
+        # (the zip store sets them aside itself; S3 lists `..` keys as they are).
+        self.unsafe_keys: list[str] = list(getattr(store, "unsafe_members", []))
+        self.objects: list[str] = []
+        for key in listed:
+            (self.objects if _safe(key) else self.unsafe_keys).append(key)
         self.object_set = set(self.objects)
         self.flavor = "unknown"
         self.superblock: dict[str, Any] | None = None
@@ -78,14 +112,20 @@ class CheckContext:
 
     # ---- reading --------------------------------------------------------------------
     def _exists(self, key: str) -> bool:
-        raw = self.raw(key)
+        self.objects_read += 1
+        raw = self.store.get(key)
         if raw is not None:
             self._prefetched[key] = raw
         return raw is not None
 
     def raw(self, key: str) -> bytes | None:
+        """An object's bytes; None when missing or unreadable (the reason is kept for NCZ-STORE-READ)."""
         self.objects_read += 1
-        return self.store.get(key)
+        try:
+            return self.store.get(key)
+        except Exception as exc:  # any backend failure on one object is a finding about that object
+            self.read_errors[key] = str(exc) if isinstance(exc, NczarrError) else f"{type(exc).__name__}: {exc}"
+            return None
 
     def json(self, key: str) -> Any | None:
         """Parsed JSON of a metadata object; None if missing or broken (recorded)."""
@@ -103,17 +143,37 @@ class CheckContext:
                 self.json_errors[key] = f"not UTF-8 ({exc.reason} at byte {exc.start})"
                 text = None
             if text is not None:
-                try:
-                    value = json.loads(text)
-                except ValueError:
-                    try:
-                        value = json.loads(text, strict=False)
-                        self.control_chars.add(key)
-                    except ValueError as exc:
-                        self.json_errors[key] = str(exc)
+                value = self._parse(key, text)
             if value is not None and not isinstance(value, dict):
                 self.not_objects.add(key)
         self._json[key] = value
+        return value
+
+    def _parse(self, key: str, text: str) -> Any | None:
+        """json.loads that records what it tolerated (control characters, NaN literals) or gave up on."""
+        constants: set[str] = set()
+
+        def constant(name: str) -> float:
+            constants.add(name)
+            return float(name)
+
+        value: Any = None
+        try:
+            try:
+                value = json.loads(text, parse_constant=constant)
+            except ValueError:
+                value = json.loads(text, strict=False, parse_constant=constant)
+                self.control_chars.add(key)
+        except ValueError as exc:
+            self.json_errors[key] = str(exc)
+        except RecursionError:
+            self.too_deep[key] = "nested deeper than a JSON parser follows (Python's gives up near 1000 levels)"
+        if constants:
+            self.constants[key] = constants
+        depth = nesting(value)
+        if depth > MAX_JSON_DEPTH:
+            self.too_deep[key] = f"nested {depth} levels deep; more than {MAX_JSON_DEPTH}"
+            value = None  # rules and readers would recurse into it: treat it as unreadable
         return value
 
     def obj(self, key: str) -> dict[str, Any] | None:
@@ -229,7 +289,6 @@ class ParsedArray:
 
 def parse_array(ctx: CheckContext, rec: ArrayRecord) -> ParsedArray:
     from ..nczarr.dtypes import parse_dtype
-    from ..errors import NczarrError
 
     z = rec.zarray or {}
 

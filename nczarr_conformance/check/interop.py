@@ -20,7 +20,8 @@ def _dtype(ctx: CheckContext, akey: str) -> str:
     return str(z.get("dtype"))
 
 
-@rule("NCZ-INTEROP-C490-UNLIMITED", Severity.WARNING)
+@rule("NCZ-INTEROP-C490-UNLIMITED", Severity.WARNING,
+       source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_unlimited(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.9.0 cannot read (or write) NCZarr unlimited dimensions."""
     for gkey, rec in sorted(ctx.groups.items()):
@@ -30,7 +31,7 @@ def c490_unlimited(ctx: CheckContext) -> Iterator[Finding]:
                     keys.join(gkey, ".zattrs"), f"netcdf-c 4.9.0 cannot read: unlimited dimension {name!r}")
 
 
-@rule("NCZ-INTEROP-C490-STRING", Severity.WARNING)
+@rule("NCZ-INTEROP-C490-STRING", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_string(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.9.0 aborts on NCZarr string variables."""
     for akey, rec in sorted(ctx.arrays.items()):
@@ -40,7 +41,7 @@ def c490_string(ctx: CheckContext) -> Iterator[Finding]:
                                                          "netcdf-c 4.9.0 cannot read: string variable")
 
 
-@rule("NCZ-INTEROP-C490-SCALAR", Severity.WARNING)
+@rule("NCZ-INTEROP-C490-SCALAR", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_scalar(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.9.0 crashes reading any NCZarr scalar variable, even one it wrote."""
     for akey, rec in sorted(ctx.arrays.items()):
@@ -49,7 +50,7 @@ def c490_scalar(ctx: CheckContext) -> Iterator[Finding]:
                                                          "netcdf-c 4.9.0 crashes on this scalar variable")
 
 
-@rule("NCZ-INTEROP-C490-CODEC", Severity.WARNING)
+@rule("NCZ-INTEROP-C490-CODEC", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_codec(ctx: CheckContext) -> Iterator[Finding]:
     """Debian's netcdf-c 4.9.0 has no NCZarr codecs: it returns compressed or filtered chunk bytes as data, silently."""
     for akey, rec in sorted(ctx.arrays.items()):
@@ -59,7 +60,7 @@ def c490_codec(ctx: CheckContext) -> Iterator[Finding]:
                                                         "netcdf-c 4.9.0 (Debian) reads wrong values: compressed chunks")
 
 
-@rule("NCZ-INTEROP-C490-CHAR", Severity.WARNING)
+@rule("NCZ-INTEROP-C490-CHAR", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_char(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.9.0 crashes on char variables stored as >S1 (it wrote and reads <U1)."""
     for akey in sorted(ctx.arrays):
@@ -68,7 +69,8 @@ def c490_char(ctx: CheckContext) -> Iterator[Finding]:
                                                        "netcdf-c 4.9.0 crashes on this char variable (>S1)")
 
 
-@rule("NCZ-INTEROP-C410-U1CHAR", Severity.WARNING)
+@rule("NCZ-INTEROP-C410-U1CHAR", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
 def c410_u1char(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.10.1 cannot open a dataset with a char variable stored as <U1 (as netcdf-c 4.9.0 wrote it)."""
     for akey in sorted(ctx.arrays):
@@ -77,7 +79,8 @@ def c410_u1char(ctx: CheckContext) -> Iterator[Finding]:
                                                          "netcdf-c 4.10.1 cannot open this dataset: char stored as <U1")
 
 
-@rule("NCZ-INTEROP-C410-JSONCHAR", Severity.WARNING)
+@rule("NCZ-INTEROP-C410-JSONCHAR", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
 def c410_json_char(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.10.1 reads a char attribute stored as a JSON number or boolean (App. D case 3) as one character."""
     if not ctx.nczarr:
@@ -92,7 +95,8 @@ def c410_json_char(ctx: CheckContext) -> Iterator[Finding]:
                     "character")
 
 
-@rule("NCZ-INTEROP-C410-ZARRSCALAR", Severity.WARNING)
+@rule("NCZ-INTEROP-C410-ZARRSCALAR", Severity.WARNING,
+       source="netcdf-c 4.10.1, netcdf-c issue #3108; tests/check/test_interop.py")
 def c410_zarr_scalar(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.10.1 does not show a Zarr array of shape [] (zarr-python's scalars; netcdf-c issue #3108)."""
     for akey, rec in sorted(ctx.arrays.items()):
@@ -101,7 +105,8 @@ def c410_zarr_scalar(ctx: CheckContext) -> Iterator[Finding]:
                                                              "netcdf-c 4.10.1 does not show this shape-[] array")
 
 
-@rule("NCZ-INTEROP-C410-UPPER", Severity.WARNING)
+@rule("NCZ-INTEROP-C410-UPPER", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
 def c410_upper(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.10.1 ignores upper-case _NCZARR_ATTR types and sub-group _NCZARR_GROUP dimensions."""
     if ctx.flavor == "nczarr-2-upper":
@@ -109,7 +114,8 @@ def c410_upper(ctx: CheckContext) -> Iterator[Finding]:
                                                     "makes sub-group dimensions anonymous in this upper-case dataset")
 
 
-@rule("NCZ-INTEROP-C410-BIGENDIAN", Severity.WARNING)
+@rule("NCZ-INTEROP-C410-BIGENDIAN", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
 def c410_bigendian(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.10.1 reads a never-written chunk of a big-endian array as byte-swapped fill."""
     for akey, rec in sorted(ctx.arrays.items()):
@@ -124,7 +130,7 @@ def c410_bigendian(ctx: CheckContext) -> Iterator[Finding]:
                 keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads wrong values: big-endian array with unwritten chunks")
 
 
-@rule("NCZ-INTEROP-ZARR-CHAR", Severity.INFO)
+@rule("NCZ-INTEROP-ZARR-CHAR", Severity.INFO, source="zarr-python 3.1; tests/check/test_interop.py")
 def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
     """zarr-python 3.1 rejects the >S1 dtype nczarr.md prescribes for char variables."""
     for akey in sorted(ctx.arrays):
@@ -133,7 +139,7 @@ def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
                                                        "zarr-python 3.1 cannot read this char array (>S1)")
 
 
-@rule("NCZ-INTEROP-ZARR-I1", Severity.WARNING)
+@rule("NCZ-INTEROP-ZARR-I1", Severity.WARNING, source="zarr-python 3.1; tests/check/test_interop.py")
 def zarr_i1(ctx: CheckContext) -> Iterator[Finding]:
     """zarr-python 3.1 rejects one-byte dtypes with a byte order (<i1, >i1, <u1, >u1) that netcdf-c writes; |i1 works."""
     for akey in sorted(ctx.arrays):
@@ -142,7 +148,8 @@ def zarr_i1(ctx: CheckContext) -> Iterator[Finding]:
                                                      f"zarr-python 3.1 cannot read dtype {_dtype(ctx, akey)}")
 
 
-@rule("NCZ-INTEROP-SHUFFLE0", Severity.WARNING)
+@rule("NCZ-INTEROP-SHUFFLE0", Severity.WARNING,
+       source="numcodecs Shuffle, zarr-python, xarray; tests/check/test_interop.py")
 def shuffle0(ctx: CheckContext) -> Iterator[Finding]:
     """A shuffle filter with elementsize 0 (netcdf-c's) is a no-op in numcodecs: zarr-python and xarray read wrong values."""
     for akey, rec in sorted(ctx.arrays.items()):
@@ -155,7 +162,7 @@ def shuffle0(ctx: CheckContext) -> Iterator[Finding]:
                                                               "elementsize 0 is a no-op in numcodecs")
 
 
-@rule("NCZ-INTEROP-XARRAY-NODIMS", Severity.INFO)
+@rule("NCZ-INTEROP-XARRAY-NODIMS", Severity.INFO, source="xarray open_zarr; tests/check/test_interop.py")
 def xarray_nodims(ctx: CheckContext) -> Iterator[Finding]:
     """xarray's open_zarr needs _ARRAY_DIMENSIONS on every array of a group it opens."""
     for akey, rec in sorted(ctx.arrays.items()):

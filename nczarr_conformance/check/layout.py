@@ -1,7 +1,10 @@
 """Rules about the store and the dataset's layout: JSON objects, superblock, group lists."""
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterator
+from typing import Any
 
 from .. import keys
 from ..nczarr.flavors import KNOWN_VERSIONS
@@ -10,54 +13,144 @@ from .context import METADATA_NAMES, CheckContext
 from .rules import Finding, Severity, get, rule
 
 
-@rule("NCZ-LAYOUT-NODATASET", Severity.ERROR)
+@rule("NCZ-LAYOUT-NODATASET", Severity.ERROR, source='Zarr v2 spec, nczarr.md "Storage Format"')
 def no_dataset(ctx: CheckContext) -> Iterator[Finding]:
-    """There is a dataset at the URL: a root /.zgroup (Zarr v2 spec, nczarr.md "Storage Format")."""
+    """There is a dataset at the URL: a root /.zgroup."""
     if ctx.flavor == "unknown":
         yield get("NCZ-LAYOUT-NODATASET").finding(None, "no dataset at this URL: no /.zgroup (nor /.zarray, /.nczarr)")
 
 
-@rule("NCZ-STORE-UNSAFE", Severity.ERROR)
+@rule("NCZ-STORE-UNSAFE", Severity.ERROR, source="zip slip / path traversal (CWE-22)")
 def unsafe_members(ctx: CheckContext) -> Iterator[Finding]:
-    """No zip member escapes the store (`..`, absolute or backslash names); such members are never read."""
-    for name in getattr(ctx.store, "unsafe_members", []):
-        yield get("NCZ-STORE-UNSAFE").finding(None, f"zip member {name!r} points outside the dataset; ignored")
+    """No object name escapes the store (`..`, absolute or backslash names) in a zip, on S3 or on disk; never read."""
+    for name in ctx.unsafe_keys:
+        yield get("NCZ-STORE-UNSAFE").finding(None, f"object {name!r} has a name that escapes the dataset; never read")
 
 
-@rule("NCZ-JSON-SYNTAX", Severity.ERROR)
+@rule("NCZ-STORE-READ", Severity.ERROR, source="nczarr-check; every reader needs the bytes", final=True)
+def store_read(ctx: CheckContext) -> Iterator[Finding]:
+    """Every listed object can be read: a broken link, a corrupt zip member, a refused GET is a finding."""
+    for key, error in sorted(ctx.read_errors.items()):
+        yield get("NCZ-STORE-READ").finding(key, f"cannot be read: {error}")
+
+
+@rule("NCZ-JSON-SYNTAX", Severity.ERROR, source='Zarr v2 spec "Metadata"', final=True)
 def json_syntax(ctx: CheckContext) -> Iterator[Finding]:
-    """Every metadata object is UTF-8 JSON (Zarr v2 spec "Metadata")."""
+    """Every metadata object is UTF-8 JSON."""
     for key, error in sorted(ctx.json_errors.items()):
         yield get("NCZ-JSON-SYNTAX").finding(key, f"not valid JSON: {error}")
 
 
-@rule("NCZ-JSON-CONTROL", Severity.WARNING)
+@rule("NCZ-JSON-DEPTH", Severity.ERROR, source="RFC 8259 §9 (parsers may limit nesting); Python json", final=True)
+def json_depth(ctx: CheckContext) -> Iterator[Finding]:
+    """Metadata nests at most 256 levels: Python's parser refuses ~1000, readers recursing over values fail sooner."""
+    for key, why in sorted(ctx.too_deep.items()):
+        yield get("NCZ-JSON-DEPTH").finding(key, f"{why}; readers refuse it")
+
+
+@rule("NCZ-JSON-NAN", Severity.ERROR, source='RFC 8259 §6; Zarr v2 spec "fill_value"; TensorStore refuses',
+      final=True)
+def json_nan(ctx: CheckContext) -> Iterator[Finding]:
+    """Array and group metadata holds no bare NaN/Infinity literals: they are not JSON; fill_value spells them "NaN"."""
+    for key, literals in sorted(ctx.constants.items()):
+        name = keys.basename(key)
+        if name == ".zmetadata":
+            for entry in _nonfinite_entries(ctx.json(key)):
+                if keys.basename(entry) != ".zattrs":
+                    yield get("NCZ-JSON-NAN").finding(key, f"entry {entry} holds a bare NaN or Infinity literal; "
+                                                      "strict JSON parsers refuse it")
+        elif name != ".zattrs":
+            yield get("NCZ-JSON-NAN").finding(key, f"bare {', '.join(sorted(literals))} literal: not JSON; "
+                                              "TensorStore and other strict parsers refuse this object")
+
+
+@rule("NCZ-ATTR-NAN", Severity.WARNING, source="RFC 8259 §6; zarr-python and xarray write them", final=True)
+def attr_nan(ctx: CheckContext) -> Iterator[Finding]:
+    """Attribute values use no bare NaN/Infinity literals: zarr-python and netcdf-c read them, strict parsers do not."""
+    for key, literals in sorted(ctx.constants.items()):
+        if keys.basename(key) == ".zattrs":
+            yield get("NCZ-ATTR-NAN").finding(key, f"bare {', '.join(sorted(literals))} literal: not JSON; "
+                                              "strict JSON parsers refuse this object")
+
+
+def _nonfinite_entries(doc: Any) -> Iterator[str]:
+    """Keys of the .zmetadata entries holding a NaN or infinite float."""
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    for entry, value in sorted(meta.items()) if isinstance(meta, dict) else ():
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                yield keys.join(entry)
+                break
+            if isinstance(item, (list, dict)):
+                stack.extend(item.values() if isinstance(item, dict) else item)
+
+
+@rule("NCZ-JSON-CONTROL", Severity.WARNING, source="RFC 8259 §7; strict parsers (zarr-python) reject", final=True)
 def json_control(ctx: CheckContext) -> Iterator[Finding]:
-    """JSON strings hold no raw control characters (RFC 8259 §7; netcdf-c 4.10.1 writes them, strict parsers reject them)."""
+    """JSON strings hold no raw control characters (netcdf-c 4.10.1 writes them)."""
     for key in sorted(ctx.control_chars):
         yield get("NCZ-JSON-CONTROL").finding(key, "raw control characters inside a JSON string; "
                                               "strict JSON parsers (zarr-python) reject this object")
 
 
-@rule("NCZ-JSON-OBJECT", Severity.ERROR)
+@rule("NCZ-JSON-OBJECT", Severity.ERROR, source='Zarr v2 spec "Metadata"', final=True)
 def json_object(ctx: CheckContext) -> Iterator[Finding]:
-    """Every metadata object is a JSON object, not an array or scalar (Zarr v2 spec "Metadata")."""
+    """Every metadata object is a JSON object, not an array or scalar."""
     for key in sorted(ctx.not_objects):
         yield get("NCZ-JSON-OBJECT").finding(key, f"JSON {type(ctx.json(key)).__name__} found; an object is required")
 
 
-@rule("NCZ-GROUP-FORMAT", Severity.ERROR)
+CONSOLIDATED_NAMES = (".zgroup", ".zarray", ".zattrs")
+
+
+@rule("NCZ-CONSOLIDATED-MATCH", Severity.ERROR, source="zarr-python consolidate_metadata; our reader trusts it")
+def consolidated_match(ctx: CheckContext) -> Iterator[Finding]:
+    """A /.zmetadata holds every .zgroup, .zarray and .zattrs as stored: readers that use it see nothing else."""
+    if "/.zmetadata" not in ctx.object_set:
+        return
+    doc = ctx.obj("/.zmetadata")
+    if doc is None:
+        return  # not JSON, or not an object: NCZ-JSON-SYNTAX / NCZ-JSON-OBJECT
+    finding = get("NCZ-CONSOLIDATED-MATCH").finding
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        yield finding("/.zmetadata", "no 'metadata' object: readers that consolidate refuse the dataset")
+        return
+    entries = {keys.join(k): v for k, v in meta.items() if isinstance(k, str)}
+    for entry, value in sorted(entries.items()):
+        if keys.basename(entry) not in CONSOLIDATED_NAMES:
+            continue
+        if entry not in ctx.object_set:
+            yield finding("/.zmetadata", f"entry {entry} has no object: readers using .zmetadata see a node "
+                          "that does not exist")
+            continue
+        stored = ctx.json(entry)
+        if stored is not None and _canonical(stored) != _canonical(value):
+            yield finding("/.zmetadata", f"entry {entry} differs from the object: readers using .zmetadata "
+                          "see other metadata than readers that do not")
+    for key in ctx.objects:
+        if keys.basename(key) in CONSOLIDATED_NAMES and key not in entries:
+            yield finding("/.zmetadata", f"{key} is missing: readers using .zmetadata do not see it")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+@rule("NCZ-GROUP-FORMAT", Severity.ERROR, source='Zarr v2 spec "Groups"')
 def group_format(ctx: CheckContext) -> Iterator[Finding]:
-    """Every .zgroup says "zarr_format": 2 (Zarr v2 spec "Groups")."""
+    """Every .zgroup says "zarr_format": 2."""
     for gkey, rec in sorted(ctx.groups.items()):
         if rec.zgroup is not None and rec.zgroup.get("zarr_format") != 2:
             yield get("NCZ-GROUP-FORMAT").finding(keys.join(gkey, ".zgroup"),
                                                   f"zarr_format is {rec.zgroup.get('zarr_format')!r}; 2 expected")
 
 
-@rule("NCZ-SUPERBLOCK-VERSION", Severity.ERROR)
+@rule("NCZ-SUPERBLOCK-VERSION", Severity.ERROR, source='nczarr.md "_nczarr_superblock"')
 def superblock_version(ctx: CheckContext) -> Iterator[Finding]:
-    """The NCZarr superblock names a known version, 1.0.0 or 2.0.0 (nczarr.md "_nczarr_superblock")."""
+    """The NCZarr superblock names a known version, 1.0.0 or 2.0.0."""
     if ctx.nczarr and ctx.superblock is not None:
         version = ctx.superblock.get("version", ctx.superblock.get("nczarr_version"))
         if version not in KNOWN_VERSIONS:
@@ -66,9 +159,9 @@ def superblock_version(ctx: CheckContext) -> Iterator[Finding]:
                                                         f"{', '.join(KNOWN_VERSIONS)}")
 
 
-@rule("NCZ-GROUP-META", Severity.ERROR)
+@rule("NCZ-GROUP-META", Severity.ERROR, source="nczarr.md")
 def group_meta(ctx: CheckContext) -> Iterator[Finding]:
-    """Every group of an NCZarr dataset carries its _nczarr_group (dimensions, arrays, groups) (nczarr.md)."""
+    """Every group of an NCZarr dataset carries its _nczarr_group (dimensions, arrays, groups)."""
     if not ctx.nczarr:
         return
     for gkey, rec in sorted(ctx.groups.items()):
@@ -85,9 +178,9 @@ def group_meta(ctx: CheckContext) -> Iterator[Finding]:
                                                         f"_nczarr_group {member} is {value!r}; a list of names expected")
 
 
-@rule("NCZ-DIM-DEF", Severity.ERROR)
+@rule("NCZ-DIM-DEF", Severity.ERROR, source="nczarr.md")
 def dim_def(ctx: CheckContext) -> Iterator[Finding]:
-    """Every dimension in _nczarr_group has an integer size >= 0, or {"size": n, "unlimited": 1} (nczarr.md)."""
+    """Every dimension in _nczarr_group has an integer size >= 0, or {"size": n, "unlimited": 1}."""
     for gkey, rec in sorted(ctx.groups.items()):
         if rec.nczarr is None:
             continue
@@ -101,16 +194,16 @@ def dim_def(ctx: CheckContext) -> Iterator[Finding]:
                                                  f"dimension {name!r} has no valid size ({spec!r})")
 
 
-@rule("NCZ-GROUP-GHOST", Severity.ERROR)
+@rule("NCZ-GROUP-GHOST", Severity.ERROR, source="nczarr.md")
 def group_ghost(ctx: CheckContext) -> Iterator[Finding]:
-    """Every array and group a _nczarr_group lists exists (nczarr.md: the lists replace searching)."""
+    """Every array and group a _nczarr_group lists exists: the lists replace searching."""
     for gkey, kind, name in ctx.ghosts:
         obj = ".zarray" if kind == "array" else ".zgroup"
         yield get("NCZ-GROUP-GHOST").finding(keys.join(gkey, ".zattrs"),
                                              f"{kind} {name!r} is listed but {keys.join(gkey, name, obj)} does not exist")
 
 
-@rule("NCZ-GROUP-UNLISTED", Severity.ERROR)
+@rule("NCZ-GROUP-UNLISTED", Severity.ERROR, source="nczarr.md; netcdf-c reads only listed nodes")
 def group_unlisted(ctx: CheckContext) -> Iterator[Finding]:
     """Every array and group in the store is listed by its parent's _nczarr_group (else netcdf-c never sees it)."""
     if not ctx.nczarr:
@@ -132,7 +225,7 @@ def group_unlisted(ctx: CheckContext) -> Iterator[Finding]:
                                                     f"{keys.join(keys.parent(node), '.zattrs')}; NCZarr readers ignore it")
 
 
-@rule("NCZ-STORE-STRAY", Severity.INFO)
+@rule("NCZ-STORE-STRAY", Severity.INFO, source='Zarr v2 spec "Storage"')
 def stray_objects(ctx: CheckContext) -> Iterator[Finding]:
     """Objects that are neither metadata nor a chunk of a known array are reported (e.g. editor backups)."""
     for key in ctx.objects:

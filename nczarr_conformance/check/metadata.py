@@ -27,7 +27,7 @@ def _arrays(ctx: CheckContext) -> Iterator[tuple[str, ArrayRecord, dict[str, Any
             yield akey, rec, rec.zarray
 
 
-@rule("NCZ-ARRAY-MEMBERS", Severity.ERROR)
+@rule("NCZ-ARRAY-MEMBERS", Severity.ERROR, source='Zarr v2 spec "Arrays"')
 def array_members(ctx: CheckContext) -> Iterator[Finding]:
     """A .zarray has every member Zarr v2 requires: zarr_format, shape, chunks, dtype, compressor, fill_value, order, filters."""
     for akey, _, z in _arrays(ctx):
@@ -36,34 +36,34 @@ def array_members(ctx: CheckContext) -> Iterator[Finding]:
             yield get("NCZ-ARRAY-MEMBERS").finding(_zkey(akey), f"missing {', '.join(missing)}")
 
 
-@rule("NCZ-ARRAY-FORMAT", Severity.ERROR)
+@rule("NCZ-ARRAY-FORMAT", Severity.ERROR, source='Zarr v2 spec "Arrays"')
 def array_format(ctx: CheckContext) -> Iterator[Finding]:
-    """A .zarray says "zarr_format": 2 (Zarr v2 spec "Arrays")."""
+    """A .zarray says "zarr_format": 2."""
     for akey, _, z in _arrays(ctx):
         if "zarr_format" in z and z["zarr_format"] != 2:
             yield get("NCZ-ARRAY-FORMAT").finding(_zkey(akey), f"zarr_format is {z['zarr_format']!r}; 2 expected")
 
 
-@rule("NCZ-ARRAY-SHAPE", Severity.ERROR)
+@rule("NCZ-ARRAY-SHAPE", Severity.ERROR, source="Zarr v2 spec")
 def array_shape(ctx: CheckContext) -> Iterator[Finding]:
-    """shape is a list of integers >= 0 (Zarr v2 spec)."""
+    """shape is a list of integers >= 0."""
     for akey, rec, z in _arrays(ctx):
         if "shape" in z and parse_array(ctx, rec).shape is None:
             yield get("NCZ-ARRAY-SHAPE").finding(_zkey(akey), f"shape {z['shape']!r} is not a list of integers >= 0")
 
 
-@rule("NCZ-ARRAY-CHUNKS", Severity.ERROR)
+@rule("NCZ-ARRAY-CHUNKS", Severity.ERROR, source="Zarr v2 spec")
 def array_chunks(ctx: CheckContext) -> Iterator[Finding]:
-    """chunks is a list of integers >= 1, one per dimension of shape (Zarr v2 spec)."""
+    """chunks is a list of integers >= 1, one per dimension of shape."""
     for akey, rec, z in _arrays(ctx):
         if "chunks" in z and parse_array(ctx, rec).chunks is None:
             yield get("NCZ-ARRAY-CHUNKS").finding(_zkey(akey), f"chunks {z['chunks']!r} are not integers >= 1 "
                                                   f"matching shape {z.get('shape')!r}")
 
 
-@rule("NCZ-ARRAY-DTYPE", Severity.ERROR)
+@rule("NCZ-ARRAY-DTYPE", Severity.ERROR, source="nczarr.md App. E")
 def array_dtype(ctx: CheckContext) -> Iterator[Finding]:
-    """dtype is a Zarr v2 dtype with a netCDF type: [<>|]i/u 1-8, f4/f8, S/U strings (nczarr.md App. E)."""
+    """dtype is a Zarr v2 dtype with a netCDF type: [<>|]i/u 1-8, f4/f8, S/U strings."""
     for akey, _, z in _arrays(ctx):
         if "dtype" in z:
             try:
@@ -72,25 +72,25 @@ def array_dtype(ctx: CheckContext) -> Iterator[Finding]:
                 yield get("NCZ-ARRAY-DTYPE").finding(_zkey(akey), str(exc))
 
 
-@rule("NCZ-ARRAY-ORDER", Severity.ERROR)
+@rule("NCZ-ARRAY-ORDER", Severity.ERROR, source="Zarr v2 spec")
 def array_order(ctx: CheckContext) -> Iterator[Finding]:
-    """order is "C" or "F" (Zarr v2 spec)."""
+    """order is "C" or "F"."""
     for akey, _, z in _arrays(ctx):
         if "order" in z and z["order"] not in ("C", "F"):
             yield get("NCZ-ARRAY-ORDER").finding(_zkey(akey), f"order {z['order']!r}; 'C' or 'F' expected")
 
 
-@rule("NCZ-ARRAY-SEPARATOR", Severity.ERROR)
+@rule("NCZ-ARRAY-SEPARATOR", Severity.ERROR, source="Zarr v2 spec")
 def array_separator(ctx: CheckContext) -> Iterator[Finding]:
-    """dimension_separator, when present, is "." or "/" (Zarr v2 spec)."""
+    """dimension_separator, when present, is "." or "/"."""
     for akey, _, z in _arrays(ctx):
         if "dimension_separator" in z and z["dimension_separator"] not in (".", "/"):
             yield get("NCZ-ARRAY-SEPARATOR").finding(_zkey(akey), f"dimension_separator {z['dimension_separator']!r}")
 
 
-@rule("NCZ-ARRAY-FILL", Severity.ERROR)
+@rule("NCZ-ARRAY-FILL", Severity.ERROR, source="Zarr v2 spec")
 def array_fill(ctx: CheckContext) -> Iterator[Finding]:
-    """fill_value decodes for the dtype: null, a number in range, "NaN"/"Infinity"/"-Infinity", or a string (Zarr v2 spec)."""
+    """fill_value decodes for the dtype: null, a number in range, "NaN"/"Infinity"/"-Infinity", or a string."""
     for akey, rec, z in _arrays(ctx):
         storage = parse_array(ctx, rec).storage
         if storage is None or "fill_value" not in z:
@@ -101,9 +101,9 @@ def array_fill(ctx: CheckContext) -> Iterator[Finding]:
             yield get("NCZ-ARRAY-FILL").finding(_zkey(akey), f"{exc} for dtype {z.get('dtype')}")
 
 
-@rule("NCZ-ARRAY-CODEC", Severity.ERROR)
+@rule("NCZ-ARRAY-CODEC", Severity.ERROR, source='Zarr v2 spec "compressor"')
 def array_codec(ctx: CheckContext) -> Iterator[Finding]:
-    """compressor and every filter are known to numcodecs, with valid parameters (Zarr v2 spec "compressor")."""
+    """compressor and every filter are known to numcodecs, with valid parameters."""
     for akey, rec, z in _arrays(ctx):
         storage = parse_array(ctx, rec).storage
         itemsize = storage.numpy.itemsize if storage is not None else 1
@@ -118,7 +118,7 @@ def array_codec(ctx: CheckContext) -> Iterator[Finding]:
                 yield get("NCZ-ARRAY-CODEC").finding(_zkey(akey), str(exc))
 
 
-@rule("NCZ-ARRAY-HUGE", Severity.WARNING)
+@rule("NCZ-ARRAY-HUGE", Severity.WARNING, source="nczarr-check: a guard before anyone allocates")
 def array_huge(ctx: CheckContext) -> Iterator[Finding]:
     """The declared shape is plausible: more than 1 TiB, or a chunk over 2 GiB, is reported before anyone allocates it."""
     for akey, rec, _ in _arrays(ctx):
@@ -132,9 +132,9 @@ def array_huge(ctx: CheckContext) -> Iterator[Finding]:
             yield get("NCZ-ARRAY-HUGE").finding(_zkey(akey), f"chunks {list(parsed.chunks)} declare more than 2 GiB each")
 
 
-@rule("NCZ-ARRAY-META", Severity.ERROR)
+@rule("NCZ-ARRAY-META", Severity.ERROR, source="nczarr.md")
 def array_meta(ctx: CheckContext) -> Iterator[Finding]:
-    """Every array of an NCZarr dataset carries _nczarr_array with its dimension references (nczarr.md)."""
+    """Every array of an NCZarr dataset carries _nczarr_array with its dimension references."""
     if not ctx.nczarr:
         return
     for akey, rec, _ in _arrays(ctx):
@@ -160,9 +160,9 @@ def _refs(rec: ArrayRecord) -> tuple[list[str], bool]:
     return [r if r.startswith("/") else "/" + r for r in refs if isinstance(r, str)], scalar
 
 
-@rule("NCZ-DIM-REF", Severity.ERROR)
+@rule("NCZ-DIM-REF", Severity.ERROR, source="nczarr.md")
 def dim_ref(ctx: CheckContext) -> Iterator[Finding]:
-    """Every dimension reference resolves to a dimension defined in that group's _nczarr_group (nczarr.md)."""
+    """Every dimension reference resolves to a dimension defined in that group's _nczarr_group."""
     for akey, refs, _, _ in _nczarr_arrays(ctx):
         for ref in refs:
             if ctx.dimension(ref) is None:
@@ -178,9 +178,9 @@ def _nczarr_arrays(ctx: CheckContext) -> Iterator[tuple[str, list[str], bool, tu
         yield akey, refs, scalar, parse_array(ctx, rec).shape
 
 
-@rule("NCZ-DIM-SIZE", Severity.ERROR)
+@rule("NCZ-DIM-SIZE", Severity.ERROR, source="nczarr.md")
 def dim_size(ctx: CheckContext) -> Iterator[Finding]:
-    """An array's shape equals its dimensions' sizes; along an unlimited one it may be shorter, never longer (nczarr.md)."""
+    """An array's shape equals its dimensions' sizes; along an unlimited one it may be shorter, never longer."""
     for akey, refs, scalar, shape in _nczarr_arrays(ctx):
         if shape is None or scalar:
             continue
@@ -197,18 +197,18 @@ def dim_size(ctx: CheckContext) -> Iterator[Finding]:
                                                   f"{size}{' (unlimited)' if unlimited else ''}")
 
 
-@rule("NCZ-SCALAR-SHAPE", Severity.ERROR)
+@rule("NCZ-SCALAR-SHAPE", Severity.ERROR, source='nczarr.md "scalar variables"')
 def scalar_shape(ctx: CheckContext) -> Iterator[Finding]:
-    """A netCDF scalar is stored with shape [1] and no dimension references (nczarr.md "scalar variables")."""
+    """A netCDF scalar is stored with shape [1] and no dimension references."""
     for akey, refs, scalar, shape in _nczarr_arrays(ctx):
         if scalar and (shape not in ((1,), ()) or refs):
             yield get("NCZ-SCALAR-SHAPE").finding(_zkey(akey), f"scalar with shape {list(shape or [])} and "
                                                   f"references {refs}; shape [1] and no references expected")
 
 
-@rule("NCZ-XARRAY-DIMS", Severity.WARNING)
+@rule("NCZ-XARRAY-DIMS", Severity.WARNING, source="xarray spec")
 def xarray_dims(ctx: CheckContext) -> Iterator[Finding]:
-    """_ARRAY_DIMENSIONS, when present, lists one name per axis and agrees with the NCZarr dimension names (xarray spec)."""
+    """_ARRAY_DIMENSIONS, when present, lists one name per axis and agrees with the NCZarr dimension names."""
     for akey, rec, _ in _arrays(ctx):
         names = rec.zattrs.get("_ARRAY_DIMENSIONS")
         if names is None:
@@ -227,9 +227,9 @@ def xarray_dims(ctx: CheckContext) -> Iterator[Finding]:
                                                  f"dimensions {refs}")
 
 
-@rule("NCZ-STRING-MAXSTRLEN", Severity.ERROR)
+@rule("NCZ-STRING-MAXSTRLEN", Severity.ERROR, source="nczarr.md App. E")
 def string_maxstrlen(ctx: CheckContext) -> Iterator[Finding]:
-    """A string array's |Sn length agrees with _nczarr_maxstrlen (or _nczarr_default_maxstrlen, default 128) (nczarr.md App. E)."""
+    """A string array's |Sn length agrees with _nczarr_maxstrlen (or _nczarr_default_maxstrlen, default 128)."""
     if not ctx.nczarr:
         return
     root = ctx.groups.get("/")
@@ -246,7 +246,7 @@ def string_maxstrlen(ctx: CheckContext) -> Iterator[Finding]:
                                                       f"{declared}; netcdf-c sizes chunks by the latter")
 
 
-@rule("NCZ-FILL-ATTR", Severity.WARNING)
+@rule("NCZ-FILL-ATTR", Severity.WARNING, source='NUG "_FillValue"; Zarr v2 spec "fill_value"')
 def fill_attr(ctx: CheckContext) -> Iterator[Finding]:
     """The _FillValue attribute and the .zarray fill_value agree (netCDF readers use one, Zarr readers the other)."""
     for akey, rec, z in _arrays(ctx):
@@ -266,3 +266,24 @@ def fill_attr(ctx: CheckContext) -> Iterator[Finding]:
         if not same:
             yield get("NCZ-FILL-ATTR").finding(_zkey(akey), f"fill_value {b!r} but _FillValue {a!r}: netCDF and "
                                                "Zarr readers fill unwritten cells differently")
+
+
+@rule("NCZ-XARRAY-DIMSIZE", Severity.ERROR, source="xarray data model; our reader and xarray refuse the group")
+def xarray_dimsize(ctx: CheckContext) -> Iterator[Finding]:
+    """In a pure Zarr dataset, a name in _ARRAY_DIMENSIONS has one size across the arrays of a group."""
+    if ctx.flavor != "zarr":
+        return  # NCZarr readers take dimensions from _nczarr_group; NCZ-XARRAY-DIMS compares the two
+    seen: dict[tuple[str, str], tuple[int, str]] = {}
+    for akey, rec, _ in _arrays(ctx):
+        names, shape = rec.zattrs.get("_ARRAY_DIMENSIONS"), parse_array(ctx, rec).shape
+        if shape is None or not isinstance(names, list) or len(names) != len(shape):
+            continue
+        group = keys.parent(akey)
+        for name, extent in zip(names, shape):
+            if not isinstance(name, str):
+                continue
+            first = seen.setdefault((group, name), (extent, akey))
+            if first[0] != extent:
+                yield get("NCZ-XARRAY-DIMSIZE").finding(keys.join(akey, ".zattrs"), (
+                    f"dimension {name!r} is {extent} long here but {first[0]} in {first[1]}; xarray and "
+                    "nczarr-dump refuse this group"))

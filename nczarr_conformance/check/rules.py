@@ -40,11 +40,17 @@ class Rule:
     id: str
     severity: Severity
     function: RuleFunction
+    source: str
     deep: bool = False
+    final: bool = False  # reports what the context recorded while the other rules read: runs after them
 
     @property
     def description(self) -> str:
         return (self.function.__doc__ or "").strip().splitlines()[0]
+
+    def matches(self, patterns: list[str]) -> bool:
+        """True when a pattern is this id or a prefix of it at a '-' boundary (NCZ-INTEROP-C490)."""
+        return any(self.id == p or self.id.startswith(p.rstrip("-") + "-") for p in patterns)
 
     def finding(self, key: str | None, message: str, severity: Severity | None = None) -> Finding:
         return Finding(self.id, severity or self.severity, key, message)
@@ -53,18 +59,35 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(rule_id: str, severity: Severity, *, deep: bool = False) -> Callable[[RuleFunction], RuleFunction]:
-    """Register a rule function under a stable id; a duplicate id is a programming error."""
+def rule(rule_id: str, severity: Severity, *, source: str, deep: bool = False,
+         final: bool = False) -> Callable[[RuleFunction], RuleFunction]:
+    """Register a rule function under a stable id; a duplicate id is a programming error.
+
+    ``source`` names what the rule stands on (a spec section, a peer's behaviour), so
+    ``--list-rules`` and docs/rules.md can say why a finding is one.
+    """
 
     def register(function: RuleFunction) -> RuleFunction:
         if rule_id in RULES:
             raise ValueError(f"rule id {rule_id} registered twice")
         if not (function.__doc__ or "").strip():
             raise ValueError(f"rule {rule_id} needs a docstring: its first line is the documentation")
-        RULES[rule_id] = Rule(rule_id, severity, function, deep)
+        if not source.strip():
+            raise ValueError(f"rule {rule_id} needs a source: what it stands on")
+        RULES[rule_id] = Rule(rule_id, severity, function, source, deep, final)
         return function
 
     return register
+
+
+def matching(patterns: list[str]) -> list[str]:
+    """Ids of the rules ``patterns`` (ids or prefixes) name; a pattern naming none is a usage error."""
+    from ..errors import UsageError
+
+    for p in patterns:
+        if not any(r.matches([p]) for r in RULES.values()):
+            raise UsageError(f"no rule matches {p!r} (see --list-rules)")
+    return [rid for rid, r in RULES.items() if r.matches(patterns)]
 
 
 def get(rule_id: str) -> Rule:

@@ -1,34 +1,82 @@
-"""``nczarr-check URL``: validate a dataset and report findings (docs/contracts/check-report.md).
+"""``nczarr-check URL...``: validate datasets and report findings (docs/contracts/check-report.md).
 
-Exit codes: 0 no errors, 1 at least one error (including "no dataset here"),
-2 could not check (bad usage, unreadable or unreachable store).
+Exit codes: 0 no finding at the --fail-on level or above, 1 at least one (including "no
+dataset here"), 2 could not check (bad usage, a store that cannot be opened, a netCDF file
+or a Zarr v3 store). With several URLs each gets its report and the exit code is the worst.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..check import FLAVOR_CHOICES, check
+from ..check.docs import render_list
+from ..check.report import Report, render_reports
+from ..check.rules import Severity
+from ..errors import NczarrError, StoreError
 from .common import Parser, run
+
+
+def _ids(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nczarr-check", description=__doc__.splitlines()[0])
-    p.add_argument("url", help="store path or netcdf-c URL (directory, .zip, s3://…)")
+    p.add_argument("urls", nargs="*", metavar="URL", help="store path or netcdf-c URL (directory, .zip, s3://…)")
     p.add_argument("--deep", action="store_true", help="also decode every chunk and check its size")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json", "html"), default="text",
+                   help="text (default); json: one report object, an array for several URLs; html: one page")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report(s) to FILE instead of stdout")
     p.add_argument("--expect", choices=FLAVOR_CHOICES, help="error unless the dataset has this flavor")
+    p.add_argument("--select", type=_ids, default=[], metavar="ID,...",
+                   help="report only these rules (ids or prefixes such as NCZ-INTEROP-C490)")
+    p.add_argument("--ignore", type=_ids, default=[], metavar="ID,...", help="leave these rules (or prefixes) out")
+    p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
+                   help="exit 1 when a finding at this severity or above remains (default: error)")
+    p.add_argument("--list-rules", action="store_true", help="print every rule: id, severity, what, source")
     return p
 
 
+def _write(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise StoreError(f"{output}: cannot write the report: {exc.strerror}") from exc
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.urls and not args.list_rules:
+        parser.error("give at least one URL, or --list-rules")
 
     def body() -> int:
-        report = check(args.url, deep=args.deep, expect=args.expect)
-        sys.stdout.write(report.render(args.format))
-        sys.stdout.flush()
-        return report.exit_code
+        if args.list_rules:
+            _write(render_list(args.format), args.output)
+            return 0
+        reports: list[Report] = []
+        worst = 0
+        for url in args.urls:
+            try:
+                report = check(url, deep=args.deep, expect=args.expect, select=args.select, ignore=args.ignore,
+                               fail_on=Severity(args.fail_on))
+            except NczarrError as exc:
+                if len(args.urls) == 1:
+                    raise
+                print(f"nczarr-check: {exc}", file=sys.stderr)  # the other URLs are still checked
+                worst = max(worst, exc.exit_code)
+                continue
+            reports.append(report)
+            worst = max(worst, report.exit_code)
+        if reports:
+            _write(render_reports(reports, args.format), args.output)
+        return worst
 
     return run("nczarr-check", body)
 

@@ -26,8 +26,8 @@ def version() -> str:
 def run(prog: str, body: Callable[[], int]) -> int:
     """Run ``body``; map our errors to one stderr line and their exit code.
 
-    Unexpected exceptions also end in one line (exit 2) unless NCZARR_DEBUG is
-    set, which re-raises them for a traceback.
+    Any other exception is a bug: one line that says so and how to report it (exit 2),
+    unless NCZARR_DEBUG is set, which re-raises it for a traceback.
     """
     try:
         return body()
@@ -42,7 +42,9 @@ def run(prog: str, body: Callable[[], int]) -> int:
     except Exception as exc:  # the promise is: never a traceback
         if os.environ.get("NCZARR_DEBUG"):
             raise
-        print(f"{prog}: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        detail = " ".join(str(exc).split())  # one line, whatever the exception's text holds
+        print(f"{prog}: unexpected {type(exc).__name__}: {detail}: this is a bug in nczarr-conformance: please "
+              "report it with the command and NCZARR_DEBUG=1 output", file=sys.stderr)
         return 2
 
 

@@ -1,0 +1,271 @@
+"""The check contract on hostile stores built by hand: every fault our reader would refuse or misread is an
+error finding (exit 1), never exit 0, never exit 2; exit 2 only when the store cannot be opened at all;
+the same fault gives the same finding id, severity and key in a directory, a zip and on S3.
+
+Where a fault's severity rests on a peer, the peer is run on the same store (zarr-python, xarray,
+TensorStore, our own nczarr-dump).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+from tests.check.test_check import REPORT_SCHEMA
+
+Objects = dict[str, bytes]
+
+
+def j(doc: object) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def zarray(shape: list[int], dtype: str = "<f8", fill: object = "NaN") -> dict[str, object]:
+    return {"zarr_format": 2, "shape": shape, "chunks": shape, "dtype": dtype, "compressor": None,
+            "fill_value": fill, "order": "C", "filters": None}
+
+
+def base() -> Objects:
+    """A valid pure Zarr v2 store, written by hand: one float64 array a(x) of 3 values."""
+    return {"/.zgroup": j({"zarr_format": 2}), "/.zattrs": j({}),
+            "/a/.zarray": j(zarray([3])), "/a/.zattrs": j({"_ARRAY_DIMENSIONS": ["x"]}),
+            "/a/0": np.arange(3, dtype="<f8").tobytes()}
+
+
+def deep_json() -> Objects:
+    objs = base()
+    objs["/a/.zattrs"] = b'{"_ARRAY_DIMENSIONS": ["x"], "deep": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    return objs
+
+
+def nan_fill() -> Objects:
+    objs = base()
+    objs["/a/.zarray"] = objs["/a/.zarray"].replace(b'"fill_value": "NaN"', b'"fill_value": NaN')
+    assert b"NaN," in objs["/a/.zarray"]
+    return objs
+
+
+def stale_zmetadata() -> Objects:
+    objs = base()
+    meta = {k.lstrip("/"): json.loads(v) for k, v in objs.items() if k.rsplit("/", 1)[-1].startswith(".z")}
+    meta["a/.zarray"]["shape"] = meta["a/.zarray"]["chunks"] = [4]
+    objs["/.zmetadata"] = j({"zarr_consolidated_format": 1, "metadata": meta})
+    return objs
+
+
+def dim_conflict() -> Objects:
+    objs = base()
+    objs["/b/.zarray"] = j(zarray([4]))
+    objs["/b/.zattrs"] = j({"_ARRAY_DIMENSIONS": ["x"]})
+    objs["/b/0"] = np.zeros(4, "<f8").tobytes()
+    return objs
+
+
+def bad_json() -> Objects:
+    objs = base()
+    objs["/a/.zarray"] = b'{"zarr_format": 2, "shape": [3'
+    return objs
+
+
+def backslash_name() -> Objects:
+    objs = base()
+    objs["/a\\b"] = b"x"
+    return objs
+
+
+#: fault -> (objects, expected (rule, severity, key), exit code)
+FAULTS = {
+    "deep-json": (deep_json, ("NCZ-JSON-DEPTH", "error", "/a/.zattrs"), 1),
+    "nan-fill": (nan_fill, ("NCZ-JSON-NAN", "error", "/a/.zarray"), 1),
+    "stale-zmetadata": (stale_zmetadata, ("NCZ-CONSOLIDATED-MATCH", "error", "/.zmetadata"), 1),
+    "dim-conflict": (dim_conflict, ("NCZ-XARRAY-DIMSIZE", "error", "/b/.zattrs"), 1),
+    "bad-json": (bad_json, ("NCZ-JSON-SYNTAX", "error", "/a/.zarray"), 1),
+    "backslash-name": (backslash_name, ("NCZ-STORE-UNSAFE", "error", None), 1),
+}
+
+
+# ---- putting a hand-built store into a directory, a zip, a bucket ---------------------------
+
+def to_dir(objs: Objects, path: Path) -> str:
+    for key, data in objs.items():
+        target = path.joinpath(*key.strip("/").split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return str(path)
+
+
+def to_zip(objs: Objects, path: Path) -> str:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for key, data in objs.items():
+            zf.writestr(key.lstrip("/"), data)
+    return str(path)
+
+
+def to_s3(objs: Objects, bucket: str, prefix: str) -> str:
+    import boto3
+
+    client = boto3.client("s3")
+    for key, data in objs.items():
+        client.put_object(Bucket=bucket, Key=f"{prefix}{key}", Body=data)
+    return f"s3://{bucket}/{prefix}#mode=zarr,s3"
+
+
+def check(url: str, *flags: str) -> tuple[int, list[tuple[str, str, str | None]], str]:
+    result = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", "--format", "json", *flags, url],
+                            capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1, result.stderr
+    if result.returncode == 2:
+        return 2, [], result.stderr.strip()
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, REPORT_SCHEMA)
+    found = [(f["rule"], f["severity"], f["key"]) for f in doc["findings"]]
+    assert not [f for f in found if f[0] == "NCZ-CHECK-CRASH"], found
+    return result.returncode, found, result.stderr
+
+
+def assert_fault(url: str, expected: tuple[str, str, str | None], code: int, *flags: str) -> None:
+    rc, found, stderr = check(url, "--deep", *flags)
+    assert rc == code, (found, stderr)
+    assert expected in found, found
+    assert stderr == ""
+
+
+# ---- each fault, on disk and in a zip ------------------------------------------------------
+
+def test_the_hand_built_base_is_valid(tmp_path):
+    for url in (to_dir(base(), tmp_path / "d.zarr"), to_zip(base(), tmp_path / "z.zip")):
+        rc, found, _ = check(url, "--deep")
+        assert rc == 0 and not [f for f in found if f[1] == "error"], found
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+@pytest.mark.parametrize("kind", ["dir", "zip"])
+def test_fault_is_an_error_finding(fault, kind, tmp_path):
+    make, expected, code = FAULTS[fault]
+    url = to_dir(make(), tmp_path / "d.zarr") if kind == "dir" else to_zip(make(), tmp_path / "z.zip")
+    assert_fault(url, expected, code)
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_fault_is_the_same_finding_on_s3(fault, s3_bucket):
+    make, expected, code = FAULTS[fault]
+    assert_fault(to_s3(make(), s3_bucket, "ds"), expected, code)
+
+
+def test_dotdot_names_are_the_same_error_in_a_zip_and_on_s3(tmp_path, s3_bucket):
+    objs = base()
+    objs["/a/../../escaped"] = b"x"
+    zipped = tmp_path / "evil.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        for key, data in objs.items():
+            zf.writestr(key.lstrip("/"), data)
+    for url in (str(zipped), to_s3(objs, s3_bucket, "evil")):
+        rc, found, _ = check(url)
+        assert rc == 1 and ("NCZ-STORE-UNSAFE", "error", None) in found, (url, found)
+        assert not [f for f in found if f[0] == "NCZ-STORE-STRAY"], found
+    assert not (tmp_path.parent / "escaped").exists()
+
+
+# ---- unreadable objects: a finding, whichever object ---------------------------------------
+
+@pytest.mark.parametrize("key", ["/a/0", "/a/.zarray"])
+def test_unreadable_object_in_a_directory(tmp_path, key):
+    """A symbolic link to itself cannot be read (ELOOP), even by root."""
+    url = to_dir(base(), tmp_path / "d.zarr")
+    target = Path(url).joinpath(*key.strip("/").split("/"))
+    target.unlink()
+    target.symlink_to(target.name)
+    assert_fault(url, ("NCZ-STORE-READ", "error", key), 1)
+
+
+@pytest.mark.parametrize("key", ["/a/0", "/a/.zarray"])
+def test_unreadable_member_in_a_zip(tmp_path, key):
+    """A member whose bytes no longer match its CRC-32 cannot be read (zipfile raises BadZipFile)."""
+    path = Path(to_zip(base(), tmp_path / "z.zip"))
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(key.lstrip("/"))
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start + 1] ^= 0xFF  # inside the stored member's data
+    path.write_bytes(bytes(data))
+    assert_fault(str(path), ("NCZ-STORE-READ", "error", key), 1)
+
+
+# ---- the store cannot be opened at all: exit 2, one line -----------------------------------
+
+def test_missing_store_is_exit_2(tmp_path):
+    rc, _, line = check(str(tmp_path / "nothing.zarr"))
+    assert rc == 2 and line == f"nczarr-check: {tmp_path / 'nothing.zarr'}: no such file or directory"
+
+
+@pytest.mark.s3
+def test_missing_bucket_is_exit_2(moto_server):
+    rc, _, line = check("s3://no-such-bucket-here/ds#mode=zarr,s3")
+    assert rc == 2 and line.startswith("nczarr-check: s3://no-such-bucket-here/ds: no such bucket")
+
+
+# ---- the faults are real: peers refuse or misread these stores -----------------------------
+
+def test_deep_json_is_refused_by_python_json():
+    with pytest.raises(RecursionError):
+        json.loads(deep_json()["/a/.zattrs"])
+
+
+def test_nan_fill_is_refused_by_tensorstore(tmp_path):
+    ts = pytest.importorskip("tensorstore")
+    url = to_dir(nan_fill(), tmp_path / "d.zarr")
+    spec = {"driver": "zarr", "kvstore": {"driver": "file", "path": f"{url}/a"}}
+    with pytest.raises(ValueError, match="Invalid JSON"):
+        ts.open(spec).result()
+    ok = to_dir(base(), tmp_path / "ok.zarr")
+    assert ts.open({**spec, "kvstore": {"driver": "file", "path": f"{ok}/a"}}).result().shape == (3,)
+
+
+def test_nan_attribute_as_zarr_python_writes_it_is_a_warning(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    group = zarr.open_group(str(tmp_path / "zp.zarr"), mode="w", zarr_format=2)
+    group.attrs["missing"] = float("nan")
+    assert b"NaN" in (tmp_path / "zp.zarr" / ".zattrs").read_bytes()
+    rc, found, _ = check(str(tmp_path / "zp.zarr"))
+    assert rc == 0 and ("NCZ-ATTR-NAN", "warning", "/.zattrs") in found
+
+
+def test_stale_zmetadata_is_read_by_consolidating_readers(tmp_path):
+    """zarr-python (consolidated) and nczarr-dump see the .zmetadata shape [4]; the object says [3]."""
+    zarr = pytest.importorskip("zarr")
+    url = to_dir(stale_zmetadata(), tmp_path / "d.zarr")
+    assert zarr.open_consolidated(url, zarr_format=2)["a"].shape == (4,)
+    assert zarr.open_group(url, zarr_format=2, use_consolidated=False)["a"].shape == (3,)
+    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", "-H", url], capture_output=True,
+                            text=True, timeout=120)
+    assert "x = 4 ;" in dumped.stdout
+
+
+def test_dim_conflict_is_refused_by_xarray_and_nczarr_dump(tmp_path):
+    xr = pytest.importorskip("xarray")
+    url = to_dir(dim_conflict(), tmp_path / "d.zarr")
+    with pytest.raises(ValueError, match="conflicting sizes"):
+        xr.open_zarr(url, consolidated=False)
+    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", url], capture_output=True,
+                            text=True, timeout=120)
+    assert dumped.returncode == 2 and "dimension 'x' has size 4 here but 3" in dumped.stderr
+
+
+@pytest.mark.parametrize("depth", [255, 256, 257, 400])
+def test_json_depth_limit(tmp_path, depth):
+    """Nesting the parser accepts but readers recursing over values do not is refused too (MAX_JSON_DEPTH)."""
+    from nczarr_conformance.check.context import MAX_JSON_DEPTH
+
+    objs = base()
+    # the .zattrs object itself is one level: its member nests depth - 1 more
+    objs["/a/.zattrs"] = b'{"_ARRAY_DIMENSIONS": ["x"], "d": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+    rc, found, _ = check(to_dir(objs, tmp_path / "d.zarr"))
+    deep = [f for f in found if f[0] == "NCZ-JSON-DEPTH"]
+    assert (rc, deep) == ((1, [("NCZ-JSON-DEPTH", "error", "/a/.zattrs")]) if depth > MAX_JSON_DEPTH else (0, []))
