@@ -338,6 +338,10 @@ def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str)
                 kwargs.update(zlib=True, complevel=int(cfg.get("level", 4)))
             elif cfg.get("id") == "shuffle":
                 kwargs["shuffle"] = True
+            elif cfg.get("id") == "fletcher32":
+                kwargs["fletcher32"] = True
+        if var.no_fill and fill is None:
+            kwargs["fill_value"] = False  # netCDF4-python's spelling of NOFILL
         if var.endianness in ("big", "little"):
             kwargs["endian"] = var.endianness
         ncvar = nc.createVariable(name, datatype, tuple(dims_by_path[d] for d in var.dimensions), **kwargs)
