@@ -45,6 +45,10 @@ def convert_ok(src: Path, dst: Path, extra: list[str]) -> None:
 def _values(var: Any) -> np.ndarray:
     var.set_auto_maskandscale(False)
     var.set_auto_chartostring(False)
+    if len(var.shape) >= 2 and var.shape[0]:
+        # row by row: netcdf-c 4.10.1 reading a whole variable whose HDF5 extent is shorter than its
+        # unlimited dimension fills only the first missing value (compliance-checker's bad_missing_data.nc)
+        return np.stack([np.asarray(np.ma.getdata(var[i])) for i in range(var.shape[0])])
     return np.asarray(np.ma.getdata(var[...]))
 
 
@@ -56,9 +60,29 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
     return a.tobytes() == b.tobytes()  # NaN payloads and -0.0 count
 
 
+def _netcdf_c_mangles(value: Any) -> bool:
+    """Char text spelling a JSON number or boolean ("10", "1.3", "true"): netcdf-c 4.10.1 writes it as
+    that JSON value (nczarr.md Appendix D) and reads it back as one character ("1"), from its own
+    files too; left out of comparisons until netcdf-c reads it right."""
+    if not isinstance(value, str):
+        return False
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return False
+    return isinstance(parsed, (bool, int, float)) and len(value) > 1
+
+
 def _attrs(obj: Any) -> dict[str, str]:
     # netcdf-c shows its own _nczarr_maxstrlen on string variables; it is not the source's
     return {n: repr(obj.getncattr(n)) for n in obj.ncattrs() if n != "_nczarr_maxstrlen"}
+
+
+def _comparable(attrs: dict[str, str], source: dict[str, str]) -> dict[str, str]:
+    import ast
+
+    return {n: v for n, v in attrs.items()
+            if not (n in source and source[n].startswith(("'", '"')) and _netcdf_c_mangles(ast.literal_eval(source[n])))}
 
 
 def view(ds: Any, undefined: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
@@ -101,6 +125,9 @@ def differences(src: Path, dst: Path, undefined: Iterable[str] = ()) -> list[str
             if field == "values":
                 if not _same_values(x, y):
                     found.append(f"{key}: values {x!r} != {y!r}")
+            elif field == "attrs":
+                if _comparable(x, x) != _comparable(y, x):
+                    found.append(f"{key}: attrs {x!r} != {y!r}")
             elif field == "chunking" and x == "contiguous":
                 if not isinstance(y, list):  # NCZarr stores everything chunked: it cannot say contiguous
                     found.append(f"{key}: chunking {y!r}")
@@ -268,3 +295,16 @@ def test_nofill_written_as_fill_value_null(tmp_path: Path, path: list[str]) -> N
     assert chunk_keys(out, "part") == ["0"]  # only what the source stored
     assert chunk_keys(out, "never") == []
     assert chunk_keys(out, "full") == ["0", "1", "2"]  # a NOFILL chunk is kept even when it looks like fill
+
+
+# ---- real files from public packages (corpus/real/README.md) ----------------------------------------
+
+REAL = sorted((REPO / "corpus" / "real").glob("*/*.nc"))
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("src", REAL, ids=[f"{p.parent.name}/{p.name}" for p in REAL])
+def test_real_files_convert(src: Path, tmp_path: Path, path: list[str]) -> None:
+    out = tmp_path / "real.file"
+    convert_ok(src, out, path)
+    assert differences(src, out) == []
