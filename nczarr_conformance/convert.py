@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import keys
-from .errors import StoreError, UsageError
+from .errors import StoreError, UnsupportedError, UsageError
 from .model import Dataset, Group, Variable
 from .nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
 from .peers import netcdf4 as nc4
@@ -35,27 +35,46 @@ class ConvertStats:
     warnings: list[str] = field(default_factory=list)
 
 
-def _header(ncgroup: Any, path: str, variables: dict[str, Any]) -> Group:
+def _outside_model(nc: Any, src: str, skip: bool) -> tuple[set[str], list[str]]:
+    """Variables and attributes of user-defined types: refused in one line, or (``skip``) left out.
+
+    Returns the variable keys to leave out and one warning per object left out.
+    """
+    found = nc4.outside_model(nc)
+    if found and not skip:
+        listed = ", ".join(f"{where} ({kind})" for where, kind in found)
+        raise UnsupportedError(f"{src}: types outside the NCZarr model: {listed}; "
+                               "--skip-unsupported converts the rest")
+    return ({where for where, _ in found if ":" not in where},
+            [f"{src}: {where} left out: {kind} is outside the NCZarr model" for where, kind in found])
+
+
+def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[str] | set[str] = frozenset()) -> Group:
     from .model import Dimension
 
     group = Group()
     for name, dim in ncgroup.dimensions.items():
         group.dimensions[name] = Dimension(len(dim), dim.isunlimited())
-    group.attributes = nc4._read_attributes(ncgroup, ncgroup._grpid, nc4.NC_GLOBAL)
+    group.attributes = nc4._read_attributes(ncgroup, ncgroup._grpid, nc4.NC_GLOBAL, skip_outside=bool(skip))
     for name, var in ncgroup.variables.items():
-        group.variables[name] = nc4.variable_header(var, path)
+        if keys.join(path, name) in skip:
+            continue
+        group.variables[name] = nc4.variable_header(var, path, skip_outside=bool(skip))
         variables[keys.join(path, name)] = var
         if var.chunking() not in ("contiguous", None):
             var.set_var_chunk_cache(size=0, nelems=0)  # each chunk is read once: a cache only costs memory
     for name, sub in ncgroup.groups.items():
-        group.groups[name] = _header(sub, keys.join(path, name), variables)
+        group.groups[name] = _header(sub, keys.join(path, name), variables, skip)
     return group
 
 
 def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
             progress: Progress | None = None, direct: bool = True, threads: int = 0,
-            transforms: Transforms | None = None) -> ConvertStats:
+            transforms: Transforms | None = None, skip_unsupported: bool = False) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``dst`` (a path or netcdf-c URL).
+
+    Variables and attributes of user-defined types (compound, vlen, opaque, enum) are
+    refused, or with ``skip_unsupported`` left out with a warning in ``stats.warnings``.
 
     ``direct`` copies compressed HDF5 chunks as they are when the codecs agree
     (see direct.py); ``threads`` 0 picks 2 per core for files, 16 for S3;
@@ -76,8 +95,9 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     nc = nc4.open_nc(src)
     try:
         variables: dict[str, Any] = {}
+        skip, stats.warnings = _outside_model(nc, src, skip_unsupported)
         with nc4.LOCK:
-            dataset = Dataset(_header(nc, "/", variables))
+            dataset = Dataset(_header(nc, "/", variables, skip))
         reencode = apply(transforms, dataset, src) if transforms is not None else frozenset()
 
         def source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
@@ -90,7 +110,8 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
             if progress is not None:
                 progress(chunks, raw_bytes, written)
 
-        raw = _direct_source(src) if direct and flavor != "nczarr-2-upper" else None
+        # the HDF5 chunk index is used on both paths (unwritten chunks); copying only when asked
+        raw = _direct_source(src, copy=direct and flavor != "nczarr-2-upper")
         workers = threads or (16 if spec.kind == "s3" else 2 * (os.cpu_count() or 2))
         store = open_store(spec, "w", overwrite=overwrite)
         try:
@@ -112,7 +133,7 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     return stats
 
 
-def _direct_source(src: str):  # type: ignore[no-untyped-def]
+def _direct_source(src: str, *, copy: bool = True):  # type: ignore[no-untyped-def]
     """A DirectChunks over ``src`` when it is HDF5 and h5py is installed, else None."""
     try:
         with open(src, "rb") as fh:
@@ -120,7 +141,7 @@ def _direct_source(src: str):  # type: ignore[no-untyped-def]
                 return None
         from .direct import DirectChunks
 
-        return DirectChunks(src)
+        return DirectChunks(src, copy=copy)
     except (ImportError, OSError):
         return None
 

@@ -68,6 +68,8 @@ class Variable:
     chunks: list[int] | None = None
     endianness: str | None = None
     filters: list[dict[str, Any]] | None = None
+    #: netCDF NOFILL mode (ncdump -s: ``_NoFill = "true"``): unwritten values are undefined, Zarr ``fill_value: null``
+    no_fill: bool = False
 
     @property
     def is_scalar(self) -> bool:

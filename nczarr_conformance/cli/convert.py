@@ -27,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "with INPUT's records")
     p.add_argument("--no-direct-copy", action="store_true",
                    help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
+    p.add_argument("--skip-unsupported", action="store_true",
+                   help="leave out (with a warning) variables and attributes of compound, vlen, opaque or enum type")
     p.add_argument("--threads", type=int, default=0, help="worker threads (default: 2 per core; 16 for S3)")
     t = p.add_argument_group("nccopy's transforms (re-encode only the variables they change)")
     t.add_argument("-d", metavar="0-9", dest="deflate", help="deflate (zlib) level for every variable; 0: no compression")
@@ -113,10 +115,13 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress,
-                            direct=not args.no_direct_copy, threads=args.threads, transforms=transforms)
+                            direct=not args.no_direct_copy, threads=args.threads, transforms=transforms,
+                            skip_unsupported=args.skip_unsupported)
         finally:
             if bar is not None:
                 bar.close()
+        for warning in stats.warnings:
+            print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
         if not args.quiet:
             print(f"nc2nczarr: {stats.objects} objects ({stats.chunks} chunks, {stats.copied} copied compressed), "
                   f"{stats.bytes_in} bytes in, {stats.bytes_out} bytes of chunks out, {stats.seconds:.2f} s",

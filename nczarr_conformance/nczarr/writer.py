@@ -38,15 +38,19 @@ WRITE_FLAVORS = ("nczarr-4.10", "nczarr-2-upper", "zarr")
 FLAVOR_ALIASES = {"nczarr": "nczarr-4.10", "nczarr-4.10": "nczarr-4.10", "nczarr-2-upper": "nczarr-2-upper",
                   "upper": "nczarr-2-upper", "zarr": "zarr"}
 SUPERBLOCK = {"version": "2.0.0"}
-COMPRESSOR_IDS = frozenset({"zlib", "gzip", "blosc", "zstd", "bz2", "lzma", "lz4"})
+#: codecs written as the .zarray "compressor" when last in the chain; fletcher32 too, as netcdf-c's
+#: NCZarr writes the last filter there ({"id": "fletcher32"} after shuffle and zlib)
+COMPRESSOR_IDS = frozenset({"zlib", "gzip", "blosc", "zstd", "bz2", "lzma", "lz4", "fletcher32"})
 AUTO_CHUNK_BYTES = 4 * 1024**2
 SCALAR_DIM = "_scalar_"
 
 #: (variable key, variable, region) → the region's values in model dtype.
 ChunkSource = Callable[[str, Variable, tuple[slice, ...]], np.ndarray]
 Progress = Callable[[int, int, int], None]  # increments: (chunks, bytes before encoding, bytes written)
-#: (array plan) → None, or a function giving a chunk's stored bytes ready to copy (None: encode it)
+#: (array plan) → None, or a function giving a chunk's stored bytes ready to copy (None: encode it;
+#: NOT_STORED: the source never wrote this chunk, so it reads as fill and need not be read nor written)
 RawSource = Callable[["ArrayPlan"], Callable[[tuple[int, ...]], bytes | None] | None]
+NOT_STORED = b""
 IN_FLIGHT_BYTES = 64 * 1024**2
 STRING_SCAN_ELEMENTS = 1_000_000
 
@@ -116,9 +120,16 @@ class DatasetWriter:
 
     # ---- planning ------------------------------------------------------------------------
     def validate(self) -> None:
+        # a key named .zarray, .zattrs, .zgroup or .zmetadata (or any .z…) would be, or shadow, Zarr metadata
+        clashes = [keys.join(gkey, name) for gkey, group in self.ds.root.walk()
+                   for name in [*group.variables, *group.groups] if name.startswith(".z")]
+        if clashes:
+            raise UnsupportedError(f"{', '.join(clashes)}: variable or group names starting with '.z' collide "
+                                   "with Zarr's metadata keys")
         for gkey, group in self.ds.root.walk():
             for name in [*group.dimensions, *group.variables, *group.groups]:
                 _check_name(name, gkey)
+
             clash = set(group.variables) & set(group.groups)
             if clash:
                 raise UnsupportedError(f"{gkey}: {sorted(clash)} name both a variable and a group")
@@ -184,7 +195,7 @@ class DatasetWriter:
         else:
             chunks = auto_chunks(zshape, storage.itemsize)
         fill = var.fill_value
-        if fill is None:
+        if fill is None or var.no_fill:
             fill = DEFAULT_FILL[var.type]
             if var.type == "char":
                 fill = b"\x00"
@@ -193,7 +204,10 @@ class DatasetWriter:
             # Debian's netcdf-c 4.9.0 has no NCZarr codecs: it hands back compressed or
             # shuffled chunk bytes as data, silently. Uncompressed is the only safe form.
             compressor, filters = None, None
-        return ArrayPlan(akey, var, zshape, chunks, dtype_text, storage, self._fill_json(var.type, fill),
+        # NOFILL: netcdf-c writes fill_value null (and reads it back as NOFILL); the default fill
+        # still pads edge chunks, where no value is ever read
+        fill_json = None if var.no_fill else self._fill_json(var.type, fill)
+        return ArrayPlan(akey, var, zshape, chunks, dtype_text, storage, fill_json,
                          _to_storage(np.array(fill, dtype=numpy_dtype(var.type)), var.type, storage),
                          compressor, filters, maxstrlen)
 
@@ -249,7 +263,8 @@ class DatasetWriter:
         fill_chunk = np.full(plan.chunks or (1,), plan.fill_storage, dtype=plan.storage)
         # netcdf-c 4.10.1 reads a missing chunk of a big-endian variable as byte-swapped
         # fill, so such chunks are written out; elsewhere an all-fill chunk is left out.
-        fill_bytes = None if plan.storage.byteorder == ">" else True
+        # A NOFILL variable has no fill to leave out: every chunk the source stored is written.
+        skip_fill = plan.storage.byteorder != ">" and not plan.var.no_fill
         raw_copy = self.raw(plan) if self.raw is not None else None
         if raw_copy is not None and not self._raw_copy_verified(plan, pipeline, raw_copy, fill_chunk):
             raw_copy = None
@@ -259,6 +274,12 @@ class DatasetWriter:
             ckey = keys.join(plan.key, ".".join(str(i) for i in index) if index else "0")
             if raw_copy is not None:
                 payload = raw_copy(index)
+                if payload == NOT_STORED:  # all fill (NOFILL: undefined) in the source; nothing to read
+                    if skip_fill or plan.var.no_fill:
+                        return fill_chunk.nbytes, 0
+                    payload = pipeline.encode(fill_chunk)
+                    self.store.put(ckey, payload)
+                    return fill_chunk.nbytes, len(payload)
                 if payload is not None:  # the source's compressed chunk, byte for byte
                     self.store.put(ckey, payload)
                     with self._count:
@@ -270,7 +291,7 @@ class DatasetWriter:
             else:
                 chunk = fill_chunk.copy()
                 chunk[tuple(slice(0, n) for n in block.shape)] = block
-            if fill_bytes is not None and _all_fill(chunk, fill_chunk):
+            if skip_fill and _all_fill(chunk, fill_chunk):
                 return chunk.nbytes, 0
             payload = pipeline.encode(chunk)
             self.store.put(ckey, payload)  # in the worker: S3 PUTs and file writes overlap
@@ -308,7 +329,7 @@ class DatasetWriter:
         """
         for index, region in plan.regions():
             payload = raw_copy(index)
-            if payload is None:
+            if payload is None or payload == NOT_STORED:
                 continue
             try:
                 decoded = np.frombuffer(pipeline.decode(payload), dtype=plan.storage).reshape(fill_chunk.shape)

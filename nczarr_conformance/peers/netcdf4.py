@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError, StoreError
+from ..errors import FormatError, StoreError, UnsupportedError
 from ..model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python, is_internal_attribute
 from ..nczarr.dtypes import numpy_dtype
 
@@ -24,6 +24,9 @@ ID = "netcdf4-python"
 NC_TYPE_NAMES = {1: "byte", 2: "char", 3: "short", 4: "int", 5: "float", 6: "double", 7: "ubyte",
                  8: "ushort", 9: "uint", 10: "int64", 11: "uint64", 12: "string"}
 NC_GLOBAL = -1
+NC_MAX_ATOMIC_TYPE = 12
+#: netCDF-4 user-defined type classes (netcdf.h NC_VLEN … NC_COMPOUND): outside the NCZarr model
+USER_CLASSES = {13: "vlen", 14: "opaque", 15: "enum", 16: "compound"}
 #: netCDF4-python and HDF5 are not thread-safe; every call into them holds this.
 LOCK = threading.RLock()
 
@@ -62,23 +65,93 @@ def _libnetcdf() -> Any | None:
     return None
 
 
-def _attr_type(ncid: int, varid: int, name: str) -> str | None:
+def _attr_xtype(ncid: int, varid: int, name: str) -> int | None:
     lib = _libnetcdf()
     if lib is None:
         return None
     xtype = ctypes.c_int()
     if lib.nc_inq_atttype(ncid, varid, name.encode("utf-8"), ctypes.byref(xtype)) != 0:
         return None
-    return NC_TYPE_NAMES.get(xtype.value)
+    return xtype.value
 
 
-def _read_attributes(obj: Any, ncid: int, varid: int) -> dict[str, Attribute]:
+def _attr_type(ncid: int, varid: int, name: str) -> str | None:
+    xtype = _attr_xtype(ncid, varid, name)
+    return None if xtype is None else NC_TYPE_NAMES.get(xtype)
+
+
+def _user_type(ncid: int, xtype: int) -> str:
+    """``compound cmp_t``: the class and name of a user-defined type (nc_inq_user_type)."""
+    lib = _libnetcdf()
+    name = ctypes.create_string_buffer(257)
+    size, base, nfields, klass = ctypes.c_size_t(), ctypes.c_int(), ctypes.c_size_t(), ctypes.c_int()
+    if lib is None or lib.nc_inq_user_type(ncid, xtype, name, ctypes.byref(size), ctypes.byref(base),
+                                           ctypes.byref(nfields), ctypes.byref(klass)) != 0:
+        return f"user-defined type {xtype}"
+    return f"{USER_CLASSES.get(klass.value, 'user-defined')} {name.value.decode('utf-8', 'replace')}"
+
+
+def outside_model(ncgroup: Any) -> list[tuple[str, str]]:
+    """(``/g/var`` or ``/g/var:attr``, ``compound cmp_t``) for every variable and attribute of a
+    user-defined type, in ``ncgroup`` and below.
+
+    Asked of libnetcdf, because netCDF4-python hides some (an opaque variable is not in
+    ``variables``) and disguises others (an enum variable looks like its base integer type).
+    """
+    lib = _libnetcdf()
+    if lib is None:
+        return []
+    found: list[tuple[str, str]] = []
+
+    def attributes(ncid: int, varid: int, prefix: str) -> None:
+        natts = ctypes.c_int()
+        if lib.nc_inq_varnatts(ncid, varid, ctypes.byref(natts)) != 0:
+            return
+        for i in range(natts.value):
+            aname = ctypes.create_string_buffer(257)
+            if lib.nc_inq_attname(ncid, varid, i, aname) != 0:
+                continue
+            text = aname.value.decode("utf-8", "replace")
+            xtype = _attr_xtype(ncid, varid, text)
+            if xtype is not None and xtype > NC_MAX_ATOMIC_TYPE:
+                found.append((f"{prefix}:{text}", _user_type(ncid, xtype)))
+
+    def walk(group: Any) -> None:
+        ncid = group._grpid
+        path = group.path.rstrip("/")
+        attributes(ncid, NC_GLOBAL, path or "/")
+        nvars = ctypes.c_int()
+        if lib.nc_inq_nvars(ncid, ctypes.byref(nvars)) == 0:
+            for varid in range(nvars.value):
+                vname = ctypes.create_string_buffer(257)
+                xtype = ctypes.c_int()
+                if lib.nc_inq_varname(ncid, varid, vname) != 0 or lib.nc_inq_vartype(ncid, varid, ctypes.byref(xtype)):
+                    continue
+                vpath = f"{path}/{vname.value.decode('utf-8', 'replace')}"
+                if xtype.value > NC_MAX_ATOMIC_TYPE:
+                    found.append((vpath, _user_type(ncid, xtype.value)))
+                attributes(ncid, varid, vpath)
+        for sub in group.groups.values():
+            walk(sub)
+
+    with LOCK:
+        walk(ncgroup)
+    return found
+
+
+def _read_attributes(obj: Any, ncid: int, varid: int, *, skip_outside: bool = False) -> dict[str, Attribute]:
+    """The model's attributes; one of a user-defined type is refused (``skip_outside``: left out)."""
     out: dict[str, Attribute] = {}
     for name in obj.ncattrs():
         if is_internal_attribute(name):
             continue  # netcdf-c shows _nczarr_maxstrlen; the model never does
+        xtype = _attr_xtype(ncid, varid, name)
+        if xtype is not None and xtype > NC_MAX_ATOMIC_TYPE:
+            if skip_outside:
+                continue
+            raise UnsupportedError(f"attribute {name}: type {_user_type(ncid, xtype)} is outside the NCZarr model")
         value = obj.getncattr(name)
-        nctype = _attr_type(ncid, varid, name)
+        nctype = None if xtype is None else NC_TYPE_NAMES.get(xtype)
         if nctype == "string":
             items = [value] if isinstance(value, str) else list(value)
             out[name] = Attribute("string", np.array(items, dtype=object))
@@ -112,11 +185,22 @@ def filters_of(var: Any) -> list[dict[str, Any]]:
                         "clevel": level, "shuffle": int(blosc.get("shuffle", 1))})
     elif f.get("szip"):
         configs.append({"id": "szip"})  # no numcodecs codec: a converter refuses it, a reader just reports it
+    if f.get("fletcher32"):
+        # Last, as netcdf-c's NCZarr writes it (compressor {"id": "fletcher32"} after shuffle and zlib);
+        # numcodecs' Fletcher32 is the HDF5 checksum netcdf-c's plugin computes.
+        configs.append({"id": "fletcher32"})
     return configs
 
 
-def variable_header(var: Any, group_path: str) -> Variable:
-    """A model Variable (no data) for one netCDF4.Variable."""
+def variable_header(var: Any, group_path: str, *, skip_outside: bool = False) -> Variable:
+    """A model Variable (no data) for one netCDF4.Variable of an atomic type.
+
+    ``skip_outside``: leave out its attributes of user-defined types instead of refusing them.
+    """
+    xtype = int(getattr(var.datatype, "_nc_type", 0))  # CompoundType, VLType, EnumType (NC_STRING is a VLType too)
+    if xtype > NC_MAX_ATOMIC_TYPE:
+        raise UnsupportedError(f"{group_path.rstrip('/')}/{var.name}: type {_user_type(var.group()._grpid, xtype)}"
+                               " is outside the NCZarr model")
     dims = []
     for dim_name in var.dimensions:
         dims.append(_dimension_path(var.group(), dim_name))
@@ -129,11 +213,23 @@ def variable_header(var: Any, group_path: str) -> Variable:
     endian = var.endian()
     return Variable(
         nctype, dims, tuple(int(n) for n in var.shape),
-        _read_attributes(var, var.group()._grpid, var._varid),
+        _read_attributes(var, var.group()._grpid, var._varid, skip_outside=skip_outside),
         chunks=None if chunking in ("contiguous", None) or not var.shape else [int(c) for c in chunking],
         endianness=None if nctype in ("char", "string", "byte", "ubyte") else ("big" if endian == "big" else "little"),
         filters=filters_of(var),
+        no_fill=_no_fill(var),
     )
+
+
+def _no_fill(var: Any) -> bool:
+    """NOFILL mode, asked of libnetcdf (nc_inq_var_fill): netCDF4-python's None fill value also means "string"."""
+    lib = _libnetcdf()
+    if lib is None:
+        return var.dtype is not str and var.get_fill_value() is None
+    no_fill = ctypes.c_int()
+    if lib.nc_inq_var_fill(var.group()._grpid, var._varid, ctypes.byref(no_fill), None) != 0:
+        return False
+    return bool(no_fill.value)
 
 
 def _numeric_type(dt: np.dtype) -> str:
@@ -242,6 +338,10 @@ def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str)
                 kwargs.update(zlib=True, complevel=int(cfg.get("level", 4)))
             elif cfg.get("id") == "shuffle":
                 kwargs["shuffle"] = True
+            elif cfg.get("id") == "fletcher32":
+                kwargs["fletcher32"] = True
+        if var.no_fill and fill is None:
+            kwargs["fill_value"] = False  # netCDF4-python's spelling of NOFILL
         if var.endianness in ("big", "little"):
             kwargs["endian"] = var.endianness
         ncvar = nc.createVariable(name, datatype, tuple(dims_by_path[d] for d in var.dimensions), **kwargs)
