@@ -84,7 +84,7 @@ def _escaped_json(text: str) -> str:
 class CdlWriter:
     """Writes one dataset as CDL through ``write``; see ``CdlOptions`` for what is selected."""
 
-    def __init__(self, dataset: Dataset, write: Callable[[str], None], options: CdlOptions | None = None,
+    def __init__(self, dataset: Dataset, write: Callable[[str], object], options: CdlOptions | None = None,
                  slabs: Slabs | None = None, facts: StorageFacts | None = None) -> None:
         self.dataset = dataset
         self.write = write
@@ -361,7 +361,7 @@ class CdlWriter:
             self.write(char_data_string(np.ascontiguousarray(row, dtype="S1").tobytes()))
             last = ""
         else:
-            texts = [self._value(v, fmt, info) for v in row.tolist()] if info else [fmt.text(v) for v in row]
+            texts = self._time_texts(row, fmt, info) if info else fmt.texts(row)
             for text in texts[:-1]:
                 self._lput(text + ", ")
             last = texts[-1]
@@ -375,11 +375,10 @@ class CdlWriter:
             self._lput(",\n")
             self._lput("  ")
 
-    def _value(self, value: Any, fmt: ValueFormatter, info: TimeInfo) -> str:
+    def _time_texts(self, row: np.ndarray, fmt: ValueFormatter, info: TimeInfo) -> list[str]:
         """dumplib.c ``nctime_val_tostring`` (the fill value still prints as ``_``)."""
-        if fmt.is_fill(value):
-            return "_"
-        return self._time_text(float(value), info)
+        mask = fmt.fill_mask(row).tolist()
+        return ["_" if m else self._time_text(float(v), info) for v, m in zip(row.tolist(), mask)]
 
 
 def model_slabs(path: str, var: Variable) -> Iterator[np.ndarray]:

@@ -125,11 +125,6 @@ def tztrim(text: str) -> str:
     return mantissa.rstrip("0") + rest
 
 
-def c_format(fmt: str, value: Any) -> str:
-    """A C printf conversion through Python's % operator (length modifiers dropped)."""
-    return re.sub(r"(%[-+ #0-9.]*)(hh|h|ll|l|L|q|j|z|t)?([diouxXeEfFgGcs])", r"\1\3", fmt) % value
-
-
 def float_attribute(value: float, nctype: str, float_digits: int, double_digits: int) -> str:
     """ncdump.c ``pr_att_valgs`` for float/double: ``%#.Ng`` (+``f``), trailing zeros trimmed."""
     suffix = "f" if nctype == "float" else ""
@@ -153,36 +148,38 @@ def attribute_values(nctype: str, value: Any, float_digits: int, double_digits: 
 
 
 class ValueFormatter:
-    """dumplib.c ``*_val_tostring`` and ``*_val_equals``: one data value as text, fill as ``_``."""
+    """dumplib.c ``*_val_tostring`` and ``*_val_equals``: data values as text, fill as ``_``."""
 
     def __init__(self, nctype: str, fill: Any, fmt: str | None, float_digits: int, double_digits: int) -> None:
         self.nctype = nctype
         self.fill = fill
         if fmt is None:
             fmt = {"float": f"%.{float_digits}g", "double": f"%.{double_digits}g"}.get(nctype, "%d")
-        self.fmt = fmt
-        if nctype in ("float", "double"):
-            np_t = np.float32 if nctype == "float" else np.float64
-            self.eps = np_t(np.finfo(np_t).eps)
+        self.fmt = _python_format(fmt)
+        self.eps = np.finfo(np.float32 if nctype == "float" else np.float64).eps if nctype in ("float", "double") \
+            else None
 
-    def is_fill(self, value: Any) -> bool:
+    def fill_mask(self, row: np.ndarray) -> np.ndarray:
+        """Which values equal the fill (floats within machine epsilon, NaN and Inf by kind)."""
         if self.fill is None:
-            return False
-        if self.nctype in ("float", "double"):
-            v1 = value
-            v2 = self.fill
-            if (v1 > 0) != (v2 > 0):
-                return False
-            if np.isfinite(v1) and np.isfinite(v2):
-                return bool(abs(v1 - v2) <= abs(self.eps * v2))
-            return bool((np.isnan(v1) and np.isnan(v2)) or (np.isinf(v1) and np.isinf(v2)))
+            return np.zeros(row.shape, dtype=bool)
         if self.nctype == "string":
-            return bool(value == self.fill)
-        return bool(int(value) == int(self.fill))
+            return np.array([v == self.fill for v in row.tolist()], dtype=bool)
+        if self.eps is None:
+            return np.asarray(row == self.fill)
+        v1, v2 = row, row.dtype.type(self.fill)
+        with np.errstate(all="ignore"):
+            close = np.abs(v1 - v2) <= np.abs(v2 * row.dtype.type(self.eps))
+        same_side = (v1 > 0) == (v2 > 0)
+        finite = np.isfinite(v1) & np.isfinite(v2)
+        special = (np.isnan(v1) & np.isnan(v2)) | (np.isinf(v1) & np.isinf(v2))
+        return np.asarray(same_side & np.where(finite, close, special))
+
+    def texts(self, row: np.ndarray) -> list[str]:
+        mask = self.fill_mask(row).tolist()
+        return ["_" if m else self.text(v) for v, m in zip(row.tolist(), mask)]
 
     def text(self, value: Any) -> str:
-        if self.is_fill(value):
-            return "_"
         if self.nctype == "string":
             return string_data(value if isinstance(value, str) else from_bytes(value or b""))
         if self.nctype in ("float", "double"):
@@ -191,5 +188,10 @@ class ValueFormatter:
                 return "NaNf" if self.nctype == "float" else "NaN"
             if math.isinf(x):
                 return ("-" if x < 0 else "") + ("Infinityf" if self.nctype == "float" else "Infinity")
-            return c_format(self.fmt, x)
-        return c_format(self.fmt, int(value))
+            return self.fmt % x
+        return self.fmt % int(value)
+
+
+def _python_format(fmt: str) -> str:
+    """A C printf format for Python's % operator (length modifiers such as ``l``/``ll`` dropped)."""
+    return re.sub(r"(%[-+ #0-9.]*)(hh|h|ll|l|L|q|j|z|t)?([diouxXeEfFgGcs])", r"\1\3", fmt)

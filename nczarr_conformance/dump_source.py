@@ -155,10 +155,10 @@ def open_source(url: str) -> Iterator[DumpSource]:
         return
     with open_store(spec) as store:
         try:
-            source = StoreSource(store, pure_zarr=spec.pure_zarr, xarray=spec.xarray)
+            store_source = StoreSource(store, pure_zarr=spec.pure_zarr, xarray=spec.xarray)
         except FormatError as exc:
             raise type(exc)(f"{url}: {exc}") from exc
-        yield source
+        yield store_source
 
 
 __all__ = ["DumpSource", "StoreSource", "NetcdfFileSource", "open_source"]
