@@ -342,29 +342,37 @@ class CdlWriter:
             owner = self.bounds.get(vname)
             info = time_info(owner if owner is not None else var)
         unlimited = [self.dataset.find_dimension(ref).unlimited for ref in var.dimensions]
-        outer = var.shape[:-1] if rank > 1 else ()
-        ncols = var.shape[-1] if rank else 1
-        row_no = 0
         with np.errstate(all="ignore"):
+            if rank <= 1:  # one row, which may arrive in several slabs
+                flat = (np.asarray(slab).reshape(-1) for slab in self.slabs(vpath, var))
+                self._row(var, flat, (), rank, unlimited, fmt, info)
+                return
+            outer, ncols, row_no = var.shape[:-1], var.shape[-1], 0
             for slab in self.slabs(vpath, var):
                 for row in np.asarray(slab).reshape(-1, ncols):
-                    idx = tuple(int(i) for i in np.unravel_index(row_no, outer)) if outer else ()
-                    self._row(var, row, idx, rank, unlimited, fmt, info)
+                    idx = tuple(int(i) for i in np.unravel_index(row_no, outer))
+                    self._row(var, iter([row]), idx, rank, unlimited, fmt, info)
                     row_no += 1
 
-    def _row(self, var: Variable, row: np.ndarray, idx: tuple[int, ...], rank: int, unlimited: list[bool],
-             fmt: ValueFormatter, info: TimeInfo | None) -> None:
+    def _row(self, var: Variable, pieces: Iterator[np.ndarray], idx: tuple[int, ...], rank: int,
+             unlimited: list[bool], fmt: ValueFormatter, info: TimeInfo | None) -> None:
+        """One row along the last dimension, given in pieces; the last value waits for the delimiter."""
         for level in range(1, rank):
             if unlimited[level] and all(idx[j] == 0 for j in range(level, rank - 1)):
                 self._lput("{")
-        if var.type == "char":
-            self.write(char_data_string(np.ascontiguousarray(row, dtype="S1").tobytes()))
-            last = ""
+        last = ""
+        if var.type == "char":  # the whole row is one string (its trailing NULs are dropped)
+            raw = b"".join(np.ascontiguousarray(p, dtype="S1").tobytes() for p in pieces)
+            self.write(char_data_string(raw))
         else:
-            texts = self._time_texts(row, fmt, info) if info else fmt.texts(row)
-            for text in texts[:-1]:
-                self._lput(text + ", ")
-            last = texts[-1]
+            pending: str | None = None
+            for piece in pieces:
+                texts = self._time_texts(piece, fmt, info) if info else fmt.texts(piece)
+                for text in texts:
+                    if pending is not None:
+                        self._lput(pending + ", ")
+                    pending = text
+            last = pending or ""
         closing = sum(1 for level in range(1, rank) if unlimited[level]
                       and all(idx[j] == var.shape[j] - 1 for j in range(level, rank - 1)))
         self._lput(last + "}" * closing)
