@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -401,7 +401,7 @@ def to_cdl(dataset: Dataset, name: str, *, data: bool = True, options: CdlOption
     Without ``options`` numbers print with 9/17 significant digits, so ``ncgen``
     rebuilds exactly the same values (ncdump's default 7/15 would round them).
     """
-    opt = options or CdlOptions(float_digits=9, double_digits=17)
+    opt = replace(options or CdlOptions(float_digits=9, double_digits=17))
     opt.header_only = opt.header_only or not data
     buf = io.StringIO()
     writer = CdlWriter(dataset, buf.write, opt, model_slabs)
