@@ -1,39 +1,101 @@
-"""``nczarr-dump URL``: print a dataset as CDL text, or as the canonical model (``--json``).
+"""``nczarr-dump URL``: print a dataset as CDL the way ``ncdump`` does, or as the canonical model (``--json``).
 
-Exit codes: 0 printed, 2 could not read (message on stderr).
+The flags are ncdump's: -h header only, -c coordinate data, -v/-g chosen
+variables/groups, -s special attributes, -t/-i times as dates, -p digits,
+-l line length, -n name, -k kind. ``-k`` prints ``<mode> <flavor>`` for a store
+(mode ``nczarr`` or ``zarr``; flavor one of nczarr-v1, nczarr-2-upper, nczarr-2,
+nczarr-4.10, zarr) and ncdump's words (``netCDF-4`` …) for a netCDF file.
+Only the chunks of printed variables are read, a run of chunks at a time.
+
+Exit codes: 0 printed, 2 could not read or no such variable/group (message on stderr).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-from ..dataset import open_dataset, dataset_name
-from ..cdl import to_cdl
+from ..cdl import CdlOptions, CdlWriter
+from ..dataset import dataset_name, open_dataset
+from ..dump_source import open_source
+from ..errors import UsageError
 from .common import Parser, run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="nczarr-dump", description=__doc__.splitlines()[0])
+    p = Parser(prog="nczarr-dump", description=__doc__.splitlines()[0], add_help=False)
     p.add_argument("url", help="store path or netcdf-c URL (directory, .zip, s3://…), or a netCDF file")
+    p.add_argument("--help", action="help", help="show this help and exit")
+    p.add_argument("-h", "--header", "-H", dest="header", action="store_true", help="header only, no data")
+    p.add_argument("-c", dest="coords", action="store_true", help="data of coordinate variables only")
+    p.add_argument("-v", dest="variables", metavar="VAR[,…]", help="data of these variables only (x, g/x, /g/x)")
+    p.add_argument("-g", dest="groups", metavar="GRP[,…]", help="data of these groups only")
+    p.add_argument("-s", dest="specials", action="store_true", help="special virtual attributes (_ChunkSizes …)")
+    p.add_argument("-t", dest="times", action="store_true", help="CF time values as ISO dates")
+    p.add_argument("-i", dest="iso", action="store_true", help="as -t, with a 'T' between date and time")
+    p.add_argument("-k", dest="kind", action="store_true", help="print the kind of dataset and stop")
+    p.add_argument("-p", dest="precision", metavar="F[,D]", help="significant digits of float[, double] data")
+    p.add_argument("-l", dest="line_length", type=int, default=80, metavar="LEN", help="data line length (80)")
+    p.add_argument("-n", dest="name", help="dataset name on the first line")
     p.add_argument("--json", action="store_true", help="print the canonical model (docs/contracts/model.md)")
-    p.add_argument("--header", "-H", action="store_true", help="leave data out")
     p.add_argument("--storage", action="store_true", help="with --json: add chunks, endianness and filters")
     return p
+
+
+def parse_precision(text: str) -> tuple[int | None, int | None]:
+    """``-p F[,D]`` as ncdump's ``set_precision`` reads it (each between 1 and 20)."""
+    parts = text.split(",")
+    if len(parts) > 2:
+        raise UsageError(f"-p {text}: expected F or F,D")
+    digits: list[int | None] = []
+    for part in parts:
+        if not part:
+            digits.append(None)
+            continue
+        if not part.isdigit() or not 1 <= int(part) <= 20:
+            raise UsageError(f"-p {text}: significant digits must be integers from 1 to 20")
+        digits.append(int(part))
+    return digits[0], (digits[1] if len(digits) > 1 else None)
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    return tuple(n for n in text.split(",") if n) if text else ()
+
+
+def options_from(args: argparse.Namespace) -> CdlOptions:
+    fd, dd = parse_precision(args.precision) if args.precision else (None, None)
+    if args.line_length < 10:
+        raise UsageError(f"-l {args.line_length}: line length must be at least 10")
+    return CdlOptions(header_only=args.header, variables=_names(args.variables), groups=_names(args.groups),
+                      coordinates=args.coords, specials=args.specials, times=args.times or args.iso,
+                      iso_separator="T" if args.iso else " ", float_digits=fd, double_digits=dd,
+                      line_length=args.line_length)
+
+
+def _write(text: str) -> None:
+    sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> int:
-        dataset = open_dataset(args.url, data=not args.header)
         if args.json:
+            dataset = open_dataset(args.url, data=not args.header)
             text = json.dumps(dataset.to_json(data=not args.header, storage=args.storage), ensure_ascii=False,
                               indent=1)
-        else:
-            text = to_cdl(dataset, dataset_name(args.url), data=not args.header)
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            _write(text + "\n")
+            return 0
+        options = options_from(args)
+        with open_source(args.url) as source:
+            if args.kind:
+                _write(source.kind + "\n")
+                return 0
+            try:
+                writer = CdlWriter(source.dataset, _write, options, source.slabs, source.facts)
+            except UsageError as exc:
+                raise UsageError(f"{args.url}: {exc}") from exc
+            writer.dump(args.name or dataset_name(args.url))
         sys.stdout.flush()
         return 0
 
