@@ -40,6 +40,8 @@ from .flavors import MetadataSource, detect, find_piece
 
 #: Slabs handed to consumers are at most this big (bytes, decoded) unless they ask otherwise.
 SLAB_BYTES = 16 * 1024**2
+#: Stored bytes accepted for a Zarr scalar's chunk, which netcdf-c reads even when over-long.
+OVERLONG_SCALAR_BYTES = 1024**2
 ANONYMOUS_DIM = "_Anonymous_Dim_{}"
 
 
@@ -359,7 +361,10 @@ class DatasetReader:
         if info.chunk_nbytes > self.max_bytes:
             raise limits.LimitError(f"{ckey}: declared chunk {list(info.chunks)} needs {info.chunk_nbytes} bytes; "
                                     f"refusing to hold more than {self.max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
-        raw = self.store.get(ckey, limit=info.pipeline.max_encoded(info.chunk_nbytes))
+        bound = info.pipeline.max_encoded(info.chunk_nbytes)
+        if not info.zshape:  # an over-long zarr-scalar chunk is read (its first element), within reason
+            bound = max(bound, OVERLONG_SCALAR_BYTES)
+        raw = self.store.get(ckey, limit=bound)
         if raw is None:
             return None
         try:
