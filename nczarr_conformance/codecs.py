@@ -4,9 +4,30 @@ Why not plain ``numcodecs.get_codec``: netcdf-c writes the shuffle filter as
 ``{"id": "shuffle", "elementsize": 0}``, which numcodecs takes literally as a
 no-op while netcdf-c shuffles by the element size; the chain here substitutes
 the array's element size so netcdf-c's chunks decode correctly.
+
+Decoding is bounded by what the metadata declares (a chunk never inflates past
+its declared size, however small its stored bytes). Each stage of the chain is
+decoded with a cap on its output, and stops there:
+
+* bounded exactly, while decoding: ``zlib`` (``zlib.decompressobj`` with
+  ``max_length``), ``gzip``, ``bz2`` and ``lzma`` (the stdlib file readers, which
+  decompress piecewise), ``zstd`` (into a buffer of the cap's size first; the
+  real decode only once the frame is known to fit);
+* bounded exactly, before decoding, from the size the stream declares: ``blosc``
+  (header ``nbytes``), ``lz4`` (numcodecs' 4-byte length prefix);
+* every other numcodecs codec (shuffle, delta, fixedscaleoffset, the checksums…):
+  decoded, then its output size checked. Their output is a fixed multiple of
+  their (already bounded) input, so memory stays bounded, by a few times the cap.
 """
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
+import lzma
+import struct
+import zlib
+from collections.abc import Callable
 from typing import Any
 
 import numcodecs
@@ -14,6 +35,14 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from .errors import FormatError, UnsupportedError
+
+
+class InflateError(FormatError):
+    """A chunk decodes to more bytes than the cap; ``head`` is its first ``cap`` bytes when known."""
+
+    def __init__(self, message: str, head: bytes | None) -> None:
+        super().__init__(message)
+        self.head = head
 
 
 def build(config: Any, itemsize: int) -> Codec | None:
@@ -48,7 +77,22 @@ class Pipeline:
             buf = self.compressor.encode(buf)
         return buf if isinstance(buf, bytes) else np.ascontiguousarray(buf).tobytes()
 
-    def decode(self, raw: bytes) -> bytes:
+    def decode(self, raw: bytes, limit: int | None = None) -> bytes:
+        """Decoded bytes; with ``limit``, InflateError as soon as they would exceed it."""
+        if limit is None:
+            return self._decode_unbounded(raw)
+        caps = self._stage_caps(limit)
+        buf: Any = raw
+        stages = ([self.compressor] if self.compressor is not None else []) + list(reversed(self.filters))
+        for codec, cap in zip(stages, caps):
+            buf = bounded_decode(codec, buf, cap)
+        if not stages:
+            buf = bytes(buf)
+            if len(buf) > limit:
+                raise InflateError(f"{len(buf)} bytes, more than the declared {limit}", buf[:limit])
+        return buf if isinstance(buf, bytes) else bytes(buf)
+
+    def _decode_unbounded(self, raw: bytes) -> bytes:
         buf: Any = raw
         if self.compressor is not None:
             buf = self.compressor.decode(buf)
@@ -57,6 +101,133 @@ class Pipeline:
         if isinstance(buf, np.ndarray):
             return buf.tobytes()
         return bytes(buf)
+
+    def _stage_caps(self, limit: int) -> list[int]:
+        """The output cap of each decode stage (compressor first), working back from ``limit``."""
+        caps: list[int] = []
+        cap = limit
+        for codec in self.filters:  # filters[0] decodes last: its output is the chunk
+            caps.append(cap)
+            cap = encoded_bound(codec, cap)
+        if self.compressor is not None:
+            caps.append(cap)
+        return list(reversed(caps))
+
+    def max_encoded(self, limit: int) -> int:
+        """The most stored bytes a chunk decoding to ``limit`` bytes can honestly take."""
+        cap = limit
+        for codec in self.filters:
+            cap = encoded_bound(codec, cap)
+        return encoded_bound(self.compressor, cap) if self.compressor is not None else cap
+
+
+_SAME_SIZE = frozenset({"shuffle", "bitround", "bitshuffle"})
+_CHECKSUMS = frozenset({"fletcher32", "crc32", "crc32c", "adler32", "jenkins_lookup3"})
+_COMPRESSORS = frozenset({"zlib", "gzip", "bz2", "lzma", "zstd", "blosc", "lz4"})
+
+
+def encoded_bound(codec: Codec, decoded: int) -> int:
+    """How many bytes ``codec`` may honestly produce when encoding ``decoded`` bytes.
+
+    Compressors expand incompressible data by a small overhead (zlib's compressBound is
+    n + n/1000 + 13; blosc, lz4, zstd, bz2 and xz stay under n/8 + 4 KiB); checksums add a
+    few bytes; dtype-changing filters scale by their item sizes; anything else gets 8x.
+    """
+    cid = getattr(codec, "codec_id", "")
+    if cid in _SAME_SIZE:
+        return decoded
+    if cid in _CHECKSUMS:
+        return decoded + 16
+    if cid in _COMPRESSORS:
+        return decoded + decoded // 8 + 4096
+    dtype, astype = getattr(codec, "dtype", None), getattr(codec, "astype", None)
+    if dtype is not None and astype is not None:
+        return int(-(-decoded // max(np.dtype(dtype).itemsize, 1)) * np.dtype(astype).itemsize)
+    return 8 * decoded + 4096
+
+
+def _over(cap: int, head: bytes | None, size: int | None = None) -> InflateError:
+    what = f"{size} bytes" if size is not None else "more bytes"
+    return InflateError(f"inflates to {what}, more than the declared {cap} (decoding stopped there)", head)
+
+
+def _read_capped(reader: io.BufferedIOBase | gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile, cap: int) -> bytes:
+    with reader:
+        out = reader.read(cap + 1)
+    if len(out) > cap:
+        raise _over(cap, out[:cap])
+    return out
+
+
+def _zlib(codec: Codec, raw: bytes, cap: int) -> bytes:
+    d = zlib.decompressobj()
+    out = d.decompress(raw, cap + 1)
+    if len(out) > cap:
+        raise _over(cap, out[:cap])
+    if not d.eof:
+        raise FormatError("incomplete or truncated zlib stream")
+    return out
+
+
+def _gzip(codec: Codec, raw: bytes, cap: int) -> bytes:
+    return _read_capped(gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb"), cap)
+
+
+def _bz2(codec: Codec, raw: bytes, cap: int) -> bytes:
+    return _read_capped(bz2.BZ2File(io.BytesIO(raw), mode="rb"), cap)
+
+
+def _lzma(codec: Codec, raw: bytes, cap: int) -> bytes:
+    return _read_capped(lzma.LZMAFile(io.BytesIO(raw), mode="rb", format=codec.format, filters=codec.filters), cap)
+
+
+def _zstd(codec: Codec, raw: bytes, cap: int) -> bytes:
+    from numcodecs import zstd
+
+    try:  # into a buffer of the cap's size: too small is an error, never an allocation
+        zstd.decompress(raw, bytearray(cap))
+    except (ValueError, RuntimeError) as exc:
+        if "too small" in str(exc).lower():
+            raise _over(cap, None) from exc
+        raise
+    out: bytes = zstd.decompress(raw)  # fits: now the exact size
+    return out
+
+
+def _blosc(codec: Codec, raw: bytes, cap: int) -> bytes:
+    if len(raw) < 16:
+        raise FormatError(f"blosc chunk of {len(raw)} bytes is shorter than blosc's 16-byte header")
+    nbytes = int(struct.unpack_from("<I", raw, 4)[0])  # blosc header: version, versionlz, flags, typesize, nbytes…
+    if nbytes > cap:
+        raise _over(cap, None, nbytes)
+    return bytes(codec.decode(raw))
+
+
+def _lz4(codec: Codec, raw: bytes, cap: int) -> bytes:
+    if len(raw) < 4:
+        raise FormatError(f"lz4 chunk of {len(raw)} bytes has no length prefix")
+    nbytes = int(struct.unpack_from("<I", raw, 0)[0])  # numcodecs' LZ4 prefixes the decoded size
+    if nbytes > cap:
+        raise _over(cap, None, nbytes)
+    return bytes(codec.decode(raw))
+
+
+_BOUNDED: dict[str, Callable[[Codec, bytes, int], bytes]] = {
+    "zlib": _zlib, "gzip": _gzip, "bz2": _bz2, "lzma": _lzma, "zstd": _zstd, "blosc": _blosc, "lz4": _lz4,
+}
+
+
+def bounded_decode(codec: Codec, buf: Any, cap: int) -> bytes:
+    """One stage's decode, never holding more than about ``cap`` bytes of output."""
+    decoder = _BOUNDED.get(getattr(codec, "codec_id", ""))
+    if decoder is not None:
+        raw = buf if isinstance(buf, bytes) else np.ascontiguousarray(buf).tobytes()
+        return decoder(codec, raw, cap)
+    out = codec.decode(buf)
+    data = out.tobytes() if isinstance(out, np.ndarray) else bytes(out)
+    if len(data) > cap:
+        raise _over(cap, data[:cap], len(data))
+    return data
 
 
 def zlib_config(level: int) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import keys
 from ..errors import FormatError
+from ..limits import check_json_depth
 from ..stores.base import Store
 
 FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "unknown")
@@ -28,7 +29,9 @@ KNOWN_VERSIONS = ("1.0.0", "2.0.0")
 
 def load_json(raw: bytes, key: str) -> Any:
     """Parse a metadata object; raw control characters in strings are accepted
-    (netcdf-c 4.10.1 writes them unescaped; nczarr-check reports it)."""
+    (netcdf-c 4.10.1 writes them unescaped; nczarr-check reports it). The store capped
+    its size; its nesting is capped here (limits.MAX_JSON_DEPTH)."""
+    check_json_depth(raw, key)  # before the parser recurses into it
     try:
         return json.loads(raw.decode("utf-8"), strict=False)
     except (UnicodeDecodeError, ValueError) as exc:

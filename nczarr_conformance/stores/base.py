@@ -1,7 +1,10 @@
 """The one small key→bytes interface every backend implements (netcdf-c's zmap).
 
 Keys are zmap keys (absolute, '/'-separated, relative to the dataset root).
-A missing key is ``None``, never an exception. Writes are transactional: a
+A missing key is ``None``, never an exception. Every read is bounded: ``get``
+takes a byte limit (metadata objects are capped by default, see
+:mod:`nczarr_conformance.limits`) and an object larger than it is a
+:class:`~nczarr_conformance.limits.LimitError` raised before it is held in memory. Writes are transactional: a
 store opened for writing becomes visible at its target only on ``commit()``;
 ``abort()`` leaves nothing behind.
 """
@@ -12,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Self
 
-from .. import keys
+from .. import keys, limits
 from ..errors import StoreError
 
 
@@ -30,7 +33,12 @@ class Store(ABC):
 
     # ---- primitives -------------------------------------------------------
     @abstractmethod
-    def _get(self, key: str) -> bytes | None: ...
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        """The object's bytes, None if missing; LimitError if it holds more than ``limit`` bytes.
+
+        ``limit=None`` is unbounded: only for a writer re-reading what it trusts; every read
+        of a store's content goes through :meth:`get`, which always passes a bound.
+        """
 
     @abstractmethod
     def _put(self, key: str, data: bytes) -> None: ...
@@ -43,11 +51,17 @@ class Store(ABC):
         """Every object key under ``prefix`` (a key, '/' for everything)."""
 
     # ---- derived operations --------------------------------------------------
-    def get(self, key: str) -> bytes | None:
+    def get(self, key: str, limit: int | None = None) -> bytes | None:
+        """An object's bytes, at most ``limit`` of them (default: the metadata cap).
+
+        Callers reading chunks pass the bound their array's metadata declares
+        (``Pipeline.max_encoded``); ``sys.maxsize`` means "no bound" and is for
+        trusted copies only.
+        """
         key = keys.validate(key)
         with self._count_lock:
             self.reads += 1
-        return self._get(key)
+        return self._get(key, limits.max_metadata_bytes() if limit is None else limit)
 
     def put(self, key: str, data: bytes) -> None:
         self._check_writable()

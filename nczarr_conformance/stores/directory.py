@@ -6,12 +6,15 @@ failed conversion never leaves a half-written dataset at the target.
 """
 from __future__ import annotations
 
+import sys
+import errno
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import keys
+from .. import keys, limits
 from ..errors import StoreError
 from .base import Store
 
@@ -50,14 +53,45 @@ class DirectoryStore(Store):
     def _path(self, key: str) -> Path:
         return self.root.joinpath(*keys.split(key))
 
-    def _get(self, key: str) -> bytes | None:
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        """Read through no symlink and from nothing but a regular file, at most ``limit`` bytes.
+
+        Each path component is opened relative to the previous one with O_NOFOLLOW, so a
+        symlink anywhere below the root (to a file outside the store, to /dev/zero) is
+        refused rather than followed; O_NONBLOCK keeps a FIFO from blocking the open, and
+        fstat refuses anything but a regular file before a byte is read.
+        """
+        limit = sys.maxsize if limit is None else limit
         path = self._path(key)
         try:
-            return path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            fd = _open_inside(self.root, keys.split(key))
+        except OSError as exc:
+            raise StoreError(f"{path}: {_why(exc)}") from exc
+        if fd is None:
             return None
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                return None
+            if not stat.S_ISREG(info.st_mode):
+                raise StoreError(f"{path}: {_kind(info.st_mode)}, not a regular file; refused")
+            if info.st_size > limit:
+                raise limits.too_big(str(path), info.st_size, limit)
+            pieces: list[bytes] = []
+            total = 0
+            while total <= limit:
+                piece = os.read(fd, min(limit + 1 - total, max(info.st_size - total, 0) + 1, 1 << 26))
+                if not piece:
+                    break
+                pieces.append(piece)
+                total += len(piece)
+            if total > limit:  # it grew while we read
+                raise limits.too_big(str(path), None, limit)
+            return b"".join(pieces)
         except OSError as exc:
             raise StoreError(f"{path}: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
 
     def _put(self, key: str, data: bytes) -> None:
         path = self._path(key)
@@ -70,7 +104,18 @@ class DirectoryStore(Store):
         self._path(key).unlink(missing_ok=True)
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
+        """Objects under ``prefix``; a symlinked directory is never entered (a symlinked file is
+        listed, and refused when read, so nczarr-check names it)."""
         base = self._path(prefix)
+        rel_parts = keys.split(prefix)
+        try:
+            fd = _open_inside(self.root, rel_parts, directory=True) if rel_parts else None
+        except OSError:
+            return  # a symlink or something else than a directory: nothing listed under it
+        if fd is not None:
+            os.close(fd)
+        elif rel_parts:
+            return
         if not base.is_dir():
             return
         for dirpath, _dirnames, filenames in os.walk(base):
@@ -104,3 +149,53 @@ class DirectoryStore(Store):
 
     def __repr__(self) -> str:
         return f"DirectoryStore('file://{self.target.resolve()}')"
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _open_inside(root: Path, parts: list[str], *, directory: bool = False) -> int | None:
+    """A descriptor for ``root/parts…`` opened one component at a time with O_NOFOLLOW.
+
+    None when a component is missing or is a file where a directory is needed (a missing
+    key); OSError (ELOOP) when a component is a symlink. The root itself may be a symlink:
+    the user named it.
+    """
+    current = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            flags = _DIR_FLAGS if (not last or directory) else _READ_FLAGS
+            try:
+                nxt = os.open(part, flags, dir_fd=current)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise
+                # O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR: tell a symlink from a file
+                if stat.S_ISLNK(os.lstat(part, dir_fd=current).st_mode):
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), part) from exc
+                return None
+            os.close(current)
+            current = nxt
+        result, current = current, -1
+        return result
+    finally:
+        if current >= 0:
+            os.close(current)
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return f"{exc.filename or 'a path component'} is a symbolic link; objects must be regular files inside the store"
+    return exc.strerror or str(exc)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"

@@ -1,8 +1,10 @@
 """A dict-backed store for tests and dry runs."""
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
+from ..limits import too_big
 from .base import Store
 
 
@@ -14,8 +16,12 @@ class MemoryStore(Store):
         self.objects: dict[str, bytes] = dict(objects or {})
         self.writable = writable
 
-    def _get(self, key: str) -> bytes | None:
-        return self.objects.get(key)
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        limit = sys.maxsize if limit is None else limit
+        data = self.objects.get(key)
+        if data is not None and len(data) > limit:
+            raise too_big(key, len(data), limit)
+        return data
 
     def _put(self, key: str, data: bytes) -> None:
         self.objects[key] = data

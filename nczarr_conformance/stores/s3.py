@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from .. import keys
+from .. import keys, limits
 from ..errors import StoreError
 from ..urls import StoreSpec
 from .base import Store
@@ -129,13 +129,26 @@ class S3Store(Store):
             return StoreError(f"{where}: {exc}")
         raise exc
 
-    def _get(self, key: str) -> bytes | None:
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
         import botocore.exceptions as bx
 
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=self._name(key))
-            body: bytes = response["Body"].read()
-            return body
+            stream = response["Body"]
+            try:
+                where = f"s3://{self.bucket}/{self._name(key)}"
+                size = response.get("ContentLength")
+                if limit is None:
+                    whole: bytes = stream.read()  # the writer's own bookkeeping reads
+                    return whole
+                if isinstance(size, int) and size > limit:
+                    raise limits.too_big(where, size, limit)
+                body: bytes = stream.read(limit + 1)  # never more than the bound, whatever is sent
+                if len(body) > limit:
+                    raise limits.too_big(where, None, limit)
+                return body
+            finally:
+                stream.close()
         except bx.ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code")) in MISSING_KEY_CODES:
                 return None

@@ -9,13 +9,14 @@ extracted: members are read into memory one at a time, and member names with
 """
 from __future__ import annotations
 
+import sys
 import os
 import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import keys
+from .. import keys, limits
 from ..errors import FormatError, StoreError
 from .base import Store
 
@@ -97,17 +98,34 @@ class ZipStore(Store):
             return "/"
         return best[1].rstrip("/") + "/"
 
-    def _get(self, key: str) -> bytes | None:
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        """A member's bytes, refused before inflating if its declared size is over ``limit``
+        and stopped at ``limit`` if it inflates past what it declared."""
+        limit = sys.maxsize if limit is None else limit
         if self.mode == "w":
             raise StoreError(f"{self!r} is write-only until committed")
         info = self.members.get(key)
         if info is None:
             return None
+        where = f"{self.target}: member {info.filename}"
+        if info.file_size > limit:
+            raise limits.too_big(where, info.file_size, limit)
         with self._lock:
             try:
-                return self.zf.read(info)
-            except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError) as exc:
-                raise FormatError(f"{self.target}: member {info.filename}: {exc}") from exc
+                with self.zf.open(info) as member:
+                    pieces: list[bytes] = []
+                    total = 0
+                    while total <= limit:
+                        piece = member.read(min(limit + 1 - total, 1 << 24))
+                        if not piece:
+                            break
+                        pieces.append(piece)
+                        total += len(piece)
+            except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, RuntimeError) as exc:
+                raise FormatError(f"{where}: {exc}") from exc
+        if total > limit:
+            raise limits.too_big(where, None, limit)
+        return b"".join(pieces)
 
     def _put(self, key: str, data: bytes) -> None:
         with self._lock:

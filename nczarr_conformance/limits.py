@@ -1,0 +1,97 @@
+"""How much a reader will take from a store: the bounds that make hostile stores cheap to refuse.
+
+A store is untrusted input. Every object is read with a byte limit, so memory is
+bounded by what the metadata declares, never by what a file, a zip member or an
+S3 object happens to hold:
+
+* metadata objects (``.zgroup``, ``.zarray``, ``.zattrs``, ``.zmetadata``, NCZarr v1
+  objects) are capped at :func:`max_metadata_bytes` — 64 MiB unless the
+  environment variable ``NCZARR_MAX_METADATA`` says otherwise (bytes, or with a
+  ``K``/``M``/``G`` suffix); netcdf-c writes kilobytes;
+* JSON nesting is capped at :data:`MAX_JSON_DEPTH`, checked before parsing, so a
+  deep document is a clear error rather than Python's ``RecursionError``;
+* a chunk decodes to at most its declared size (see :mod:`nczarr_conformance.codecs`);
+* whole variables are materialised only under :func:`max_in_memory_bytes` — 256 MiB
+  unless ``NCZARR_MAX_IN_MEMORY`` says otherwise; bigger ones are read chunk by chunk
+  (``DatasetReader.iter_chunks``) or refused.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from .errors import FormatError
+
+DEFAULT_MAX_METADATA = 64 * 1024**2
+DEFAULT_MAX_IN_MEMORY = 256 * 1024**2
+#: Deepest JSON nesting accepted: real metadata nests a few levels, Python's parser gives up
+#: near 1000, and code recursing over a value (attribute decoding) needs stack to spare.
+MAX_JSON_DEPTH = 512
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+class LimitError(FormatError):
+    """An object or a decoded chunk is bigger than the bound that applies to it."""
+
+
+def _env_size(name: str, default: int) -> int:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    match = _SIZE.match(text)
+    if match is None:
+        raise FormatError(f"{name}={text!r}: not a size (bytes, or a number with K, M or G)")
+    return int(match.group(1)) * _UNITS[(match.group(2) or "")[:1].lower()]
+
+
+def max_metadata_bytes() -> int:
+    """The largest metadata object read (``NCZARR_MAX_METADATA``, default 64 MiB)."""
+    return _env_size("NCZARR_MAX_METADATA", DEFAULT_MAX_METADATA)
+
+
+def max_in_memory_bytes() -> int:
+    """The largest variable materialised whole (``NCZARR_MAX_IN_MEMORY``, default 256 MiB)."""
+    return _env_size("NCZARR_MAX_IN_MEMORY", DEFAULT_MAX_IN_MEMORY)
+
+
+# A JSON string: quote, then any run of non-quote non-backslash bytes or escape pairs, then quote.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BLOCK = 1 << 20
+_OPEN = np.zeros(256, dtype=np.int8)
+_OPEN[[ord("["), ord("{")]] = 1
+_OPEN[[ord("]"), ord("}")]] = -1
+
+
+def json_depth(raw: bytes) -> int:
+    """How deeply arrays and objects nest in a JSON text, without parsing it (no recursion).
+
+    Brackets inside strings do not count; blocks of 1 MiB keep the scan's own memory small.
+    """
+    stripped = _JSON_STRING.sub(b'""', raw) if b'"' in raw else raw
+    codes = np.frombuffer(stripped, dtype=np.uint8)
+    level, deepest = 0, 0
+    for start in range(0, len(codes), _BLOCK):
+        steps = _OPEN[codes[start:start + _BLOCK]].astype(np.int64)
+        if not steps.any():
+            continue
+        running = np.cumsum(steps) + level
+        deepest = max(deepest, int(running.max()))
+        level = int(running[-1])
+    return deepest
+
+
+def check_json_depth(raw: bytes, where: str) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_JSON_DEPTH` before any parser recurses into it."""
+    depth = json_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise LimitError(f"{where}: JSON nested {depth} levels deep; more than {MAX_JSON_DEPTH} is refused")
+
+
+def too_big(where: str, size: int | None, limit: int) -> LimitError:
+    """The one wording for "this object is over its bound" (size None: found while reading)."""
+    held = f"{size} bytes" if size is not None else "more bytes"
+    return LimitError(f"{where}: {held}, more than the {limit}-byte limit for this object")
