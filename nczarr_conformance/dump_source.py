@@ -72,10 +72,7 @@ class StoreSource(DumpSource):
             return
         first, rest = info.zshape[0], info.zshape[1:]
         step = info.chunks[0]
-        nbytes = min(step, first) * math.prod(rest) * info.storage.numpy.itemsize
-        if nbytes > reader.max_bytes:
-            raise FormatError(f"{path}: one run of chunks needs {nbytes} bytes; refusing to hold more than "
-                              f"{reader.max_bytes} in memory")
+        reader._budget(path, min(step, first) * math.prod(rest), info, "one run of chunks")
         for i0 in range(info.grid[0]):
             lo, hi = i0 * step, min((i0 + 1) * step, first)
             out = np.empty((hi - lo, *rest), dtype=info.storage.numpy)

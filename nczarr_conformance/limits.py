@@ -27,8 +27,9 @@ from .errors import FormatError
 DEFAULT_MAX_METADATA = 64 * 1024**2
 DEFAULT_MAX_IN_MEMORY = 256 * 1024**2
 #: Deepest JSON nesting accepted: real metadata nests a few levels, Python's parser gives up
-#: near 1000, and code recursing over a value (attribute decoding) needs stack to spare.
-MAX_JSON_DEPTH = 512
+#: near 1000, and code recursing over a value needs stack to spare (attribute decoding fails
+#: near 400 levels). The reader and nczarr-check share this one bound.
+MAX_JSON_DEPTH = 256
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}

@@ -13,13 +13,10 @@ from typing import Any
 
 from .. import keys
 from ..errors import FormatError, NczarrError
+from ..limits import MAX_JSON_DEPTH
 from ..nczarr.flavors import find_piece
 from ..stores.base import Store
 
-#: Deepest JSON nesting accepted. Real metadata nests a few levels; Python's parser gives up near
-#: 1000, and a reader recursing over a value needs stack to spare (ours, decoding attributes,
-#: fails near 400 levels).
-MAX_JSON_DEPTH = 256
 
 METADATA_NAMES = frozenset({".zgroup", ".zarray", ".zattrs", ".zmetadata", ".nczarr", ".nczgroup", ".nczarray",
                             ".nczvar", ".nczattrs", ".nczattr"})
