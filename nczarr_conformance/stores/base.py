@@ -3,7 +3,9 @@
 Keys are zmap keys (absolute, '/'-separated, relative to the dataset root).
 A missing key is ``None``, never an exception. Writes are transactional: a
 store opened for writing becomes visible at its target only on ``commit()``;
-``abort()`` leaves nothing behind.
+``abort()`` leaves nothing behind. ``abort()`` first waits for puts in flight in
+worker threads (and refuses new ones), so it never removes a tree while a worker
+is still writing into it; a put after an interrupt signal raises instead of writing.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Self
 
-from .. import keys
+from .. import keys, safety
 from ..errors import StoreError
 
 
@@ -27,6 +29,9 @@ class Store(ABC):
         self.reads = 0
         self.writes = 0
         self._count_lock = threading.Lock()
+        self._idle = threading.Condition(self._count_lock)
+        self._in_flight = 0
+        self._closed = False
 
     # ---- primitives -------------------------------------------------------
     @abstractmethod
@@ -52,9 +57,25 @@ class Store(ABC):
     def put(self, key: str, data: bytes) -> None:
         self._check_writable()
         key = keys.validate(key)
+        safety.raise_if_interrupted()
         with self._count_lock:
+            if self._closed:
+                raise StoreError(f"{self!r}: written after it was committed or aborted")
             self.writes += 1
-        self._put(key, bytes(data))
+            self._in_flight += 1
+        try:
+            self._put(key, bytes(data))
+        finally:
+            with self._count_lock:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def _quiesce(self) -> None:
+        """Refuse new puts and wait for the ones in flight (before commit or abort touches files)."""
+        with self._count_lock:
+            self._closed = True
+            while self._in_flight:
+                self._idle.wait()
 
     def delete(self, key: str) -> None:
         self._check_writable()
