@@ -90,7 +90,8 @@ def split_dataset_keys(all_keys: Iterable[str]) -> tuple[list[str], list[str]]:
                 return False
         return True
 
-    owned, foreign = [], []
+    owned: list[str] = []
+    foreign: list[str] = []
     for key in keyset:
         segs = keys.split(key)
         node = keys.parent(key)
@@ -119,7 +120,7 @@ def refuse_foreign(where: str, all_keys: Iterable[str]) -> list[str]:
 
 def directory_keys(root: Path) -> list[str]:
     """Every non-directory entry under ``root`` as a key (symlinks are entries, never followed)."""
-    out = []
+    out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root).parts
         out.extend(keys.join(*rel, n) for n in filenames)
