@@ -1,17 +1,21 @@
 """Extend an existing NCZarr store along a dimension with a new netCDF file (the Pangeo use case).
 
 Everything is checked before anything is written: the new file must have the same groups,
-variables, types, dimensions (but the one appended along), chunking and attributes, and
-its coordinate values along the dimension must all come after the store's (so the same
-append twice is refused). Then only the chunks that change are written: new ones and the
-edge chunk the old data ended in; the metadata (.zarray shapes, the dimension's size) is
-written last, so a reader sees the old dataset until the new one is complete.
+variables, types, dimensions (but the one appended along), chunking and attributes, its
+coordinate values along the dimension must all come after the store's (so the same
+append twice is refused), and its strings must fit the store's ``maxstrlen``. A refusal
+leaves the store byte-identical. Then only the chunks that change are written: new ones
+and the edge chunk the old data ended in; the metadata (.zarray shapes, the dimension's
+size, ``.zmetadata`` when the store has one) is written last. Directory and zip stores
+are rebuilt aside and swapped in (readers see the old dataset or the new one); S3 holds
+the metadata back until commit (see stores/s3.py).
 """
 from __future__ import annotations
 
 import itertools
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +35,7 @@ from .stores.base import Store
 from .urls import parse
 
 MAX_COMPARE_BYTES = 64 * 1024**2
+STRING_SLAB = 1_000_000  # elements read at once when checking incoming strings
 
 
 @dataclass
@@ -119,6 +124,8 @@ def append(src: str, dst: str, dim_name: str) -> AppendStats:
                 else:
                     _check_unchanged(reader, vkey, variables[vkey])
         plan = {vkey: _affected_chunks(reader, vkey, axis, old_len, n_new) for vkey, axis in along.items()}
+        for vkey, axis in along.items():
+            _check_values(reader, vkey, axis, variables[vkey])
         meta_keys = _metadata_keys(reader, along, dim)
         writer_store = _open_for_append(spec, reader_store, {k for v in plan.values() for k, _ in v} | set(meta_keys))
         try:
@@ -127,7 +134,11 @@ def append(src: str, dst: str, dim_name: str) -> AppendStats:
                     data = _merged_chunk(reader, vkey, along[vkey], index, old_len, n_new, variables[vkey])
                     writer_store.put(ckey, reader.arrays[vkey].pipeline.encode(data))
                     stats.chunks_written += 1
-            for key, value in _updated_metadata(reader, along, dim, old_len + n_new).items():
+            updated = _updated_metadata(reader, along, dim, old_len + n_new)
+            consolidated = _updated_consolidated(reader_store, updated)
+            if consolidated is not None:
+                updated["/.zmetadata"] = consolidated  # last: readers that trust it see the rest first
+            for key, value in updated.items():
                 writer_store.put(key, value)
                 stats.metadata_written += 1
             stats.objects_written = writer_store.writes
@@ -168,6 +179,34 @@ def _check_unchanged(reader: DatasetReader, vkey: str, ncvar: Any) -> None:
         stored.dtype != object and np.asarray(stored).tobytes() == np.asarray(incoming).astype(stored.dtype).tobytes())
     if not same:
         raise UsageError(f"{vkey}: does not use the appended dimension but its values differ in the new file")
+
+
+def _check_values(reader: DatasetReader, vkey: str, axis: int, ncvar: Any) -> None:
+    """Every incoming value must be storable (strings within maxstrlen, no trailing NUL), before any write."""
+    info = reader.arrays[vkey]
+    if info.storage.nctype != "string":
+        return
+    shape = tuple(ncvar.shape)
+    if not shape:
+        _to_storage(nc4.read_values(ncvar), "string", info.storage.numpy, vkey)
+        return
+    rows = max(1, STRING_SLAB // max(1, math.prod(shape[1:])))
+    for start in range(0, shape[0], rows):
+        region = (slice(start, min(start + rows, shape[0])),) + tuple(slice(0, n) for n in shape[1:])
+        _to_storage(nc4.read_values(ncvar, region), "string", info.storage.numpy, vkey)
+
+
+def _updated_consolidated(store: Store, updated: dict[str, bytes]) -> bytes | None:
+    """The store's ``.zmetadata`` with the updated objects in it, or None when it has none."""
+    raw = store.get("/.zmetadata")
+    if raw is None:
+        return None
+    doc = json.loads(raw)
+    meta = dict(doc.get("metadata") or {})
+    for key, value in updated.items():
+        meta[key.lstrip("/")] = json.loads(value)
+    doc["metadata"] = meta
+    return json.dumps(doc, ensure_ascii=False, indent=4, sort_keys=True).encode()
 
 
 def _affected_chunks(reader: DatasetReader, vkey: str, axis: int, old_len: int,
@@ -254,7 +293,7 @@ def _open_for_append(spec: Any, reader_store: Store, replaced: set[str]) -> Stor
         try:
             for key in reader_store.list_prefix("/"):
                 if key not in replaced:
-                    data = reader_store.get(key)
+                    data = reader_store.get(key, limit=sys.maxsize)  # copied as stored, never decoded
                     if data is not None:
                         target.put(key, data)
         except BaseException:

@@ -3,7 +3,8 @@
 The header comes from netCDF4-python; each chunk's values are read from the
 source variable when the writer asks for them, so no variable is ever held
 whole in memory. The output is written under a temporary name and committed
-only when everything succeeded.
+only when everything succeeded. An output that equals, holds or lies inside the
+input is refused before anything is opened (see safety.py).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import keys
+from . import keys, safety
 from .errors import StoreError, UnsupportedError, UsageError
 from .model import Dataset, Group, Variable
 from .nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
@@ -84,8 +85,7 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     if not os.path.exists(src):
         raise StoreError(f"{src}: no such file or directory")
     spec = parse(dst)
-    if spec.kind != "s3" and os.path.abspath(spec.path) == os.path.abspath(src):
-        raise UsageError("input and output are the same file")
+    safety.check_output_is_safe(src, spec.kind, spec.path)
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
     flavor = FLAVOR_ALIASES[flavor]  # the CLI's "nczarr" is the 4.10 layout

@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 from .errors import FormatError
 from .model import Dataset
 from .nczarr.reader import read_dataset
-from .sniff import NETCDF_MAGIC, is_netcdf_file, zarr_v3_error
+from .sniff import NETCDF_MAGIC, explain_open_failure, is_netcdf_file
 from .stores import open_store
 from .urls import parse
 
@@ -25,11 +25,7 @@ def open_dataset(url: str, *, data: bool = True) -> Dataset:
         try:
             return read_dataset(store, data=data, pure_zarr=spec.pure_zarr, xarray=spec.xarray)
         except FormatError as exc:
-            if store.get("/.zgroup") is None and store.get("/.zarray") is None:
-                v3 = zarr_v3_error(store, url)  # the likelier cause, with its own message
-                if v3 is not None:
-                    raise v3 from exc
-            raise type(exc)(f"{url}: {exc}") from exc
+            raise explain_open_failure(store, url, exc) from exc
 
 
 def dataset_name(url: str) -> str:

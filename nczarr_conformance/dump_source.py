@@ -16,6 +16,7 @@ import numpy as np
 
 from .cdl import StorageFacts
 from .dataset import is_netcdf_file
+from .sniff import explain_open_failure
 from .errors import FormatError
 from .model import Dataset, Variable
 from .nczarr.reader import DatasetReader
@@ -154,7 +155,7 @@ def open_source(url: str) -> Iterator[DumpSource]:
         try:
             store_source = StoreSource(store, pure_zarr=spec.pure_zarr, xarray=spec.xarray)
         except FormatError as exc:
-            raise type(exc)(f"{url}: {exc}") from exc
+            raise explain_open_failure(store, url, exc) from exc
         yield store_source
 
 

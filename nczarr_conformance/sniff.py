@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import NczarrError, UnsupportedError, UsageError
+from .errors import FormatError, NczarrError, UnsupportedError, UsageError
 from .stores.base import Store
 from .urls import StoreSpec
 
@@ -37,3 +37,16 @@ def zarr_v3_error(store: Store, url: str) -> NczarrError | None:
     if store.get("/zarr.json") is not None:
         return UnsupportedError(f"{url}: Zarr v3 store: not supported yet")
     return None
+
+
+def explain_open_failure(store: Store, url: str, exc: FormatError) -> NczarrError:
+    """The error to show when no dataset could be read from ``store``: a Zarr v3 store is
+    named as such when no v2 root is there (the likelier cause); otherwise ``exc`` with the URL."""
+    try:
+        if store.get("/.zgroup") is None and store.get("/.zarray") is None:
+            v3 = zarr_v3_error(store, url)
+            if v3 is not None:
+                return v3
+    except NczarrError:
+        pass  # the root itself is unreadable: the original error says more
+    return type(exc)(f"{url}: {exc}")

@@ -124,8 +124,8 @@ def _decode_all(ctx: CheckContext) -> Iterator[tuple[str, str, str]]:
         except limits.LimitError as exc:
             yield "NCZ-CHUNK-SIZE", key, f"stored object too big for its declared chunk: {exc}"
             continue
-        except NczarrError as exc:
-            yield "NCZ-CHUNK-DECODE", key, f"cannot be read: {exc}"
+        except NczarrError as exc:  # unreadable (symlink, FIFO, refused GET): the same finding as for metadata
+            ctx.read_errors[key] = str(exc)
             continue
         if raw is None:
             continue

@@ -109,8 +109,16 @@ class CheckContext:
 
     # ---- reading --------------------------------------------------------------------
     def _exists(self, key: str) -> bool:
+        """Whether a root object is there. One that is there but cannot be read (a symlink, a
+        FIFO, over the metadata cap) is a finding (NCZ-STORE-READ) when the store itself can be
+        listed; when it cannot, the store cannot be opened at all and the error stands (exit 2)."""
         self.objects_read += 1
-        raw = self.store.get(key)
+        try:
+            raw = self.store.get(key)
+        except NczarrError as exc:
+            self.store.list_prefix("/")  # raises if the store itself is unreachable
+            self.read_errors[key] = str(exc)
+            return True
         if raw is not None:
             self._prefetched[key] = raw
         return raw is not None

@@ -27,6 +27,27 @@ def unsafe_members(ctx: CheckContext) -> Iterator[Finding]:
         yield get("NCZ-STORE-UNSAFE").finding(None, f"object {name!r} has a name that escapes the dataset; never read")
 
 
+@rule("NCZ-STORE-LEFTOVER", Severity.WARNING, source="nczarr-conformance writers (README: what a failure leaves behind)")
+def leftovers(ctx: CheckContext) -> Iterator[Finding]:
+    """No temporary output of a writer that died (SIGKILL, power loss) lies beside or inside the store."""
+    from ..safety import S3_MARKER, find_leftovers
+    from ..urls import parse
+
+    try:
+        spec = parse(ctx.url)
+    except Exception:  # the store was opened, so the URL parsed; a stranger URL form has no leftovers to find
+        return
+    if spec.kind in ("file", "zip"):
+        for path in find_leftovers(spec.path):
+            yield get("NCZ-STORE-LEFTOVER").finding(
+                None, f"{path}: left by a writer that is no longer running; the next conversion to this target "
+                      "removes it (or delete it)")
+    elif spec.kind == "s3" and ctx.store.exists(S3_MARKER):
+        yield get("NCZ-STORE-LEFTOVER").finding(
+            S3_MARKER, "an interrupted write left this prefix (its marker is still here): convert again to this "
+                       "prefix (the next writer removes a dead writer's objects)")
+
+
 @rule("NCZ-STORE-READ", Severity.ERROR, source="nczarr-check; every reader needs the bytes", final=True)
 def store_read(ctx: CheckContext) -> Iterator[Finding]:
     """Every listed object can be read: a broken link, a corrupt zip member, a refused GET is a finding."""

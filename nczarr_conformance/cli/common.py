@@ -29,14 +29,20 @@ def run(prog: str, body: Callable[[], int]) -> int:
     Any other exception is a bug: one line that says so and how to report it (exit 2),
     unless NCZARR_DEBUG is set, which re-raises it for a traceback.
     """
+    from .. import safety
+
+    safety.install_signal_handlers()  # SIGINT and SIGTERM abort: exit 130 / 143, one line
     try:
-        return body()
+        code = body()
+        safety.raise_if_interrupted()  # a signal whose exception was swallowed still counts
+        return code
     except NczarrError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = safety.received() or 2
+        print(f"{prog}: {safety.Interrupted(signum)}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the promise is: never a traceback

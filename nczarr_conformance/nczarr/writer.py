@@ -302,12 +302,17 @@ class DatasetWriter:
         window = max(1, min(self.threads * 2, IN_FLIGHT_BYTES // max(1, fill_chunk.nbytes)))
         pending: deque[Future[tuple[int, int]]] = deque()
         with ThreadPoolExecutor(self.threads) as pool:
-            for item in plan.regions():
-                pending.append(pool.submit(encode, item))
-                if len(pending) >= window:
+            try:
+                for item in plan.regions():
+                    pending.append(pool.submit(encode, item))
+                    if len(pending) >= window:
+                        self._done(pending.popleft().result())
+                while pending:
                     self._done(pending.popleft().result())
-            while pending:
-                self._done(pending.popleft().result())
+            except BaseException:
+                for future in pending:  # queued chunks are not started; the pool waits for running ones
+                    future.cancel()
+                raise
 
     def _block(self, plan: ArrayPlan, region: tuple[slice, ...]) -> np.ndarray:
         """The source's values for one chunk region, in the chunk dtype."""

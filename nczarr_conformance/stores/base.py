@@ -6,7 +6,9 @@ takes a byte limit (metadata objects are capped by default, see
 :mod:`nczarr_conformance.limits`) and an object larger than it is a
 :class:`~nczarr_conformance.limits.LimitError` raised before it is held in memory. Writes are transactional: a
 store opened for writing becomes visible at its target only on ``commit()``;
-``abort()`` leaves nothing behind.
+``abort()`` leaves nothing behind. ``abort()`` first waits for puts in flight in
+worker threads (and refuses new ones), so it never removes a tree while a worker
+is still writing into it; a put after an interrupt signal raises instead of writing.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Self
 
-from .. import keys, limits
+from .. import keys, limits, safety
 from ..errors import StoreError
 
 
@@ -30,6 +32,9 @@ class Store(ABC):
         self.reads = 0
         self.writes = 0
         self._count_lock = threading.Lock()
+        self._idle = threading.Condition(self._count_lock)
+        self._in_flight = 0
+        self._closed = False
 
     # ---- primitives -------------------------------------------------------
     @abstractmethod
@@ -66,9 +71,25 @@ class Store(ABC):
     def put(self, key: str, data: bytes) -> None:
         self._check_writable()
         key = keys.validate(key)
+        safety.raise_if_interrupted()
         with self._count_lock:
+            if self._closed:
+                raise StoreError(f"{self!r}: written after it was committed or aborted")
             self.writes += 1
-        self._put(key, bytes(data))
+            self._in_flight += 1
+        try:
+            self._put(key, bytes(data))
+        finally:
+            with self._count_lock:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def _quiesce(self) -> None:
+        """Refuse new puts and wait for the ones in flight (before commit or abort touches files)."""
+        with self._count_lock:
+            self._closed = True
+            while self._in_flight:
+                self._idle.wait()
 
     def delete(self, key: str) -> None:
         self._check_writable()

@@ -7,14 +7,43 @@ in the fragment (``aws.profile=NAME`` as netcdf-c's tests write it, or nczarr.md
 ``awsprofile=NAME``). Every botocore failure is mapped here, once, to a
 :class:`StoreError` with one readable line. ``requests`` records each S3
 operation sent, so tests can hold the reader to its request budget.
+
+Writing, and why in this order (S3 has no rename, so readers see each PUT at once):
+
+* Opening for writing refuses a prefix that holds any object unless ``--overwrite``; with
+  it, the prefix must hold a dataset and nothing else (its objects are found from the
+  ``.zgroup``/``.zarray``/``.zattrs`` keys, see :func:`safety.split_dataset_keys`): other
+  objects, a bucket root with no dataset in it included, make the writer refuse, and only
+  the old dataset's objects are ever deleted.
+* The first PUT writes a marker object ``.nczarr-partial`` (host and PID of the writer).
+  An overwrite then deletes the old dataset's root metadata (``.zmetadata``, ``.zgroup``,
+  ``.zattrs``, then every other metadata object), so during the write the prefix reads as
+  "no dataset", never as old metadata over new chunks.
+* Chunks are PUT as they come; metadata objects are held back and PUT at ``commit()``,
+  after the old dataset's objects that were not rewritten are deleted (a chunk the new
+  dataset leaves out as all-fill must not show the old one's data), children first and the
+  root ``.zgroup`` (then ``.zmetadata``) last; the marker is deleted last of all.
+* An append PUTs its chunks (new ones lie outside the old shapes, the rewritten edge chunk
+  keeps the old values, so the old dataset reads the same), then at ``commit()`` deletes the
+  root ``.zgroup``/``.zmetadata``, PUTs the new metadata and the root last. ``abort()`` during
+  that phase puts the old metadata back.
+
+So an interrupted overwrite leaves an unreadable prefix (old dataset gone, marker present),
+an interrupted append leaves the old dataset or, killed during its metadata phase, an
+unreadable one — never a readable mix. ``abort()`` removes everything the writer put and,
+for an overwrite, what is left of the old dataset. The next writer on the prefix removes a
+dead writer's leftovers (marker present, its PID gone): they hold only dataset-shaped keys.
 """
 from __future__ import annotations
 
+import json
+import os
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-from .. import keys, limits
+from .. import keys, limits, safety
 from ..errors import StoreError
 from ..urls import StoreSpec
 from .base import Store
@@ -72,13 +101,55 @@ class S3Store(Store):
             raise StoreError(f"s3://{bucket}/{self.prefix}: {exc}") from exc
         self._recorder = self._record
         self.client.meta.events.register("before-parameter-build.s3.*", self._recorder)
+        self._held: dict[str, bytes] = {}  # metadata, PUT at commit
+        self._old: list[str] = []  # the old dataset's objects ('w') or every object ('a')
+        self._begun = False
+        self._begin_lock = threading.Lock()
+        self._restore: dict[str, bytes | None] = {}  # append: metadata to put back on abort
         if mode in ("w", "a"):
             self.writable = True
-            if mode == "w" and not overwrite and self._dataset_exists():
-                raise StoreError(f"{self!r}: a dataset exists there (use --overwrite to replace it)")
-            self._existing = set(self._list_prefix("/")) if mode == "w" and overwrite else set()
-        else:
-            self._existing = set()
+            self._open_for_writing(mode, overwrite)
+
+    def _open_for_writing(self, mode: str, overwrite: bool) -> None:
+        existing = set(self._list_prefix("/"))
+        where = f"s3://{self.bucket}/{self.prefix}"
+        if safety.S3_MARKER in existing:
+            owner = self._marker_owner()
+            if owner is not None:
+                raise StoreError(f"{where}: being written by process {owner} (its {safety.S3_MARKER[1:]} object); "
+                                 "not touched")
+            if mode == "a":
+                raise StoreError(f"{where}: holds the leftovers of an interrupted write (no dataset); "
+                                 "write it again instead of appending")
+            foreign = sorted(k for k in existing if not safety.is_dataset_shaped(k))
+            if foreign:
+                raise StoreError(f"{where}: holds {foreign[0].lstrip('/')}, which is not part of a Zarr dataset; "
+                                 "not replaced")
+            self._old = sorted(existing)  # a dead writer's leftovers: ours to remove
+            return
+        if mode == "a":
+            self._old = sorted(existing)
+            return
+        if existing and not overwrite:
+            first = sorted(existing)[0].lstrip("/")
+            raise StoreError(f"{where}: holds {len(existing)} object(s) ({first}…); use --overwrite to replace a "
+                             "dataset there")
+        if existing:
+            self._old = safety.refuse_foreign(where, existing)
+
+    def _marker_owner(self) -> str | None:
+        """'pid N on HOST' for a live writer's marker, None for a dead one's (or an unreadable one)."""
+        raw = self._get(safety.S3_MARKER)
+        try:
+            doc = json.loads(raw or b"{}")
+            host, pid = str(doc["host"]), int(doc["pid"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        if host == socket.gethostname() and (pid == os.getpid() or not safety.pid_alive(pid)):
+            return None
+        if host != socket.gethostname():
+            return f"{pid} on {host}"
+        return str(pid)
 
     @classmethod
     def from_spec(cls, spec: StoreSpec, mode: str = "r", overwrite: bool = False) -> S3Store:
@@ -157,14 +228,36 @@ class S3Store(Store):
             raise self._fail(exc, f"get {key}") from exc
 
     def _put(self, key: str, data: bytes) -> None:
+        if keys.basename(key) in safety.META_NAMES:
+            with self._lock:
+                self._held[key] = data
+            return
+        self._begin()
+        self._put_now(key, data)
+        with self._lock:
+            self._put_keys.append(key)
+
+    def _put_now(self, key: str, data: bytes) -> None:
         import botocore.exceptions as bx
 
         try:
             self.client.put_object(Bucket=self.bucket, Key=self._name(key), Body=data)
         except (bx.ClientError, bx.BotoCoreError) as exc:
             raise self._fail(exc, f"put {key}") from exc
-        with self._lock:
-            self._put_keys.append(key)
+
+    def _begin(self) -> None:
+        """Before the first PUT: the marker; for an overwrite, the old metadata goes (root first)."""
+        with self._begin_lock:  # not self._lock: the request recorder takes that one
+            if self._begun:
+                return
+            marker = json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()
+            self._put_now(safety.S3_MARKER, marker)
+            if self.mode == "w" and self._old:
+                meta = [k for k in self._old if keys.basename(k) in safety.META_NAMES]
+                root = [k for k in safety.ROOT_META if k in meta]
+                self._delete_many(root)
+                self._delete_many(sorted(set(meta) - set(root)))
+            self._begun = True
 
     def _delete(self, key: str) -> None:
         self._delete_many([key])
@@ -210,26 +303,70 @@ class S3Store(Store):
             raise self._fail(exc, f"list {prefix}") from exc
         return sorted(n for n in out if n)
 
-    def _dataset_exists(self) -> bool:
-        return any(self._get(k) is not None for k in ("/.zgroup", "/.zarray"))
-
     def commit(self) -> None:
-        if self.mode != "w":
+        if self.mode not in ("w", "a"):
             return
-        stale = sorted(self._existing - set(self._put_keys))
-        if stale:
-            self._delete_many(stale)
-        self.mode = "done"
+        self._quiesce()
+        with safety.critical():
+            try:
+                safety.raise_if_interrupted()
+                self._begin()
+                if self.mode == "w":
+                    put = set(self._put_keys) | set(self._held)
+                    stale = sorted(k for k in self._old if k not in put and k != safety.S3_MARKER)
+                    if stale:
+                        self._delete_many(stale)
+                else:
+                    for key in [*self._held, *safety.ROOT_META]:
+                        if key not in self._restore:
+                            self._restore[key] = self._get(key)
+                    root = [k for k in safety.ROOT_META if self._restore.get(k) is not None
+                            and keys.basename(k) in (".zgroup", ".zmetadata")]
+                    self._delete_many(root)
+                for key in self._metadata_order():
+                    self._put_now(key, self._held[key])
+                    with self._lock:
+                        self._put_keys.append(key)
+                if self.mode == "a":  # the old root .zgroup, when the append did not rewrite it
+                    zgroup = self._restore.get("/.zgroup")
+                    if "/.zgroup" not in self._held and zgroup is not None:
+                        self._put_now("/.zgroup", zgroup)
+                self._delete_many([safety.S3_MARKER])
+            except BaseException:
+                self._abort_writes()
+                raise
+            self.mode = "done"
+
+    def _metadata_order(self) -> list[str]:
+        """Held metadata: deepest first, the root's last with .zgroup then .zmetadata at the very end."""
+        last = {"/.zattrs": 0, "/.zarray": 1, "/.zgroup": 2, "/.zmetadata": 3}
+        return sorted(self._held, key=lambda k: (k in last, last.get(k, 0), -len(keys.split(k)), k))
 
     def abort(self) -> None:
-        """Delete what this writer put (a failed conversion leaves no partial dataset).
+        """Remove what this writer put (see the module docstring); best effort, never raises."""
+        if self.mode in ("w", "a"):
+            self._quiesce()
+            with safety.critical():
+                self._abort_writes()
 
-        An append ('a') deletes nothing: it may have rewritten existing chunks (with the same
-        values where the old data was), and its metadata, put last, was not reached.
-        """
-        if self.mode == "w" and self._put_keys and not self._existing:
-            self._delete_many(list(self._put_keys))
-        self.mode = "done"
+    def _abort_writes(self) -> None:
+        mode, self.mode = self.mode, "done"
+        if not self._begun:
+            return
+        try:
+            if mode == "a":
+                new = [k for k in self._put_keys if k not in self._old and k not in self._restore]
+                self._delete_many(new)
+                restore = [k for k in self._restore if self._restore[k] is not None]
+                for key in sorted(restore, key=lambda k: k in ("/.zgroup", "/.zmetadata")):
+                    data = self._restore[key]
+                    if data is not None:
+                        self._put_now(key, data)
+            else:
+                self._delete_many(sorted(set(self._put_keys) | set(self._old)))
+            self._delete_many([safety.S3_MARKER])
+        except (StoreError, OSError):
+            pass  # the write's own error is the one worth reporting
 
     def __repr__(self) -> str:
         return f"S3Store('s3://{self.bucket}/{self.prefix}')"

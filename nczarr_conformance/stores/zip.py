@@ -6,6 +6,11 @@ ZipStore puts it at the top. Reading finds either; writing uses netcdf-c's
 layout so that netcdf-c built with libzip reads what we write. Nothing is ever
 extracted: members are read into memory one at a time, and member names with
 ``..``, absolute paths or backslashes are never served.
+
+Writing goes to a private temporary file next to the target,
+``.<name>.partial-<pid>-<random>`` (``mkstemp``: ``O_EXCL``, never through a symlink),
+renamed onto the target at ``commit()``: a reader sees the old zip or the new one.
+``--overwrite`` replaces only a zip file. Leftovers of dead writers are removed on open.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import keys, limits
+from .. import keys, limits, safety
 from ..errors import FormatError, StoreError
 from .base import Store
 
@@ -44,13 +49,19 @@ class ZipStore(Store):
             self._open_read()
         elif mode == "w":
             self.writable = True
-            if self.target.exists() and not overwrite:
-                raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
-            if not self.target.parent.is_dir():
+            self._real = Path(os.path.realpath(self.target))
+            if os.path.lexists(self.target):
+                if not overwrite:
+                    raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
+                if not self._real.is_file() or not zipfile.is_zipfile(self._real):
+                    raise StoreError(f"{self.target}: not a zip file; --overwrite replaces only a zip store")
+            if not self._real.parent.is_dir():
                 raise StoreError(f"{self.target.parent}: no such directory")
+            safety.remove_leftovers(self._real)
+            self._umask = safety.umask()
             self.prefix = dataset_folder(self.target) + "/"
-            self.tmp = self.target.parent / f".{self.target.name}.partial-{os.getpid()}"
-            self.zf = zipfile.ZipFile(self.tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
+            fd, self.tmp = safety.make_temp_file(self._real)
+            self.zf = zipfile.ZipFile(os.fdopen(fd, "w+b"), "w", compression=zipfile.ZIP_STORED, allowZip64=True)
             self._written: set[str] = set()
         else:
             raise ValueError(f"bad mode {mode!r}")
@@ -135,7 +146,10 @@ class ZipStore(Store):
             info = zipfile.ZipInfo(self.prefix + key.lstrip("/"), date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_STORED
-            self.zf.writestr(info, data)
+            try:
+                self.zf.writestr(info, data)
+            except OSError as exc:
+                raise StoreError(f"{self.target}: cannot write {key.lstrip('/')}: {exc.strerror or exc}") from exc
 
     def _delete(self, key: str) -> None:
         raise StoreError(f"{self!r} cannot delete objects")
@@ -148,19 +162,39 @@ class ZipStore(Store):
     def commit(self) -> None:
         if self.mode != "w":
             return
-        with self._lock:
-            self.zf.close()
-            if self.target.exists() and not self.overwrite:
+        self._quiesce()
+        with safety.critical(), self._lock:
+            try:
+                safety.raise_if_interrupted()
+                fh = self.zf.fp
+                self.zf.close()
+                if fh is not None:
+                    fh.close()
+                if os.path.lexists(self.target) and not self.overwrite:
+                    raise StoreError(f"{self.target}: appeared while writing; not replaced")
+                os.chmod(self.tmp, 0o666 & ~self._umask)
+                os.replace(self.tmp, self._real)
+            except OSError as exc:
                 self.tmp.unlink(missing_ok=True)
-                raise StoreError(f"{self.target}: appeared while writing; not replaced")
-            os.replace(self.tmp, self.target)
+                self.mode = "done"
+                raise StoreError(f"{self.target}: cannot write the zip file: {exc.strerror or exc}") from exc
+            except BaseException:
+                self.tmp.unlink(missing_ok=True)
+                self.mode = "done"
+                raise
             self.mode = "done"
 
     def abort(self) -> None:
         if self.mode == "w":
-            with self._lock:
+            self._quiesce()
+            with safety.critical(), self._lock:
                 try:
+                    fh = self.zf.fp
                     self.zf.close()
+                    if fh is not None:
+                        fh.close()
+                except (OSError, ValueError):
+                    pass
                 finally:
                     self.tmp.unlink(missing_ok=True)
                     self.mode = "done"

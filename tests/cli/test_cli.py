@@ -94,7 +94,11 @@ def test_output_exists_is_refused_and_untouched(rich_nc, tmp_path, name):
         assert target.read_bytes() == b"precious"
     else:
         assert [p.name for p in target.iterdir()] == ["precious"]
-    assert run("nc2nczarr", "--overwrite", str(rich_nc), str(target)).returncode == 0
+    # --overwrite replaces a dataset only: "precious" is not one (tests/test_output_safety.py)
+    assert_clean_failure(run("nc2nczarr", "--overwrite", str(rich_nc), str(target)))
+    dataset = tmp_path / ("again" + target.suffix)
+    assert run("nc2nczarr", str(rich_nc), str(dataset)).returncode == 0
+    assert run("nc2nczarr", "--overwrite", str(rich_nc), str(dataset)).returncode == 0
 
 
 def test_failed_conversion_leaves_nothing(rich_nc, tmp_path):

@@ -77,11 +77,23 @@ class TestDirectoryStore(StoreContract):
     def test_overwrite_replaces(self, tmp_path):
         target = tmp_path / "ds.file"
         target.mkdir()
-        (target / "old").write_text("x")
+        (target / ".zgroup").write_text("{}")
+        (target / "a").mkdir()
+        (target / "a" / ".zarray").write_text("{}")
+        (target / "a" / "0.0").write_text("x")
         store = DirectoryStore(target, "w", overwrite=True)
         store.put("/new", b"y")
         store.commit()
         assert sorted(p.name for p in target.iterdir()) == ["new"]
+
+    def test_overwrite_refuses_what_is_not_a_dataset(self, tmp_path):
+        target = tmp_path / "ds.file"
+        target.mkdir()
+        (target / ".zgroup").write_text("{}")
+        (target / "notes.txt").write_text("mine")
+        with pytest.raises(StoreError, match="notes.txt, which is not part of a Zarr dataset"):
+            DirectoryStore(target, "w", overwrite=True)
+        assert (target / "notes.txt").read_text() == "mine"
 
 
 class TestZipStore(StoreContract):
