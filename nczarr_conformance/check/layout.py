@@ -27,6 +27,23 @@ def unsafe_members(ctx: CheckContext) -> Iterator[Finding]:
         yield get("NCZ-STORE-UNSAFE").finding(None, f"object {name!r} has a name that escapes the dataset; never read")
 
 
+@rule("NCZ-STORE-KEYCLASH", Severity.ERROR, source="Zarr v2 spec \"Storage\"; a file system cannot hold both")
+def key_clash(ctx: CheckContext) -> Iterator[Finding]:
+    """No key is both an object and a prefix of other objects (possible in a zip or on S3 only)."""
+    objects = ctx.object_set
+    clashes: set[str] = set()
+    for key in ctx.objects:
+        parts = keys.split(key)
+        for depth in range(1, len(parts)):
+            prefix = keys.join(*parts[:depth])
+            if prefix in objects:
+                clashes.add(prefix)
+    for key in sorted(clashes):
+        yield get("NCZ-STORE-KEYCLASH").finding(
+            key, "is an object and also holds objects under it: no directory store can hold this, and readers "
+                 "disagree on which one they see")
+
+
 @rule("NCZ-STORE-LEFTOVER", Severity.WARNING, source="nczarr-conformance writers (README: what a failure leaves behind)")
 def leftovers(ctx: CheckContext) -> Iterator[Finding]:
     """No temporary output of a writer that died (SIGKILL, power loss) lies beside or inside the store."""

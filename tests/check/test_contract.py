@@ -269,3 +269,15 @@ def test_json_depth_limit(tmp_path, depth):
     rc, found, _ = check(to_dir(objs, tmp_path / "d.zarr"))
     deep = [f for f in found if f[0] == "NCZ-JSON-DEPTH"]
     assert (rc, deep) == ((1, [("NCZ-JSON-DEPTH", "error", "/a/.zattrs")]) if depth > MAX_JSON_DEPTH else (0, []))
+
+
+def test_a_key_that_is_both_object_and_prefix_is_the_same_error_in_a_zip_and_on_s3(tmp_path, s3_bucket):
+    """`a/.zattrs` as an object and as a folder of `a/.zattrs/0`: a directory cannot hold it, a zip and S3 can."""
+    objs = base()
+    objs["/a/.zattrs"] = j({})
+    objs["/a/.zattrs/0"] = b"junk"
+    for url in (to_zip(objs, tmp_path / "clash.zip"), to_s3(objs, s3_bucket, "clash")):
+        rc, found, _ = check(url)
+        assert rc == 1 and ("NCZ-STORE-KEYCLASH", "error", "/a/.zattrs") in found, (url, found)
+    rc, found, _ = check(to_zip(base(), tmp_path / "fine.zip"))
+    assert not [f for f in found if f[0] == "NCZ-STORE-KEYCLASH"], found
