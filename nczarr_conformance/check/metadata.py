@@ -52,6 +52,17 @@ def array_shape(ctx: CheckContext) -> Iterator[Finding]:
             yield get("NCZ-ARRAY-SHAPE").finding(_zkey(akey), f"shape {z['shape']!r} is not a list of integers >= 0")
 
 
+@rule("NCZ-ARRAY-NDIM", Severity.ERROR, source="numpy's 64-dimension limit (zarr-python, xarray, ours)")
+def array_ndim(ctx: CheckContext) -> Iterator[Finding]:
+    """An array has at most 64 dimensions: numpy-based readers (zarr-python, xarray, ours) cannot hold more."""
+    from ..nczarr.reader import MAX_NDIM
+
+    for akey, rec, z in _arrays(ctx):
+        shape = z.get("shape")
+        if isinstance(shape, list) and len(shape) > MAX_NDIM:
+            yield get("NCZ-ARRAY-NDIM").finding(_zkey(akey), f"{len(shape)} dimensions; more than {MAX_NDIM}")
+
+
 @rule("NCZ-ARRAY-CHUNKS", Severity.ERROR, source="Zarr v2 spec")
 def array_chunks(ctx: CheckContext) -> Iterator[Finding]:
     """chunks is a list of integers >= 1, one per dimension of shape."""

@@ -45,6 +45,9 @@ OVERLONG_SCALAR_BYTES = 1024**2
 ANONYMOUS_DIM = "_Anonymous_Dim_{}"
 
 
+#: numpy's limit on array dimensions (netcdf-c allows 1024: such a variable is refused, not misread).
+MAX_NDIM = 64
+
 @dataclass
 class ArrayInfo:
     """Everything needed to read one variable's chunks."""
@@ -234,6 +237,9 @@ class DatasetReader:
             raise UnsupportedError(f"{zkey}: zarr_format {zarray.get('zarr_format')!r}, only 2 is supported")
         zshape = _int_list(zarray.get("shape"), "shape", zkey, 0)
         chunks = _int_list(zarray.get("chunks"), "chunks", zkey, 1)
+        if len(zshape) > MAX_NDIM:
+            raise UnsupportedError(f"{zkey}: {len(zshape)} dimensions; numpy, and so this reader, zarr-python and "
+                                   f"xarray, hold at most {MAX_NDIM}")
         if len(chunks) != len(zshape):
             raise FormatError(f"{zkey}: chunks {list(chunks)} do not match shape {list(zshape)}")
         st = parse_dtype(zarray.get("dtype"), u1_is_char=self.nczarr)

@@ -281,3 +281,20 @@ def test_a_key_that_is_both_object_and_prefix_is_the_same_error_in_a_zip_and_on_
         assert rc == 1 and ("NCZ-STORE-KEYCLASH", "error", "/a/.zattrs") in found, (url, found)
     rc, found, _ = check(to_zip(base(), tmp_path / "fine.zip"))
     assert not [f for f in found if f[0] == "NCZ-STORE-KEYCLASH"], found
+
+
+def test_more_dimensions_than_numpy_holds_is_an_error_not_a_crash(tmp_path):
+    """netcdf-c allows 1024 dimensions; numpy (and so zarr-python, xarray and our reader) 64."""
+    import zarr
+
+    objs = base()
+    objs["/a/.zarray"] = j({**zarray([1] * 100), "chunks": [1] * 100})
+    url = to_dir(objs, tmp_path / "ndim")
+    with pytest.raises(ValueError, match="maximum supported dimension"):  # the peer fails the same way
+        zarr.open_array(str(tmp_path / "ndim" / "a"), mode="r")[...]
+    rc, found, _ = check(url)
+    assert rc == 1 and ("NCZ-ARRAY-NDIM", "error", "/a/.zarray") in found, found
+    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", url], capture_output=True, text=True,
+                            timeout=60)
+    assert dumped.returncode == 2 and dumped.stderr.count("\n") == 1, dumped.stderr
+    assert "/a/.zarray: 100 dimensions" in dumped.stderr and "bug" not in dumped.stderr
