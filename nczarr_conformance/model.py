@@ -4,12 +4,19 @@ In memory, data and attribute values are numpy arrays (char as ``S1``, string
 as ``object`` holding ``str``); a char attribute is a ``str``. ``to_json``
 produces exactly the contract's JSON; ``canonical_text`` is the byte-exact form
 comparisons use (so ``-0.0`` and ``0.0`` differ, as they do on disk).
+
+Comparisons include storage by default (chunk shape, codec chain with its parameters,
+byte order, NOFILL, Zarr order and dimension separator): a writer that drops a codec or
+flips the byte order writes a different dataset, even when every value reads back equal.
+A comparison that must look past one storage field names it, with the reason, in
+``diff(..., ignore={field: reason})``.
 """
 from __future__ import annotations
 
 import json
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -70,6 +77,10 @@ class Variable:
     filters: list[dict[str, Any]] | None = None
     #: netCDF NOFILL mode (ncdump -s: ``_NoFill = "true"``): unwritten values are undefined, Zarr ``fill_value: null``
     no_fill: bool = False
+    #: Zarr ``order`` ("C" or "F"); None: not a Zarr array, or the Zarr default "C"
+    order: str | None = None
+    #: Zarr ``dimension_separator`` ("." or "/"); None: not a Zarr array, or the Zarr default "."
+    dimension_separator: str | None = None
 
     @property
     def is_scalar(self) -> bool:
@@ -111,12 +122,16 @@ class Dataset:
             group = group.groups[g]
         return group.dimensions[name]
 
-    def to_json(self, *, data: bool = True, storage: bool = True) -> dict[str, Any]:
-        return {"model": MODEL_ID, "root": _group_json(self.root, data, storage)}
+    def to_json(self, *, data: bool = True, storage: bool = True, resolve_defaults: bool = False) -> dict[str, Any]:
+        """The contract's JSON. ``resolve_defaults`` spells out every storage default (native byte
+        order is little-endian, no filters, fill mode on, Zarr order "C" and separator ".") so
+        that an unstated default and the same value stated compare equal."""
+        return {"model": MODEL_ID, "root": _group_json(self.root, data, storage, resolve_defaults)}
 
-    def canonical_text(self, *, data: bool = True, storage: bool = False) -> str:
-        return json.dumps(self.to_json(data=data, storage=storage), sort_keys=True, ensure_ascii=False,
-                          indent=1)
+    def canonical_text(self, *, data: bool = True, storage: bool = True) -> str:
+        """The byte-exact comparison form, storage included (defaults resolved) unless ``storage=False``."""
+        return json.dumps(self.to_json(data=data, storage=storage, resolve_defaults=storage), sort_keys=True,
+                          ensure_ascii=False, indent=1)
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Dataset:
@@ -223,7 +238,14 @@ def _attrs_json(attrs: dict[str, Attribute]) -> dict[str, Any]:
     return {name: attribute_to_json(a) for name, a in attrs.items()}
 
 
-def _variable_json(var: Variable, data: bool, storage: bool) -> dict[str, Any]:
+def _resolved_endianness(var: Variable) -> str | None:
+    """Byte order as stored: None for types without one (char, string, 1-byte), else little unless big."""
+    if var.type in ("char", "string", "byte", "ubyte"):
+        return None
+    return "big" if var.endianness == "big" else "little"
+
+
+def _variable_json(var: Variable, data: bool, storage: bool, resolve: bool = False) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "type": var.type,
         "dimensions": list(var.dimensions),
@@ -233,20 +255,27 @@ def _variable_json(var: Variable, data: bool, storage: bool) -> dict[str, Any]:
     if data and var.data is not None:
         doc["data"] = values_to_json(var.data, var.type)
     if storage:
-        doc["chunks"] = None if var.chunks is None else list(var.chunks)
-        if var.endianness:
-            doc["endianness"] = var.endianness
-        if var.filters is not None:
-            doc["filters"] = var.filters
+        doc["chunks"] = None if var.chunks is None else [int(c) for c in var.chunks]
+        endianness = _resolved_endianness(var) if resolve else var.endianness
+        if endianness:
+            doc["endianness"] = endianness
+        if var.filters is not None or resolve:
+            doc["filters"] = [dict(f) for f in var.filters or []]
+        if var.no_fill or resolve:
+            doc["no_fill"] = bool(var.no_fill)
+        if var.order is not None or resolve:
+            doc["order"] = var.order or "C"
+        if var.dimension_separator is not None or resolve:
+            doc["dimension_separator"] = var.dimension_separator or "."
     return doc
 
 
-def _group_json(group: Group, data: bool, storage: bool) -> dict[str, Any]:
+def _group_json(group: Group, data: bool, storage: bool, resolve: bool = False) -> dict[str, Any]:
     return {
         "dimensions": {n: {"size": d.size, "unlimited": d.unlimited} for n, d in group.dimensions.items()},
         "attributes": _attrs_json(group.attributes),
-        "variables": {n: _variable_json(v, data, storage) for n, v in group.variables.items()},
-        "groups": {n: _group_json(g, data, storage) for n, g in group.groups.items()},
+        "variables": {n: _variable_json(v, data, storage, resolve) for n, v in group.variables.items()},
+        "groups": {n: _group_json(g, data, storage, resolve) for n, g in group.groups.items()},
     }
 
 
@@ -262,15 +291,52 @@ def _group_from_json(doc: dict[str, Any]) -> Group:
         group.variables[name] = Variable(
             v["type"], list(v["dimensions"]), shape,
             {n: attribute_from_json(a) for n, a in v["attributes"].items()},
-            data, v.get("chunks"), v.get("endianness"), v.get("filters"))
+            data, v.get("chunks"), v.get("endianness"), v.get("filters"), bool(v.get("no_fill", False)),
+            v.get("order"), v.get("dimension_separator"))
     for name, g in doc["groups"].items():
         group.groups[name] = _group_from_json(g)
     return group
 
 
-def diff(a: Dataset, b: Dataset, *, data: bool = True) -> list[str]:
-    """Human-readable differences between two models (empty when equal)."""
-    return diff_json(json.loads(a.canonical_text(data=data)), json.loads(b.canonical_text(data=data)))
+#: the storage fields a comparison may be told to ignore (each with its reason)
+STORAGE_FIELDS = frozenset({"chunks", "endianness", "filters", "no_fill", "order", "dimension_separator"})
+#: ``contiguous``: ignore ``chunks`` only where one side is contiguous (null): Zarr has no contiguous
+#: layout, so a Zarr writer must choose chunks for it, while every chunked variable still compares
+IGNORABLE = STORAGE_FIELDS | {"contiguous"}
+
+
+def diff(a: Dataset, b: Dataset, *, data: bool = True, ignore: Mapping[str, str] | None = None) -> list[str]:
+    """Human-readable differences between two models (empty when equal), storage included.
+
+    ``ignore`` maps a storage field (:data:`IGNORABLE`) to the reason this comparison cannot
+    hold it to account, e.g. ``{"chunks": "netCDF4 rechunks contiguous input"}``; a field
+    without a reason is refused, so no test ignores storage silently.
+    """
+    ignore = dict(ignore or {})
+    unknown = sorted(set(ignore) - IGNORABLE)
+    if unknown:
+        raise ValueError(f"cannot ignore {unknown}: only storage fields {sorted(IGNORABLE)}")
+    unexplained = sorted(k for k, why in ignore.items() if not str(why).strip())
+    if unexplained:
+        raise ValueError(f"ignoring {unexplained} needs a reason")
+    first, second = json.loads(a.canonical_text(data=data)), json.loads(b.canonical_text(data=data))
+    if ignore:
+        _drop_ignored(first["root"], second["root"], set(ignore))
+    return diff_json(first, second)
+
+
+def _drop_ignored(x: dict[str, Any], y: dict[str, Any], fields: set[str]) -> None:
+    """Remove the ignored storage fields from the variables of two group documents, recursively."""
+    for name in set(x["variables"]) & set(y["variables"]):
+        p, q = x["variables"][name], y["variables"][name]
+        drop = fields & STORAGE_FIELDS
+        if "contiguous" in fields and (p.get("chunks") is None or q.get("chunks") is None):
+            drop = drop | {"chunks"}
+        for key in drop:
+            p.pop(key, None)
+            q.pop(key, None)
+    for name in set(x["groups"]) & set(y["groups"]):
+        _drop_ignored(x["groups"][name], y["groups"][name], fields)
 
 
 def diff_json(a: Any, b: Any, limit: int = 50) -> list[str]:

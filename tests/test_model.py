@@ -5,6 +5,7 @@ import json
 
 import jsonschema
 import numpy as np
+import pytest
 
 from nczarr_conformance.resources import model_schema
 from tests.conftest import REPO
@@ -56,3 +57,43 @@ def test_attribute_must_be_a_vector():
     except ValueError:
         return
     raise AssertionError("empty numeric attribute accepted")
+
+
+def _stored_differently(small):
+    other = Dataset.from_json(json.loads(small.canonical_text()))
+    var = other.root.variables["v"]
+    var.filters = [{"id": "zlib", "level": 1}]
+    var.endianness = "big"
+    var.chunks = [2, 3]
+    var.no_fill = True
+    var.order = "F"
+    var.dimension_separator = "/"
+    return other
+
+
+def test_diff_compares_storage_by_default(small):
+    found = diff(small, _stored_differently(small))
+    assert {line.split(":")[0].split("/variables/v/")[1].split("[")[0] for line in found} == {
+        "chunks", "dimension_separator", "endianness", "filters", "no_fill", "order"}
+
+
+def test_unstated_storage_defaults_equal_the_same_values_stated(small):
+    stated = Dataset.from_json(json.loads(small.canonical_text()))
+    for var in stated.root.variables.values():
+        var.filters, var.order, var.dimension_separator = [], "C", "."
+    stated.root.variables["v"].endianness = "little"
+    assert diff(small, stated) == []
+
+
+def test_diff_ignores_only_the_named_storage_fields_and_only_with_a_reason(small):
+    other = _stored_differently(small)
+    ignore = {f: "test" for f in ("filters", "endianness", "no_fill", "order", "dimension_separator")}
+    assert diff(small, other, ignore=ignore) == ['/root/variables/v/chunks[0]: 1 != 2',
+                                                 '/root/variables/v/chunks[1]: 2 != 3']
+    assert diff(small, other, ignore={**ignore, "contiguous": "test"}) != []  # v is chunked on both sides
+    other.root.variables["v"].chunks = None
+    assert diff(small, other, ignore={**ignore, "contiguous": "test"}) == []
+    with pytest.raises(ValueError, match="needs a reason"):
+        diff(small, other, ignore={"chunks": " "})
+    with pytest.raises(ValueError, match="cannot ignore"):
+        diff(small, other, ignore={"attributes": "no"})

@@ -289,7 +289,8 @@ class DatasetReader:
         if zarray.get("compressor") is not None:
             filters.append(zarray["compressor"])
         var = Variable(st.nctype, dimensions, shape, attributes, chunks=list(chunks) if not scalar else None,
-                       endianness=st.endianness, filters=filters)
+                       endianness=st.endianness, filters=filters, no_fill=zarray.get("fill_value") is None,
+                       order=order, dimension_separator=sep)
         if not self.nczarr:
             var.dimensions = self._xarray_names(akey, zattrs, zshape)
         return var

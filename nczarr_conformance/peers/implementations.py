@@ -138,6 +138,22 @@ def _variable_from_values(values: np.ndarray, attrs: dict[str, Attribute]) -> Va
     return Variable(nctype, [], arr.shape, attrs, arr)
 
 
+def _with_zarr_storage(var: Variable, arr: Any) -> Variable:
+    """``var`` with the storage zarr-python's own array metadata reports (``arr.metadata``): chunks,
+    codec chain (filters, then the compressor), byte order, fill mode, order and separator."""
+    meta = arr.metadata.to_dict()
+    var.chunks = [int(c) for c in meta["chunks"]] if var.shape else None
+    var.filters = [dict(c) for c in meta.get("filters") or []]
+    if meta.get("compressor") is not None:
+        var.filters.append(dict(meta["compressor"]))
+    byteorder = np.dtype(meta["dtype"]).str[0] if isinstance(meta["dtype"], str) else "|"  # "=" spelled out
+    var.endianness = {">": "big", "<": "little"}.get(byteorder)
+    var.no_fill = meta.get("fill_value") is None
+    var.order = str(meta.get("order", "C"))
+    var.dimension_separator = str(meta.get("dimension_separator") or ".")
+    return var
+
+
 class PythonPackagePeer(Peer):
     """A peer that is a Python package: available when it imports, versioned by its distribution."""
 
@@ -219,8 +235,8 @@ class ZarrPython(PythonPackagePeer):
             child = f"{path}/{name}".strip("/")
             if listing.get(f"/{child}/.zarray") is not None:
                 arr = zarr.open_array(root, path=child, mode="r", zarr_format=2)
-                group.variables[name] = _variable_from_values(np.asarray(arr[...]),
-                                                              _untyped_attributes(dict(arr.attrs)))
+                group.variables[name] = _with_zarr_storage(
+                    _variable_from_values(np.asarray(arr[...]), _untyped_attributes(dict(arr.attrs))), arr)
             elif listing.get(f"/{child}/.zgroup") is not None:
                 group.groups[name] = self._read_group(root, child)
         return group

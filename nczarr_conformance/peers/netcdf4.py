@@ -333,6 +333,7 @@ def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str)
                     for c, d, size in zip(var.chunks, var.dimensions, var.shape))
             else:
                 kwargs["contiguous"] = not any(dims_by_path[d].isunlimited() for d in var.dimensions)
+        kwargs["shuffle"] = False  # netCDF4-python shuffles by default whenever zlib is on
         for cfg in var.filters or []:
             if cfg.get("id") == "zlib":
                 kwargs.update(zlib=True, complevel=int(cfg.get("level", 4)))

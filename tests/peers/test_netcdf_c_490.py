@@ -12,6 +12,7 @@ from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
+from nczarr_conformance.testing.ignores import CONTIGUOUS, UPPER_FLAVOR
 from tests.conftest import need_tool
 
 pytestmark = pytest.mark.peer
@@ -58,13 +59,6 @@ def test_netcdf_c_410_reads_upper_flavor_data(tmp_path):
     assert np.array_equal(theirs.root.groups["g"].variables["w"].data, model.root.groups["g"].variables["w"].data)
 
 
-def _without_storage_details(model: Dataset) -> Dataset:
-    for _, group in model.root.walk():
-        for var in group.variables.values():
-            var.endianness = None
-    return model
-
-
 def test_ncdump_490_reads_our_upper_flavor(tmp_path):
     ncdump = need_tool("ncdump")
     _, url = _write_upper(tmp_path)
@@ -81,7 +75,8 @@ def test_netcdf_c_490_reads_our_upper_flavor_equal(tmp_path):
     nc = tmp_path / "copy.nc"
     out = subprocess.run([nccopy, "-k", "nc4", url, str(nc)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert diff(model, netcdf4.read(str(nc))) == []
+    assert diff(model, netcdf4.read(str(nc)), ignore={
+        **CONTIGUOUS, **UPPER_FLAVOR, "no_fill": "nccopy writes its output in NOFILL mode (nc_set_fill NC_NOFILL)"}) == []
 
 
 @pytest.mark.xfail(strict=True, reason="netcdf-c 4.10.1 ignores the upper-case _NCZARR_ATTR and sub-group "
@@ -127,7 +122,9 @@ group: g1 {
     subprocess.run([ncgen, "-4", "-b", "-o", str(ref), str(cdl)], check=True, capture_output=True, timeout=60)
     expected = netcdf4.read(str(ref))
     ours = open_dataset(str(tmp_path / "gen.file"))
-    assert diff(_without_storage_details(expected), _without_storage_details(ours)) == []
+    assert ours.root.variables["f"].filters == []  # Debian's netcdf-c 4.9.0 has no NCZarr codecs
+    assert diff(expected, ours, ignore={**CONTIGUOUS, "filters": "ncgen 4.9.0 deflates f in the .nc but cannot "
+                                                                 "in the NCZarr store (asserted just above)"}) == []
 
 
 @pytest.mark.xfail(strict=True, reason="netcdf-c 4.9.0 writes a big-endian variable's dtype as >f4 but its "

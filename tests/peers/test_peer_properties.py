@@ -22,6 +22,7 @@ from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore, ZipStore
 from nczarr_conformance.stores.zip import dataset_folder
+from nczarr_conformance.testing.ignores import CONTIGUOUS
 from nczarr_conformance.testing.strategies import datasets
 from nczarr_conformance.urls import to_file_url
 from tests.test_properties import Scratch
@@ -75,7 +76,7 @@ def test_netcdf_c_reads_our_output_equal(model):
         with DirectoryStore(where / "d.file", "w") as store:
             write_dataset(model, store)
         theirs = netcdf4.read(to_file_url(str(where / "d.file"), "file"))
-        assert diff(netcdf_c_reads(model), theirs) == []
+        assert diff(netcdf_c_reads(model), theirs, ignore=CONTIGUOUS) == []
 
 
 @pytest.mark.xfail(strict=True, reason="netcdf-c 4.10.1's JSON parser ignores \\uXXXX escapes: an attribute "
@@ -111,6 +112,14 @@ def netcdf_c_writes(model: Dataset) -> Dataset:
                     except ValueError:
                         pass
         for var in group.variables.values():
+            if var.is_scalar:
+                var.filters = None  # netcdf-c stores a scalar unchunked: it has no filters to keep
+            if var.chunks:  # netcdf-c (HDF5 rules) refuses a chunk longer than a fixed dimension
+                var.chunks = [c if expected.find_dimension(d).unlimited else max(1, min(c, n))
+                              for c, d, n in zip(var.chunks, var.dimensions, var.shape)]
+            for cfg in var.filters or []:
+                if cfg["id"] == "shuffle":
+                    cfg["elementsize"] = 0  # test_we_decode_netcdf_c_shuffle_elementsize_zero
             if var.type == "string" and var.data is not None:
                 var.data = np.vectorize(lambda s: s.encode("utf-8")[:128].decode("utf-8", "ignore"),
                                         otypes=[object])(var.data) if var.data.size else var.data
@@ -143,7 +152,7 @@ def test_we_read_netcdf_c_output_equal(model):
     with Scratch() as where:
         url = to_file_url(str(where / "n.file"), "file")
         netcdf4.write(model, url)
-        assert diff(netcdf_c_writes(model), open_dataset(str(where / "n.file"))) == []
+        assert diff(netcdf_c_writes(model), open_dataset(str(where / "n.file")), ignore=CONTIGUOUS) == []
 
 
 @pytest.mark.xfail(strict=True, reason="netcdf-c 4.10.1 takes some non-JSON char attributes with characters "
