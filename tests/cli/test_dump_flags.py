@@ -245,9 +245,9 @@ def _chunk_gets(monkeypatch, capsysbinary, *args: str) -> list[str]:
     got: list[str] = []
     real = DirectoryStore._get
 
-    def counting(self, key):  # type: ignore[no-untyped-def]
+    def counting(self, key, limit=None):  # type: ignore[no-untyped-def]
         got.append(key)
-        return real(self, key)
+        return real(self, key, limit)
 
     monkeypatch.setattr(DirectoryStore, "_get", counting)
     ours(capsysbinary, *args)
