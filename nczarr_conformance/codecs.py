@@ -3,7 +3,8 @@
 Why not plain ``numcodecs.get_codec``: netcdf-c writes the shuffle filter as
 ``{"id": "shuffle", "elementsize": 0}``, which numcodecs takes literally as a
 no-op while netcdf-c shuffles by the element size; the chain here substitutes
-the array's element size so netcdf-c's chunks decode correctly.
+the array's element size so netcdf-c's chunks decode correctly; and netcdf-c
+4.9.2/4.9.3 wrote numeric parameters as strings (see :func:`normalize`).
 
 Decoding is bounded by what the metadata declares (a chunk never inflates past
 its declared size, however small its stored bytes). Each stage of the chain is
@@ -25,6 +26,8 @@ import bz2
 import gzip
 import io
 import lzma
+import math
+import re
 import struct
 import zlib
 from collections.abc import Callable
@@ -45,13 +48,52 @@ class InflateError(FormatError):
         self.head = head
 
 
+#: The numeric parameters of the codecs netcdf-c writes (and numcodecs reads), as int or float.
+#: netcdf-c 4.9.2 and 4.9.3 wrote them as JSON strings (``{"id": "zlib", "level": "4"}``,
+#: netcdf-c issue #3200), which netcdf-c 4.10.1 reads; numcodecs refuses or misreads them.
+NUMERIC_PARAMS: dict[str, dict[str, type]] = {
+    "zlib": {"level": int}, "gzip": {"level": int}, "bz2": {"level": int}, "zstd": {"level": int},
+    "shuffle": {"elementsize": int}, "lz4": {"acceleration": int},
+    "blosc": {"clevel": int, "shuffle": int, "blocksize": int, "typesize": int},
+    "lzma": {"format": int, "check": int, "preset": int},
+    "bitround": {"keepbits": int}, "quantize": {"digits": int}, "bitshuffle": {"blocksize": int},
+    "fixedscaleoffset": {"offset": float, "scale": float},
+    "szip": {"mask": int, "pixels_per_block": int, "pixels-per-block": int, "options_mask": int},
+}
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+def normalize(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` whose known numeric parameters given as numeric strings are numbers.
+
+    Only the parameters listed in :data:`NUMERIC_PARAMS` are touched, and only when the whole
+    string is a number of the parameter's kind: anything else is left for numcodecs to judge.
+    """
+    cfg = dict(config)
+    for name, kind in NUMERIC_PARAMS.get(str(cfg.get("id")), {}).items():
+        text = cfg.get(name)
+        if not isinstance(text, str):
+            continue
+        text = text.strip()
+        if _INT_TEXT.fullmatch(text):
+            cfg[name] = kind(int(text))
+        elif kind is float:
+            try:
+                value = float(text)
+            except ValueError:
+                continue
+            if math.isfinite(value):
+                cfg[name] = value
+    return cfg
+
+
 def build(config: Any, itemsize: int) -> Codec | None:
     """One codec from its JSON configuration (None stays None)."""
     if config is None:
         return None
     if not isinstance(config, dict) or not isinstance(config.get("id"), str):
         raise FormatError(f"codec configuration {config!r} has no string 'id'")
-    cfg = dict(config)
+    cfg = normalize(config)
     if cfg["id"] == "shuffle" and not cfg.get("elementsize"):
         cfg["elementsize"] = itemsize
     try:

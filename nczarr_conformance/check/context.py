@@ -14,6 +14,7 @@ from typing import Any
 from .. import keys
 from ..errors import FormatError, NczarrError
 from ..limits import MAX_JSON_DEPTH
+from ..nczarr import lenient_json
 from ..nczarr.flavors import find_piece
 from ..stores.base import Store
 
@@ -171,6 +172,11 @@ class CheckContext:
                 self.control_chars.add(key)
         except ValueError as exc:
             self.json_errors[key] = str(exc)
+            try:  # netcdf-c reads its own non-JSON numbers (``0.``): one finding, and the rules go on
+                value, count = lenient_json.loads(text)
+                self.json_errors[key] += f"; {count} non-JSON number(s) netcdf-c writes and reads (e.g. 0.)"
+            except ValueError:
+                pass
         except RecursionError:
             self.too_deep[key] = "nested deeper than a JSON parser follows (Python's gives up near 1000 levels)"
         if constants:

@@ -11,6 +11,7 @@ import sys
 
 from ..convert import convert, total_bytes
 from ..transforms import TransformError, Transforms, parse
+from ..nczarr.attrs import JSON_ATTRIBUTE_MODES, json_attributes
 from ..nczarr.writer import FLAVOR_ALIASES
 from .common import Parser, run
 
@@ -29,6 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
     p.add_argument("--skip-unsupported", action="store_true",
                    help="leave out (with a warning) variables and attributes of compound, vlen, opaque or enum type")
+    p.add_argument("--json-attributes", choices=JSON_ATTRIBUTE_MODES, default="lossless",
+                   help="char attributes whose text parses as JSON: lossless (default) writes the text as a JSON "
+                        "string, which every reader gives back exactly; spec writes it as that JSON value "
+                        "(nczarr.md Appendix D case 3), which netcdf-c 4.10.1 reads back as one character "
+                        "(_Unsigned=\"true\" -> \"1\", so ubyte data read signed) and Zarr readers as a number")
     p.add_argument("--threads", type=int, default=0, help="worker threads (default: 2 per core; 16 for S3)")
     t = p.add_argument_group("nccopy's transforms (re-encode only the variables they change)")
     t.add_argument("-d", metavar="0-9", dest="deflate", help="deflate (zlib) level for every variable; 0: no compression")
@@ -89,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     _return_big_buffers_to_the_os()
 
     def body() -> int:
+        with json_attributes(args.json_attributes):
+            return convert_or_append()
+
+    def convert_or_append() -> int:
         if args.append:
             from ..append import append
 

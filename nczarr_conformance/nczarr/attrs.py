@@ -1,26 +1,44 @@
 """The JSON attribute convention (nczarr.md Appendix D), both directions.
 
-Writing a char attribute: Appendix D case 3 stores text that parses as JSON as
-the JSON it spells (``"42"`` → ``42``, ``'{"a": 1}'`` → ``{"a": 1}``), case 4
-stores other text as a JSON string. nczarr.md calls the convention "almost
-idempotent" because re-serialising loses whitespace; we make it idempotent:
-case 3 applies when the JSON reads back as exactly the same text (netcdf-c's
-layout, see :func:`unparse`), else the text is kept whole as case 4
-(``"[1, 2]"`` stays ``"[1, 2]"``). Text spelling a JSON string (``'"x"'``) or a
-non-standard constant (``NaN``) is case 4 too: written as JSON it would read
-back without its quotes.
+Writing a char attribute, by default (``lossless``): the text as a JSON string,
+always (Appendix D case 4 for every text). Every reader gets the text back exactly:
+netcdf-c 4.10.1 reads a char attribute written as a JSON number or boolean
+(case 3) as one character (``_Unsigned="true"`` → ``"1"``, ``version="1.2"`` →
+``"1"``; a lost ``_Unsigned`` turns ubyte data signed), and Zarr readers see a
+number where the source had text.
+
+``spec`` (``nc2nczarr --json-attributes=spec``) writes Appendix D literally:
+case 3 stores text that parses as JSON as the JSON it spells (``"42"`` → ``42``,
+``'{"a": 1}'`` → ``{"a": 1}``), case 4 stores other text as a JSON string.
+nczarr.md calls the convention "almost idempotent" because re-serialising loses
+whitespace; we make it idempotent: case 3 applies when the JSON reads back as
+exactly the same text (netcdf-c's layout, see :func:`unparse`), else the text is
+kept whole as case 4 (``"[1, 2]"`` stays ``"[1, 2]"``). Text spelling a JSON
+string (``'"x"'``) or a non-standard constant (``NaN``) is case 4 too: written as
+JSON it would read back without its quotes.
+
+The mode is a context variable (:func:`json_attributes`), so a caller picks it
+around a whole write without every layer passing it along.
 """
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from ..errors import FormatError
 from ..model import Attribute
+from .lenient_json import LenientNumber
 from .dtypes import DEFAULT_MAXSTRLEN, NUMERIC, attr_type_string, parse_attr_type
+
+#: How char text that parses as JSON is written: ``lossless`` (a JSON string) or ``spec`` (App. D case 3).
+JSON_ATTRIBUTE_MODES = ("lossless", "spec")
+_MODE: ContextVar[str] = ContextVar("json_attributes", default="lossless")
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -33,6 +51,8 @@ def unparse(value: Any) -> str:
         return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {unparse(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(unparse(v) for v in value) + "]"
+    if isinstance(value, LenientNumber):
+        return value.text  # as netcdf-c wrote it (``0.``), which its own parser keeps
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -62,14 +82,28 @@ def float_json(x: float, nctype: str) -> float | str:
     return float(x)
 
 
-def encode(attr: Attribute, *, json_convention: bool = True) -> tuple[Any, str]:
+@contextmanager
+def json_attributes(mode: str) -> Iterator[None]:
+    """Within the block, char attributes are written in ``mode`` (one of JSON_ATTRIBUTE_MODES)."""
+    if mode not in JSON_ATTRIBUTE_MODES:
+        raise ValueError(f"json attribute mode {mode!r} is not one of {', '.join(JSON_ATTRIBUTE_MODES)}")
+    token = _MODE.set(mode)
+    try:
+        yield
+    finally:
+        _MODE.reset(token)
+
+
+def encode(attr: Attribute, *, json_convention: bool = True, mode: str | None = None) -> tuple[Any, str]:
     """(JSON value, _nczarr_attr dtype) for one attribute.
 
-    ``json_convention=False`` writes char text always as a JSON string, as
-    netcdf-c 4.9.0 did before Appendix D existed.
+    Char text is written as Appendix D case 3 only in ``spec`` mode (``mode``, else the one
+    :func:`json_attributes` set, else ``lossless``) and only where the layout records the
+    type that undoes it (``json_convention``; False for pure Zarr and netcdf-c 4.9.0's layout).
     """
     if attr.type == "char":
-        applies, value = as_json_expression(attr.value) if json_convention else (False, None)
+        spec = json_convention and (mode or _MODE.get()) == "spec"
+        applies, value = as_json_expression(attr.value) if spec else (False, None)
         return (value if applies else attr.value), attr_type_string("char")
     if attr.type == "string":
         items = [str(v) for v in attr.value.tolist()]

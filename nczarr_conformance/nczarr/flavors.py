@@ -21,6 +21,7 @@ from typing import Any
 from .. import keys
 from ..errors import FormatError
 from ..limits import check_json_depth
+from . import lenient_json
 from ..stores.base import Store
 
 FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "unknown")
@@ -33,7 +34,14 @@ def load_json(raw: bytes, key: str) -> Any:
     its size; its nesting is capped here (limits.MAX_JSON_DEPTH)."""
     check_json_depth(raw, key)  # before the parser recurses into it
     try:
-        return json.loads(raw.decode("utf-8"), strict=False)
+        text = raw.decode("utf-8")
+        try:
+            return json.loads(text, strict=False)
+        except ValueError as exc:
+            try:  # the non-JSON numbers netcdf-c writes and reads (lenient_json.py)
+                return lenient_json.loads(text)[0]
+            except ValueError:
+                raise exc from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise FormatError(f"{key}: not valid JSON ({exc})") from exc
 

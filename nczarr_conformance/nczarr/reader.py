@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import keys
 from .. import limits
-from ..codecs import InflateError, Pipeline
+from ..codecs import InflateError, Pipeline, build as build_codec
 from ..errors import FormatError, UnsupportedError
 from ..model import Attribute, Dataset, Dimension, Group, Variable, char_fill_byte, is_internal_attribute
 from ..stores.base import Store
@@ -78,6 +78,43 @@ class ArrayInfo:
     @property
     def chunk_nbytes(self) -> int:
         return math.prod(self.chunks) * self.storage.numpy.itemsize
+
+
+class UnavailablePipeline(Pipeline):
+    """The codec chain of a variable whose codec this machine lacks (unknown id, or szip).
+
+    netcdf-c opens such a dataset, lists the variable, and fails only when its data are
+    read (``nczarr_test/run_filter_errors.sh``); so do we: the header reads, and every
+    data access of this variable raises one line naming the variable and the codec.
+    """
+
+    def __init__(self, akey: str, codec_id: str) -> None:  # no super(): nothing can be built
+        self.filters = []
+        self.compressor = None
+        self.message = f"{akey}: data cannot be read: codec {codec_id!r} is not available (numcodecs lacks it)"
+
+    def _refuse(self) -> UnsupportedError:
+        return UnsupportedError(self.message)
+
+    def encode(self, arr: np.ndarray) -> bytes:
+        raise self._refuse()
+
+    def decode(self, raw: bytes, limit: int | None = None) -> bytes:
+        raise self._refuse()
+
+    def max_encoded(self, limit: int) -> int:
+        raise self._refuse()
+
+
+def _missing_codec(zarray: dict[str, Any]) -> str:
+    """The id of the first codec of ``zarray``'s chain that cannot be built here."""
+    configs = list(zarray.get("filters") or []) + [zarray.get("compressor")]
+    for config in configs:
+        try:
+            build_codec(config, 1)
+        except UnsupportedError:
+            return str(config.get("id"))
+    return "?"
 
 
 def _int_list(value: Any, what: str, key: str, minimum: int) -> tuple[int, ...]:
@@ -250,7 +287,10 @@ class DatasetReader:
         if sep not in (".", "/"):
             raise FormatError(f"{zkey}: dimension_separator must be '.' or '/', not {sep!r}")
         zattrs = self.meta.get(keys.join(akey, ".zattrs")) or {}
-        pipeline = Pipeline(zarray.get("compressor"), zarray.get("filters"), st.numpy.itemsize)
+        try:
+            pipeline = Pipeline(zarray.get("compressor"), zarray.get("filters"), st.numpy.itemsize)
+        except UnsupportedError:  # a codec we lack fails the variable's data, not the dataset
+            pipeline = UnavailablePipeline(akey, _missing_codec(zarray))
         attributes = self._read_attributes(akey, zattrs)
         scalar = not zshape
         dimensions: list[str] = []
@@ -365,6 +405,8 @@ class DatasetReader:
         chunk could take, and decoding stops at the declared chunk size.
         """
         ckey = info.chunk_key(index)
+        if isinstance(info.pipeline, UnavailablePipeline):
+            raise UnsupportedError(info.pipeline.message)
         if info.chunk_nbytes > self.max_bytes:
             raise limits.LimitError(f"{ckey}: declared chunk {list(info.chunks)} needs {info.chunk_nbytes} bytes; "
                                     f"refusing to hold more than {self.max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")

@@ -91,13 +91,31 @@ class ZipStore(Store):
                 self.unsafe_members.append(name)
                 continue
             names.append((key, info))
-        self.prefix = self._find_root([k for k, _ in names])
+        infos = self.zf.infolist()
+        root = self._root_of_entry0(infos[0].filename) if infos else None
+        self.prefix = root if root is not None else self._find_root([k for k, _ in names])
         for key, info in names:
             if key.startswith(self.prefix):
                 self.members[keys.join(key[len(self.prefix):])] = info
 
     @staticmethod
+    def _root_of_entry0(name: str) -> str | None:
+        """netcdf-c's rule (``zmap_zip.c``): the dataset root is the first segment of entry 0.
+
+        Entry 0 at the top level (``.zgroup``, as zarr-python's ZipStore writes) puts the root
+        at the top, even when the zip also holds a folder; ``x/`` or ``x/.zgroup`` puts it in
+        ``x/``. None when entry 0 is not a safe name (the marker rule then decides).
+        """
+        if name.startswith("/") or "\\" in name:
+            return None
+        segs = name.split("/")
+        if any(s in ("", ".", "..") for s in segs[:-1]) or (len(segs) == 1 and segs[0] in ("", ".", "..")):
+            return None
+        return "/" if len(segs) == 1 else "/" + segs[0] + "/"
+
+    @staticmethod
     def _find_root(all_keys: list[str]) -> str:
+        """The shallowest folder holding a Zarr marker: the fallback when entry 0 cannot decide."""
         best: tuple[int, str] | None = None
         for key in all_keys:
             segs = keys.split(key)

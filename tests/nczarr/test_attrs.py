@@ -30,13 +30,31 @@ from nczarr_conformance.nczarr.dtypes import dtype_string, parse_attr_type, pars
     (Attribute("string", np.array(["a", "bb"], dtype=object)), ["a", "bb"], "|S128"),
 ])
 def test_write_cases(attr, value, dtype):
-    assert attrs.encode(attr) == (value, dtype)
+    """Appendix D as written (``--json-attributes=spec``)."""
+    assert attrs.encode(attr, mode="spec") == (value, dtype)
+    with attrs.json_attributes("spec"):
+        assert attrs.encode(attr) == (value, dtype)
     back = attrs.decode(value, dtype)
     assert back.type == attr.type
     if attr.type == "char":
         assert back.value == attr.value
     else:
         np.testing.assert_array_equal(back.value, attr.value)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1}', "[[1.0,0.0],[0.0,1.0]]", "42", "true", "[1,2]", "1.2", "plain"])
+def test_default_writes_char_text_as_a_json_string(text):
+    """The default (lossless): every char text is a JSON string, which every reader gives back as is."""
+    assert attrs.encode(Attribute("char", text)) == (text, ">S1")
+    assert attrs.encode(Attribute("char", text), mode="lossless") == (text, ">S1")
+    with attrs.json_attributes("spec"), attrs.json_attributes("lossless"):
+        assert attrs.encode(Attribute("char", text)) == (text, ">S1")
+
+
+def test_unknown_json_attribute_mode_is_refused():
+    with pytest.raises(ValueError, match="not one of lossless, spec"):
+        with attrs.json_attributes("literal"):
+            pass
 
 
 @pytest.mark.parametrize("value,dtype,expect_type,expect", [

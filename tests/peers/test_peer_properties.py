@@ -39,21 +39,6 @@ def _netcdf_c_unescape(text: str) -> str:
     return "".join(f"u{ord(c):04x}" if ord(c) < 0x20 and c not in JSON_SHORT_ESCAPES else c for c in text)
 
 
-def _json_atomic_char(model: Dataset) -> bool:
-    """A char attribute we write as a JSON number or boolean (App. D case 3): netcdf-c reads one character
-    (test_known_deviation_netcdf_c_reads_json_atomic_char_as_one_character)."""
-    from nczarr_conformance.nczarr.attrs import as_json_expression
-
-    for _, group in model.root.walk():
-        for attrs in [group.attributes] + [v.attributes for v in group.variables.values()]:
-            for attr in attrs.values():
-                if attr.type == "char":
-                    applies, value = as_json_expression(attr.value)
-                    if applies and isinstance(value, (int, float, bool)):
-                        return True
-    return False
-
-
 def netcdf_c_reads(model: Dataset) -> Dataset:
     """The model as netcdf-c 4.10.1 reads our (correct) JSON: our expectation for its reading."""
     expected = Dataset.from_json(json.loads(model.canonical_text()))
@@ -71,7 +56,6 @@ def netcdf_c_reads(model: Dataset) -> Dataset:
 
 @given(datasets())
 def test_netcdf_c_reads_our_output_equal(model):
-    assume(not _json_atomic_char(model))
     with Scratch() as where:
         with DirectoryStore(where / "d.file", "w") as store:
             write_dataset(model, store)
