@@ -79,10 +79,18 @@ def _strip(cell: Cell) -> tuple[str, tuple[str, ...], str]:
                                                            cell.message)[:200]
 
 
+def _unavailable(ref: Cell | None) -> bool:
+    """The reference peer did not run here (not installed): its evidence cannot be checked in this run. The
+    suite's run has every peer (tests/conformance/test_report.py), so there the evidence is always checked."""
+    return ref is not None and ref.status == "skipped"
+
+
 def same_as_writer(reference: str) -> Evidence:
     """The reader treats the reference writer's output of the case exactly as ours (same status, same text)."""
     def check(run: MatrixRun, cell: Cell) -> str | None:
         ref = _cells(run).get((cell.case, reference, cell.reader))
+        if _unavailable(ref):
+            return None
         if ref is None or _strip(ref) != _strip(cell):
             seen = "nothing" if ref is None else f"{ref.status} {ref.differences[:2] or ref.message[:120]}"
             return f"{reference} → {cell.reader} is not the same as ours: {seen}"
@@ -94,6 +102,8 @@ def same_as_reader(reference: str) -> Evidence:
     """The reference reader reads the same store exactly as our reader does (same status, same differences)."""
     def check(run: MatrixRun, cell: Cell) -> str | None:
         ref = _cells(run).get((cell.case, cell.writer, reference))
+        if _unavailable(ref):
+            return None
         if ref is None or (ref.status, ref.differences) != (cell.status, cell.differences):
             seen = "nothing" if ref is None else f"{ref.status} {ref.differences[:2] or ref.message[:120]}"
             return f"{cell.writer} → {reference} does not read it as ours does: {seen}"
@@ -171,7 +181,10 @@ def explain(run: MatrixRun, known: list[Known] | None = None) -> tuple[list[str]
             errors.append(f"{v.side} gate: {v.line()} — listed as a peer's fault, but the evidence fails: {problem}")
         else:
             excused.append(f"{v.side}: {v.case}: {v.writer} → {v.reader}: {entry.why}")
-    ran = {(c.case, c.writer, c.reader) for c in run.cells}
+    # a known entry is stale only where its cell and every peer it is judged against ran
+    ran = {(c.case, c.writer, c.reader) for c in run.cells if c.status != "skipped"}
+    if any(not i["available"] for i in run.implementations):
+        ran = set()  # with a peer missing, a violation can vanish because its passing peer did not run
     for k in known:
         if k.key not in matched and (k.case, k.writer, k.reader) in ran:
             errors.append(f"known disagreement no longer seen (remove it): {k.side} {k.case}: {k.writer} → {k.reader}")
@@ -186,6 +199,8 @@ def same_paths_as_writer(reference: str) -> Evidence:
 
         def left(c: Cell) -> list[str]:
             return [d.split(" != ", 1)[0] for d in c.differences]
+        if _unavailable(ref):
+            return None
         if ref is None or ref.status != cell.status or left(ref) != left(cell):
             return f"{reference} → {cell.reader} is not the same as ours"
         return None
@@ -199,6 +214,8 @@ def shows_410_keys_like(reference: str) -> Evidence:
 
         def keys(c: Cell) -> list[str]:
             return [d for d in c.differences if "/attributes/_nczarr_" in d and d.endswith(": only in second")]
+        if _unavailable(ref):
+            return None
         if ref is None or ref.status != cell.status or not keys(cell) or keys(ref) != keys(cell):
             return f"{reference} → {cell.reader} does not show the same _nczarr_ keys as attributes"
         return None
