@@ -2,7 +2,9 @@
 
 Two comparisons per baseline: our dump equals what ncdump 4.9.0 reads from the same store (we
 read what netcdf-c reads), and our dump equals the baseline itself, except where ncgen 4.9.0
-wrote something else than the baseline says (pinned as strict xfails with the reason).
+wrote something else than the baseline says (pinned as strict xfails with the reason). Where
+ncgen 4.9.0 cannot build a baseline, or ncdump 4.9.0 cannot read what it built, the test is a
+strict xfail that asserts that exact failure (tests/peers/known.py): a fixed peer turns it red.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from nczarr_conformance.cdl_parse import parse_cdl
 from nczarr_conformance.model import diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from tests.conftest import NETCDF_C_CORPUS, need_tool
+from tests.peers.known import PeerStillWrong, still_wrong
 
 pytestmark = pytest.mark.peer
 BASELINES = sorted(p.name for p in NETCDF_C_CORPUS.glob("ref_*.cdl"))
@@ -30,12 +33,26 @@ NCGEN_WRITES_OTHERWISE = {
 }
 
 
-def _build(name: str, tmp_path: Path) -> Path:
+#: baseline → ncgen 4.9.0's exact first stderr line (exit 1) when it cannot build the store
+NCGEN_CANNOT_BUILD = {
+    "ref_byte.cdl": "ncgen: <corpus>/ref_byte.cdl line 5: syntax error, unexpected '(', expecting ':'",
+    "ref_newformatpure.cdl": "ncgen: NetCDF: NCZarr error",
+    "ref_string.cdl": "ncgen: NetCDF: NCZarr error",
+}
+#: baseline → ncdump 4.9.0's exit code on the store its own ncgen built (-11: SIGSEGV)
+NCDUMP_CANNOT_READ = {"ref_nulls.cdl": -11, "ref_scalar.cdl": -11, "ref_scalar_nczarr.cdl": -11}
+
+
+def _build(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path:
     cdl = NETCDF_C_CORPUS / name
     built = subprocess.run([need_tool("ncgen"), "-4", "-b", "-o", f"file://{tmp_path}/b.file#mode=nczarr,file",
                             str(cdl)], capture_output=True, text=True, timeout=120)
-    if built.returncode != 0:
-        pytest.skip(f"ncgen 4.9.0 cannot build {name}: {built.stderr.strip().splitlines()[0]}")
+    first = (built.stderr.strip().splitlines() or [""])[0].replace(str(NETCDF_C_CORPUS), "<corpus>")
+    if name in NCGEN_CANNOT_BUILD:
+        request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong,
+                                              reason=f"ncgen 4.9.0 exits 1: {NCGEN_CANNOT_BUILD[name]}"))
+        still_wrong((built.returncode, first), wrong=(1, NCGEN_CANNOT_BUILD[name]), right=(0, ""))
+    assert built.returncode == 0, first
     return tmp_path / "b.file"
 
 
@@ -47,19 +64,22 @@ def _our_dump(store: Path):
 
 
 @pytest.mark.parametrize("name", BASELINES)
-def test_our_dump_equals_ncdump_490(name, tmp_path):
-    store = _build(name, tmp_path)
+def test_our_dump_equals_ncdump_490(name, tmp_path, request):
+    store = _build(name, tmp_path, request)
     theirs = subprocess.run([need_tool("ncdump"), "-p", "9,17", f"file://{store}#mode=nczarr,file"],
                             capture_output=True, timeout=120)
-    if theirs.returncode != 0:
-        pytest.skip(f"ncdump 4.9.0 cannot read what its ncgen wrote for {name}")
+    if name in NCDUMP_CANNOT_READ:
+        request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=f"ncdump 4.9.0 exits "
+                                              f"{NCDUMP_CANNOT_READ[name]} (SIGSEGV) on what its ncgen wrote"))
+        still_wrong(theirs.returncode, wrong=NCDUMP_CANNOT_READ[name], right=0)
+    assert theirs.returncode == 0, theirs.stderr
     assert diff(parse_cdl(theirs.stdout.decode("utf-8", "surrogateescape"))[1], _our_dump(store),
                 ignore=CDL_STATES_NO_STORAGE) == []
 
 
 @pytest.mark.parametrize("name", BASELINES)
 def test_our_dump_equals_the_baseline(name, tmp_path, request):
-    store = _build(name, tmp_path)
+    store = _build(name, tmp_path, request)
     if name in NCGEN_WRITES_OTHERWISE:
         request.applymarker(pytest.mark.xfail(strict=True, reason=NCGEN_WRITES_OTHERWISE[name]))
     _, expected = parse_cdl((NETCDF_C_CORPUS / name).read_text(encoding="utf-8"))

@@ -23,50 +23,60 @@ def _dtype(ctx: CheckContext, akey: str) -> str:
 @rule("NCZ-INTEROP-C490-UNLIMITED", Severity.WARNING,
        source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_unlimited(ctx: CheckContext) -> Iterator[Finding]:
-    """netcdf-c 4.9.0 cannot read (or write) NCZarr unlimited dimensions."""
+    """netcdf-c 4.9.0 crashes (SIGSEGV) on an unlimited dimension in the upper-case layout it reads as NCZarr.
+
+    4.9.0 knows only the upper-case keys: it reads the 4.9.1+ and 4.10 layouts as pure Zarr (the dimension
+    is fixed-size there, and it reads the data), so the rule fires on the upper-case layout only.
+    """
+    if ctx.flavor != "nczarr-2-upper":
+        return
     for gkey, rec in sorted(ctx.groups.items()):
         for name, (_, unlimited) in rec.dims.items():
             if unlimited:
                 yield get("NCZ-INTEROP-C490-UNLIMITED").finding(
-                    keys.join(gkey, ".zattrs"), f"netcdf-c 4.9.0 cannot read: unlimited dimension {name!r}")
+                    keys.join(gkey, ".zgroup"), f"netcdf-c 4.9.0 crashes (SIGSEGV) on unlimited dimension {name!r}")
 
 
 @rule("NCZ-INTEROP-C490-STRING", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_string(ctx: CheckContext) -> Iterator[Finding]:
-    """netcdf-c 4.9.0 aborts on NCZarr string variables."""
+    """netcdf-c 4.9.0 crashes (SIGSEGV) on string variables stored as |Sn, in every layout."""
     for akey, rec in sorted(ctx.arrays.items()):
         st = parse_array(ctx, rec).storage
-        if ctx.nczarr and st is not None and st.nctype == "string":
+        if st is not None and st.nctype == "string":
             yield get("NCZ-INTEROP-C490-STRING").finding(keys.join(akey, ".zarray"),
-                                                         "netcdf-c 4.9.0 cannot read: string variable")
+                                                         "netcdf-c 4.9.0 crashes (SIGSEGV) on this string variable")
 
 
 @rule("NCZ-INTEROP-C490-SCALAR", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_scalar(ctx: CheckContext) -> Iterator[Finding]:
-    """netcdf-c 4.9.0 crashes reading any NCZarr scalar variable, even one it wrote."""
+    """netcdf-c 4.9.0 crashes (SIGSEGV) on a scalar in the upper-case layout (even one it wrote) and on any Zarr
+    array of shape []; the 4.10 layout's shape-[1] scalar it reads (as a 1-element variable)."""
     for akey, rec in sorted(ctx.arrays.items()):
-        if ctx.nczarr and _refs(rec)[1]:
+        upper_scalar = ctx.flavor == "nczarr-2-upper" and _refs(rec)[1]
+        if upper_scalar or parse_array(ctx, rec).shape == ():
+            what = "upper-case NCZarr scalar" if upper_scalar else "Zarr array of shape []"
             yield get("NCZ-INTEROP-C490-SCALAR").finding(keys.join(akey, ".zarray"),
-                                                         "netcdf-c 4.9.0 crashes on this scalar variable")
+                                                         f"netcdf-c 4.9.0 crashes (SIGSEGV) on this {what}")
 
 
 @rule("NCZ-INTEROP-C490-CODEC", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_codec(ctx: CheckContext) -> Iterator[Finding]:
-    """Debian's netcdf-c 4.9.0 has no NCZarr codecs: it returns compressed or filtered chunk bytes as data, silently."""
+    """Debian's netcdf-c 4.9.0 has no Zarr codecs: it returns compressed or filtered chunk bytes as data, silently
+    (exit 0), in every layout."""
     for akey, rec in sorted(ctx.arrays.items()):
         z = rec.zarray or {}
-        if ctx.nczarr and (z.get("compressor") is not None or z.get("filters")):
+        if z.get("compressor") is not None or z.get("filters"):
             yield get("NCZ-INTEROP-C490-CODEC").finding(keys.join(akey, ".zarray"),
                                                         "netcdf-c 4.9.0 (Debian) reads wrong values: compressed chunks")
 
 
 @rule("NCZ-INTEROP-C490-CHAR", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
 def c490_char(ctx: CheckContext) -> Iterator[Finding]:
-    """netcdf-c 4.9.0 crashes on char variables stored as >S1 (it wrote and reads <U1)."""
+    """netcdf-c 4.9.0 crashes (SIGSEGV) on a >S1 array in every layout (it wrote and reads char as <U1)."""
     for akey in sorted(ctx.arrays):
-        if ctx.nczarr and _dtype(ctx, akey) == ">S1":
+        if _dtype(ctx, akey) == ">S1":
             yield get("NCZ-INTEROP-C490-CHAR").finding(keys.join(akey, ".zarray"),
-                                                       "netcdf-c 4.9.0 crashes on this char variable (>S1)")
+                                                       "netcdf-c 4.9.0 crashes (SIGSEGV) on this char variable (>S1)")
 
 
 @rule("NCZ-INTEROP-C410-U1CHAR", Severity.WARNING,
@@ -130,13 +140,15 @@ def c410_bigendian(ctx: CheckContext) -> Iterator[Finding]:
                 keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads wrong values: big-endian array with unwritten chunks")
 
 
-@rule("NCZ-INTEROP-ZARR-CHAR", Severity.INFO, source="zarr-python 3.1; tests/check/test_interop.py")
+@rule("NCZ-INTEROP-ZARR-CHAR", Severity.WARNING, source="zarr-python 3.1, xarray; tests/check/test_interop.py")
 def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
-    """zarr-python 3.1 rejects the >S1 dtype nczarr.md prescribes for char variables."""
+    """zarr-python 3.1 rejects the >S1 dtype nczarr.md prescribes for char variables, so xarray's open_zarr
+    refuses the whole dataset over one such array (a warning: the dataset is unopenable there)."""
     for akey in sorted(ctx.arrays):
         if _dtype(ctx, akey) == ">S1":
             yield get("NCZ-INTEROP-ZARR-CHAR").finding(keys.join(akey, ".zarray"),
-                                                       "zarr-python 3.1 cannot read this char array (>S1)")
+                                                       "zarr-python 3.1 cannot read this char array (>S1); xarray "
+                                                       "cannot open the dataset")
 
 
 @rule("NCZ-INTEROP-ZARR-I1", Severity.WARNING, source="zarr-python 3.1; tests/check/test_interop.py")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import diff_json
+from ..model import Dataset, diff_json
 from ..peers.base import PEERS, CannotExpress, Peer
 from ..peers import implementations  # noqa: F401  (registers the peers)
 from .cases import CASES, CORPUS_CASES, Case
@@ -38,6 +38,9 @@ class MatrixRun:
     cells: list[Cell]
     stores: dict[tuple[str, str], str]  # (case, writer) → URL written
     workdir: Path
+    #: (case, writer, reader) → the model the reader returned, for the gate (conformance/gate.py) to compare
+    #: ours under the exact view another cell passed under
+    seen: dict[tuple[str, str, str], Dataset] = field(default_factory=dict)
 
 
 def _one_line(exc: BaseException, workdir: Path) -> str:
@@ -63,6 +66,7 @@ def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None,
     readers = [p for p in peers if p.reads]
     cells: list[Cell] = []
     stores: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str, str], Dataset] = {}
     for case in cases or CASES:
         intended = case.model()
         for writer in writers:
@@ -96,20 +100,31 @@ def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None,
                 if reader.available():
                     cells.append(Cell(case.id, writer.id, reader.id, "skipped", [], reader.available() or ""))
                     continue
-                cells.append(_read_cell(case, intended, writer, reader, url or "", workdir))
-    return MatrixRun([describe(p) for p in peers], cells, stores, workdir)
+                cells.append(_read_cell(case, intended, writer, reader, url or "", workdir, seen))
+    return MatrixRun([describe(p) for p in peers], cells, stores, workdir, seen)
 
 
-def _read_cell(case: Case, intended: Any, writer: Peer, reader: Peer, url: str, workdir: Path) -> Cell:
+def view_params(writer: Peer, reader: Peer) -> tuple[str, bool, bool]:
+    """(kind, root_only, attributes) of the comparison a writer × reader cell makes."""
     kind = "netcdf" if writer.model == "netcdf" and reader.model == "netcdf" else "zarr"
-    root_only = reader.root_only or writer.root_only
-    attrs = reader.attributes and writer.attributes
+    return kind, reader.root_only or writer.root_only, reader.attributes and writer.attributes
+
+
+def compare(intended: Dataset, seen: Dataset, params: tuple[str, bool, bool]) -> list[str]:
+    """Every difference between the intended and the seen model under one cell's view."""
+    kind, root_only, attrs = params
+    return diff_json(view(intended, kind, root_only=root_only, attributes=attrs),
+                     view(seen, kind, root_only=root_only, attributes=attrs), limit=10**6)
+
+
+def _read_cell(case: Case, intended: Any, writer: Peer, reader: Peer, url: str, workdir: Path,
+               models: dict[tuple[str, str, str], Dataset]) -> Cell:
     try:
         seen = reader.read(url)
     except Exception as exc:  # the peer raised or exited non-zero: that is the finding
         return Cell(case.id, writer.id, reader.id, "fails", [], _one_line(exc, workdir))
-    differences = diff_json(view(intended, kind, root_only=root_only, attributes=attrs),
-                            view(seen, kind, root_only=root_only, attributes=attrs), limit=10**6)
+    models[(case.id, writer.id, reader.id)] = seen
+    differences = compare(intended, seen, view_params(writer, reader))
     if len(differences) > MAX_DIFFERENCES:
         # the first ones name the problem; the rest may be a peer's uninitialised memory (not reproducible)
         differences = differences[:MAX_DIFFERENCES] + [f"… and {len(differences) - MAX_DIFFERENCES} more differences"]

@@ -86,7 +86,9 @@ def rules_md(doc: dict[str, Any]) -> str:
     by_key = {(r["rule"], r["implementation"]): r for r in doc["results"]}
     lines = ["# NCZarr spec rules × implementations", "",
              f"Generated {doc['generated']} by `nczarr-conformance report`: each result comes from what the "
-             "implementation wrote in the matrix run, or read from a store built for the rule.", "",
+             "implementation wrote in the matrix run, or read from a store built for the rule. "
+             "Legend: ✓ follows, ≠ deviates (a deliberate one of ours says \"documented deviation\" in its "
+             "evidence), n/a not applicable, – skipped.", "",
              "| rule | " + " | ".join(impls) + " |", "|---|" + "---|" * len(impls)]
     for rule in doc["rules"]:
         lines.append(f"| {rule['id']} | " + " | ".join(SYMBOLS[by_key[(rule['id'], i)]['status']] for i in impls) + " |")

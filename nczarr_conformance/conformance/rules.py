@@ -150,27 +150,45 @@ def _d_write3(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
 
 # ---- reading rules: one store per rule, holding raw JSON attributes ---------------------------------
 
-READ_CASES: dict[str, tuple[Any, str | None, str, Any]] = {
-    # rule: (JSON value, dtype or None, expected netCDF type, expected value)
-    "D.read.1": (5, "<i2", "short", [5]),
-    "D.read.2": ([1, 2.5], "<f8", "double", [1.0, 2.5]),
-    "D.read.3": ([[1, 2], [3]], ">S1", "char", [[1, 2], [3]]),
-    "D.read.4": ({"k": [1, {"z": None}]}, ">S1", "char", {"k": [1, {"z": None}]}),
+READ_CASES: dict[str, list[tuple[str, Any, str | None, str, Any]]] = {
+    # rule: [(attribute, JSON value, dtype or None, expected netCDF type, expected value)]
+    # a char attribute's expected value is compared as the JSON its text parses to
+    "D.read.1": [("probe", 5, "<i2", "short", [5]),
+                 # Appendix D writing case 3 stores char "42" as the JSON number 42 typed >S1; reading it back is
+                 # case 1 with a char dtype: the text "42" (netcdf-c 4.10.1 returns "4", its first character)
+                 ("probe_char", 42, ">S1", "char", 42)],
+    "D.read.2": [("probe", [1, 2.5], "<f8", "double", [1.0, 2.5])],
+    "D.read.3": [("probe", [[1, 2], [3]], ">S1", "char", [[1, 2], [3]])],
+    "D.read.4": [("probe", {"k": [1, {"z": None}]}, ">S1", "char", {"k": [1, {"z": None}]})],
 }
 
 
 def _read_store(ctx: RuleContext, rule_id: str) -> Path:
-    value, dtype, _, _ = READ_CASES[rule_id]
-
     def make(path: Path) -> None:
         with DirectoryStore(path, "w") as store:
             write_dataset(Dataset(Group({"x": Dimension(1)})), store)
         zattrs = json.loads((path / ".zattrs").read_text())
-        zattrs["probe"] = value
-        zattrs["_nczarr_attr"]["types"]["probe"] = dtype
+        for name, value, dtype, _, _ in READ_CASES[rule_id]:
+            zattrs[name] = value
+            zattrs["_nczarr_attr"]["types"][name] = dtype
         (path / ".zattrs").write_text(json.dumps(zattrs))
 
     return ctx.built(rule_id, make)
+
+
+def _read_probe(attr: Attribute | None, value: Any, dtype: str | None, nctype: str,
+                expected: Any) -> tuple[bool, str]:
+    if attr is None:
+        return False, f"{json.dumps(value)} typed {dtype}: attribute not seen"
+    got = attr.value if attr.type == "char" else attr.value.tolist()
+    if attr.type == "char":
+        try:
+            ok = json.loads(got) == expected
+        except ValueError:
+            ok = False
+    else:
+        ok = got == expected
+    return ok and attr.type == nctype, f"{json.dumps(value)} typed {dtype} read as {attr.type} {json.dumps(got)}"
 
 
 def _d_read(rule_id: str) -> Evaluate:
@@ -179,23 +197,15 @@ def _d_read(rule_id: str) -> Evaluate:
             return "not-applicable", "not a netCDF reader: attribute types are not part of what it returns"
         if peer.available():
             return "skipped", peer.available() or ""
-        value, dtype, nctype, expected = READ_CASES[rule_id]
+        probes = READ_CASES[rule_id]
         try:
-            attr = peer.read(str(_read_store(ctx, rule_id))).root.attributes.get("probe")
+            attrs = peer.read(str(_read_store(ctx, rule_id))).root.attributes
         except Exception as exc:
-            return "deviates", f"{json.dumps(value)} typed {dtype}: reading failed: {type(exc).__name__}: {exc}"
-        if attr is None:
-            return "deviates", f"{json.dumps(value)} typed {dtype}: attribute not seen"
-        got = attr.value if attr.type == "char" else attr.value.tolist()
-        if attr.type == "char":
-            try:
-                ok = json.loads(got) == expected
-            except ValueError:
-                ok = False
-        else:
-            ok = got == expected
-        evidence = f"{json.dumps(value)} typed {dtype} read as {attr.type} {json.dumps(got)}"
-        return ("follows" if ok and attr.type == nctype else "deviates"), evidence
+            what = "; ".join(f"{json.dumps(v)} typed {d}" for _, v, d, _, _ in probes)
+            return "deviates", f"{what}: reading failed: {type(exc).__name__}: {exc}"
+        seen = [_read_probe(attrs.get(name), value, dtype, nctype, expected)
+                for name, value, dtype, nctype, expected in probes]
+        return ("follows" if all(ok for ok, _ in seen) else "deviates"), "; ".join(e for _, e in seen)
     return evaluate
 
 
@@ -363,6 +373,19 @@ SPEC_RULES: list[SpecRule] = [
 ]
 
 
+#: Where our writer departs from the spec on purpose: (rule, implementation) → why, with the evidence.
+#: A listed result still reads "deviates" (the contract's statuses), its evidence opening with the reason;
+#: the gate (cli/report.py) accepts it, and a listed one that no longer deviates is an error, so the list
+#: cannot go stale.
+DOCUMENTED_DEVIATIONS: dict[tuple[str, str], str] = {
+    ("D.write.3", "ours"): (
+        "by choice: the default writes char text as a JSON string (lossless for every reader); Appendix D "
+        "case 3 is `nc2nczarr --json-attributes=spec`. netcdf-c 4.10.1 reads case-3 numbers and booleans back "
+        "as one character (_Unsigned=\"true\" -> \"1\": ubyte data read as signed; "
+        "test_known_deviation_netcdf_c_reads_json_atomic_char_as_one_character, tests/test_attr_lossless.py)"),
+}
+
+
 def evaluate_rules(run: MatrixRun) -> list[Result]:
     ctx = RuleContext(run)
     results: list[Result] = []
@@ -376,5 +399,8 @@ def evaluate_rules(run: MatrixRun) -> list[Result]:
                 status, evidence = rule.evaluate(ctx, peer)
             except Exception as exc:
                 status, evidence = "deviates", f"evaluation failed: {type(exc).__name__}: {exc}"
+            why = DOCUMENTED_DEVIATIONS.get((rule.id, peer.id))
+            if why is not None and status == "deviates":
+                evidence = f"documented deviation, {why}. Seen: {evidence}"
             results.append(Result(rule.id, peer.id, status, evidence.replace(str(run.workdir), "<work>")))
     return results

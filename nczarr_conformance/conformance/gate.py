@@ -1,0 +1,293 @@
+"""The gate on our own implementation: ours must do at least as well as any peer, in every cell.
+
+Two sides, each judged under the exact comparison the peer's passing cell made:
+
+- writer: our output of a case deviates or fails in a reader that reads another
+  writer's output of the same case right (compared under that other cell's view,
+  so a pure-Zarr writer's pass is not held against ours on netCDF types);
+- reader: our reader deviates or fails on a store that another reader reads right
+  (again under that reader's view: tensorstore's arrays-only pass says nothing
+  about attributes).
+
+A violation that is a peer's fault is listed in ``KNOWN`` with the evidence, and
+the evidence is re-checked on every run (``explain``): a known entry whose
+evidence no longer holds, or that no longer matches a violation, is itself an
+error, so the list cannot outlive the behaviour it excuses.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..peers.base import PEERS
+from .cases import BY_ID
+from .matrix import Cell, MatrixRun, compare, view_params
+
+OUR_READER = "ours"
+
+
+def is_ours(implementation: str) -> bool:
+    return implementation == "ours" or implementation.startswith("ours-")
+
+
+@dataclass(frozen=True)
+class Violation:
+    side: str  # writer | reader
+    case: str
+    writer: str
+    reader: str
+    status: str
+    passing: tuple[str, ...]  # the peer writers (writer side) or readers (reader side) whose cell passes
+    what: str
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return self.side, self.case, self.writer, self.reader
+
+    def line(self) -> str:
+        other = "writer" if self.side == "writer" else "reader"
+        return (f"{self.case}: {self.writer} → {self.reader} {self.status} where {other} "
+                f"{', '.join(self.passing)} passes: {self.what}")
+
+
+Evidence = Callable[[MatrixRun, Cell], "str | None"]
+
+
+@dataclass(frozen=True)
+class Known:
+    """A violation that is a peer's fault: why, and a check of the evidence on the run itself."""
+    side: str
+    case: str
+    writer: str
+    reader: str
+    why: str
+    evidence: Evidence
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return self.side, self.case, self.writer, self.reader
+
+
+def _cells(run: MatrixRun) -> dict[tuple[str, str, str], Cell]:
+    return {(c.case, c.writer, c.reader): c for c in run.cells}
+
+
+def _strip(cell: Cell) -> tuple[str, tuple[str, ...], str]:
+    # messages are cut at 300 characters (matrix._one_line), so a longer writer id in a path moves the cut
+    return cell.status, tuple(cell.differences), re.sub(rf"/{re.escape(cell.writer)}(?=[/#])", "/<writer>",
+                                                           cell.message)[:200]
+
+
+def _unavailable(ref: Cell | None) -> bool:
+    """The reference peer did not run here (not installed): its evidence cannot be checked in this run. The
+    suite's run has every peer (tests/conformance/test_report.py), so there the evidence is always checked."""
+    return ref is not None and ref.status == "skipped"
+
+
+def same_as_writer(reference: str) -> Evidence:
+    """The reader treats the reference writer's output of the case exactly as ours (same status, same text)."""
+    def check(run: MatrixRun, cell: Cell) -> str | None:
+        ref = _cells(run).get((cell.case, reference, cell.reader))
+        if _unavailable(ref):
+            return None
+        if ref is None or _strip(ref) != _strip(cell):
+            seen = "nothing" if ref is None else f"{ref.status} {ref.differences[:2] or ref.message[:120]}"
+            return f"{reference} → {cell.reader} is not the same as ours: {seen}"
+        return None
+    return check
+
+
+def same_as_reader(reference: str) -> Evidence:
+    """The reference reader reads the same store exactly as our reader does (same status, same differences)."""
+    def check(run: MatrixRun, cell: Cell) -> str | None:
+        ref = _cells(run).get((cell.case, cell.writer, reference))
+        if _unavailable(ref):
+            return None
+        if ref is None or (ref.status, ref.differences) != (cell.status, cell.differences):
+            seen = "nothing" if ref is None else f"{ref.status} {ref.differences[:2] or ref.message[:120]}"
+            return f"{cell.writer} → {reference} does not read it as ours does: {seen}"
+        return None
+    return check
+
+
+def message_is(text: str) -> Evidence:
+    """The peer's own error text, exactly."""
+    def check(run: MatrixRun, cell: Cell) -> str | None:
+        return None if cell.message == text else f"message is {cell.message[:200]!r}, not {text!r}"
+    return check
+
+
+def violations(run: MatrixRun) -> list[Violation]:
+    """Every cell where ours does worse than a peer under the peer's own comparison."""
+    cells = _cells(run)
+    cases = list(dict.fromkeys(c.case for c in run.cells))
+    writers = list(dict.fromkeys(c.writer for c in run.cells))
+    readers = list(dict.fromkeys(c.reader for c in run.cells))
+    found: list[Violation] = []
+    for case in cases:
+        intended = BY_ID[case].model()
+        for ours in [w for w in writers if is_ours(w)]:
+            for reader in readers:
+                cell = cells.get((case, ours, reader))
+                if cell is None or cell.status not in ("deviates", "fails"):
+                    continue
+                passing = []
+                for other in [w for w in writers if not is_ours(w)]:
+                    peer_cell = cells.get((case, other, reader))
+                    if peer_cell is None or peer_cell.status != "pass":
+                        continue
+                    if cell.status == "fails" or compare(intended, run.seen[(case, ours, reader)],
+                                                         view_params(PEERS[other], PEERS[reader])):
+                        passing.append(other)
+                if passing:
+                    found.append(Violation("writer", case, ours, reader, cell.status, tuple(passing),
+                                           "; ".join(cell.differences[:3]) or cell.message))
+        for writer in writers:
+            cell = cells.get((case, writer, OUR_READER))
+            if cell is None or cell.status not in ("deviates", "fails"):
+                continue
+            passing = []
+            for reader in [r for r in readers if r != OUR_READER]:
+                peer_cell = cells.get((case, writer, reader))
+                if peer_cell is None or peer_cell.status != "pass":
+                    continue
+                if cell.status == "fails" or compare(intended, run.seen[(case, writer, OUR_READER)],
+                                                     view_params(PEERS[writer], PEERS[reader])):
+                    passing.append(reader)
+            if passing:
+                found.append(Violation("reader", case, writer, OUR_READER, cell.status, tuple(passing),
+                                       "; ".join(cell.differences[:3]) or cell.message))
+    return found
+
+
+def explain(run: MatrixRun, known: list[Known] | None = None) -> tuple[list[str], list[str]]:
+    """(errors, excused): each violation not excused by a known disagreement whose evidence holds is an error;
+    so is a known entry that matches no violation (the peer changed: drop the entry)."""
+    known = KNOWN if known is None else known
+    by_key = {k.key: k for k in known}
+    cells = _cells(run)
+    errors: list[str] = []
+    excused: list[str] = []
+    matched: set[tuple[str, str, str, str]] = set()
+    for v in violations(run):
+        entry = by_key.get(v.key)
+        if entry is None:
+            errors.append(f"{v.side} gate: {v.line()}")
+            continue
+        matched.add(v.key)
+        problem = entry.evidence(run, cells[(v.case, v.writer, v.reader)])
+        if problem:
+            errors.append(f"{v.side} gate: {v.line()} — listed as a peer's fault, but the evidence fails: {problem}")
+        else:
+            excused.append(f"{v.side}: {v.case}: {v.writer} → {v.reader}: {entry.why}")
+    # a known entry is stale only where its cell and every peer it is judged against ran
+    ran = {(c.case, c.writer, c.reader) for c in run.cells if c.status != "skipped"}
+    if any(not i["available"] for i in run.implementations):
+        ran = set()  # with a peer missing, a violation can vanish because its passing peer did not run
+    for k in known:
+        if k.key not in matched and (k.case, k.writer, k.reader) in ran:
+            errors.append(f"known disagreement no longer seen (remove it): {k.side} {k.case}: {k.writer} → {k.reader}")
+    return errors, excused
+
+
+def same_paths_as_writer(reference: str) -> Evidence:
+    """Like same_as_writer, but only each difference's path and intended value: the values netcdf-c 4.9.0 shows
+    past the end of a compressed chunk are uninitialised memory (they change from run to run)."""
+    def check(run: MatrixRun, cell: Cell) -> str | None:
+        ref = _cells(run).get((cell.case, reference, cell.reader))
+
+        def left(c: Cell) -> list[str]:
+            return [d.split(" != ", 1)[0] for d in c.differences]
+        if _unavailable(ref):
+            return None
+        if ref is None or ref.status != cell.status or left(ref) != left(cell):
+            return f"{reference} → {cell.reader} is not the same as ours"
+        return None
+    return check
+
+
+def shows_410_keys_like(reference: str) -> Evidence:
+    """Both outputs deviate in the reader, which shows the same 4.10-layout keys (_nczarr_*) as attributes."""
+    def check(run: MatrixRun, cell: Cell) -> str | None:
+        ref = _cells(run).get((cell.case, reference, cell.reader))
+
+        def keys(c: Cell) -> list[str]:
+            return [d for d in c.differences if "/attributes/_nczarr_" in d and d.endswith(": only in second")]
+        if _unavailable(ref):
+            return None
+        if ref is None or ref.status != cell.status or not keys(cell) or keys(ref) != keys(cell):
+            return f"{reference} → {cell.reader} does not show the same _nczarr_ keys as attributes"
+        return None
+    return check
+
+
+def _entries(side: str, cases: tuple[str, ...], writer: str, reader: str, why: str,
+             evidence: Evidence) -> list[Known]:
+    return [Known(side, case, writer, reader, why, evidence) for case in cases]
+
+
+_LAYOUT_410 = ("numeric-types", "char-var", "fill-partial", "default-fill", "big-endian",
+               "shuffle-zlib", "char-attr-json-object", "char-attr-text", "typed-attrs")
+
+KNOWN: list[Known] = [
+    # netcdf-c 4.9.0 predates the 4.10 layout (lower-case _nczarr_* keys in .zattrs, >S1 char): it shows the keys
+    # as attributes and crashes on >S1 — on netcdf-c 4.10's own output exactly as on ours.
+    *_entries("writer", _LAYOUT_410, "ours", "netcdf-c-4.9",
+              "netcdf-c 4.9.0 predates the 4.10 layout; it reads netcdf-c 4.10's output of this case identically",
+              same_as_writer("netcdf-c-4.10")),
+    # 4.9.0 shows the same keys; the rest differs because netcdf-c 4.10 puts _ARRAY_DIMENSIONS on /g1/w against
+    # nczarr.md "XArray" (rules X.dims), where 4.9.0 then finds the names ours leaves for NCZarr to carry
+    *_entries("writer", ("groups-nested",), "ours", "netcdf-c-4.9",
+              "netcdf-c 4.9.0 predates the 4.10 layout; it shows netcdf-c 4.10's _nczarr_* keys the same way",
+              shows_410_keys_like("netcdf-c-4.10")),
+    # netcdf-c 4.10.1 no longer reads the 4.8–4.9.0 layout it wrote itself (<U1 char, upper-case keys).
+    *_entries("writer", ("char-var", "groups-nested", "typed-attrs"), "ours-nczarr-2-upper", "netcdf-c-4.10",
+              "netcdf-c 4.10.1 mis-reads the 4.8–4.9.0 layout; it reads netcdf-c 4.9.0's output of this case "
+              "identically", same_as_writer("netcdf-c-4.9")),
+    # zarr-python 3.1 / xarray refuse >S1, the char dtype nczarr.md Appendix E prescribes.
+    *[k for w in ("ours", "ours-zarr") for r in ("zarr-python", "xarray") for k in _entries(
+        "writer", ("char-var",), w, r, "zarr-python 3.1 has no >S1 dtype (Appendix E's char); it refuses "
+        "netcdf-c 4.10's output of this case identically", same_as_writer("netcdf-c-4.10"))],
+    *[k for r in ("zarr-python", "xarray") for k in _entries(
+        "writer", ("char-var",), "ours-nczarr-2-upper", r, "netcdf-c 4.9.0's <U1 char holds one byte per item, "
+        "not four: zarr-python refuses netcdf-c 4.9.0's output of this case identically",
+        same_as_writer("netcdf-c-4.9"))],
+    *_entries("writer", ("char-var",), "ours-zarr", "netcdf-c-4.9",
+              "netcdf-c 4.9.0 crashes on >S1 char; it crashes identically on netcdf-c 4.10's output",
+              same_as_writer("netcdf-c-4.10")),
+    *_entries("writer", ("char-var",), "ours-zarr", "netcdf-c-4.10",
+              "netcdf-c 4.10.1 reads a pure-Zarr char array's NUL padding as empty strings; it reads zarr-python's "
+              "output of this case identically", same_as_writer("zarr-python")),
+    # Our reader follows Appendix E: |S1 (how zarr-python and xarray store a char) is a string of maxstrlen 1,
+    # so a NUL byte is the empty string — netcdf-c 4.10.1 reads the same store identically.
+    *[k for w in ("zarr-python", "xarray") for k in _entries(
+        "reader", ("char-var",), w, "ours", "zarr-python writes a char as |S1, which Appendix E defines as a string "
+        "(NUL = end of string); netcdf-c 4.10.1 reads the same store identically", same_as_reader("netcdf-c-4.10"))],
+    *_entries("writer", ("scalar",), "ours-zarr", "netcdf-c-4.10",
+              "netcdf-c 4.10.1 does not show Zarr arrays of shape [] (netcdf-c issue #3108); zarr-python's output "
+              "of this case is read identically", same_as_writer("zarr-python")),
+    *_entries("writer", ("big-endian",), "ours-zarr", "netcdf-c-4.9",
+              "netcdf-c 4.9.0 ignores a pure-Zarr dtype's byte order; it reads zarr-python's output identically",
+              same_as_writer("zarr-python")),
+    *_entries("writer", ("shuffle-zlib",), "ours-zarr", "netcdf-c-4.9",
+              "Debian's netcdf-c 4.9.0 has no codecs: it shows compressed bytes as data, as for zarr-python's output",
+              same_paths_as_writer("zarr-python")),
+    *_entries("writer", ("shuffle-zlib",), "ours", "gdal",
+              "GDAL 3.6 has no shuffle filter; it drops netcdf-c 4.10's output of this case identically",
+              same_as_writer("netcdf-c-4.10")),
+    *_entries("writer", ("shuffle-zlib",), "ours-zarr", "gdal",
+              "GDAL 3.6 has no shuffle filter; it drops zarr-python's output of this case identically",
+              same_as_writer("zarr-python")),
+    *_entries("writer", ("shuffle-zlib",), "ours", "tensorstore",
+              "TensorStore's zarr driver refuses a filters list; it refuses netcdf-c 4.10's output identically",
+              same_as_writer("netcdf-c-4.10")),
+    *_entries("writer", ("shuffle-zlib",), "ours-zarr", "tensorstore",
+              "TensorStore's zarr driver refuses a filters list; it refuses zarr-python's output identically",
+              same_as_writer("zarr-python")),
+    # char "42": ours writes the text (lossless default), netcdf-c 4.10 the JSON number 42; 4.9.0 shows the same
+    # _nczarr_* keys of the 4.10 layout as attributes on both (and, on 4.10's, the number as a byte)
+    *_entries("writer", ("char-attr-json-number",), "ours", "netcdf-c-4.9",
+              "netcdf-c 4.9.0 predates the 4.10 layout; it shows netcdf-c 4.10's _nczarr_* keys the same way",
+              shows_410_keys_like("netcdf-c-4.10")),
+]
