@@ -342,18 +342,36 @@ def test_500m_declared_floats_are_refused_cleanly(store: Path, chunk: int) -> No
     checked = run_bounded(f"500M floats chunks={chunk}", "check", "--deep", str(store))
     assert "Traceback" not in checked.stderr and checked.rc in (0, 1), checked.stderr
     assert checked.peak < PEAK_MAX
-    # --json holds the model: refused before allocating
-    dumped = run_bounded(f"500M floats chunks={chunk}", "dump", "--json", str(store))
-    assert_refused(dumped, 2, "refusing to hold more than", "NCZARR_MAX_IN_MEMORY")
-    # CDL streams chunk by chunk (as ncdump does): 20 MB of it, then the reader goes away;
+    # CDL and --json stream chunk by chunk (as ncdump does): 20 MB of each, then the reader goes away;
     # one chunk bigger than the in-memory budget is refused when its turn comes
-    streamed = run_bounded(f"500M floats chunks={chunk}", "dump", str(store), stop_after=20 * MiB)
-    if chunk > 1000:
-        assert_refused(streamed, 2, "/v: one run of chunks needs about 2000000000 bytes", "NCZARR_MAX_IN_MEMORY")
-        return
-    assert "Traceback" not in streamed.stderr and streamed.rc == 0, streamed.stderr
-    assert streamed.stdout.startswith("netcdf ds {") and "v = " in streamed.stdout, streamed.stdout[:300]
-    assert 0 < streamed.peak < PEAK_MAX, f"peak RSS {streamed.peak / MiB:.0f} MiB"
+    for args in ((), ("--json",)):
+        streamed = run_bounded(f"500M floats chunks={chunk}", "dump", *args, str(store), stop_after=20 * MiB)
+        if chunk > 1000:
+            assert_refused(streamed, 2, "/v: one run of chunks needs about 2000000000 bytes", "NCZARR_MAX_IN_MEMORY")
+            continue
+        assert "Traceback" not in streamed.stderr and streamed.rc == 0, streamed.stderr
+        head = "netcdf ds {" if not args else '{\n "model": "nczarr-model/1"'
+        assert streamed.stdout.startswith(head), streamed.stdout[:300]
+        assert 0 < streamed.peak < PEAK_MAX, f"peak RSS {streamed.peak / MiB:.0f} MiB"
+
+
+def test_json_dump_streams_and_parses_to_the_model(tmp_path: Path) -> None:
+    """--json of 4M floats (16 MB of data; 1 GB as Python objects built whole) stays under the cap and
+    parses to exactly the model our reader builds."""
+    import netCDF4
+
+    src = tmp_path / "big.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("x", 4_000_000)
+        nc.createVariable("v", "f4", ("x",), chunksizes=(500_000,))[:] = np.arange(4_000_000, dtype="f4") / 7
+    out = tmp_path / "big.file"
+    subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "-q", str(src), str(out)], check=True)
+    dumped = run_bounded("json 4M floats", "dump", "--json", "--storage", str(out), timeout=300)
+    assert dumped.rc == 0 and dumped.stderr == "", dumped.stderr
+    assert 0 < dumped.peak < PEAK_MAX, f"peak RSS {dumped.peak / MiB:.0f} MiB"
+    from nczarr_conformance.dataset import open_dataset
+
+    assert json.loads(dumped.stdout) == open_dataset(str(out)).to_json(storage=True)
 
 
 # ---- S3: the same bounds on a real S3 endpoint (moto) ------------------------------------------------

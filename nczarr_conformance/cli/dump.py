@@ -12,11 +12,10 @@ Exit codes: 0 printed, 2 could not read or no such variable/group (message on st
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..cdl import CdlOptions, CdlWriter
-from ..dataset import dataset_name, open_dataset
+from ..dataset import dataset_name
 from ..dump_source import open_source
 from ..errors import UsageError
 from .common import Parser, run
@@ -80,14 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> int:
-        if args.json:
-            dataset = open_dataset(args.url, data=not args.header)
-            text = json.dumps(dataset.to_json(data=not args.header, storage=args.storage), ensure_ascii=False,
-                              indent=1)
-            _write(text + "\n")
-            return 0
         options = options_from(args)
         with open_source(args.url) as source:
+            if args.json:
+                from ..json_dump import write_json
+
+                write_json(source, _write, data=not args.header, storage=args.storage)
+                sys.stdout.flush()
+                return 0
             if args.kind:
                 _write(source.kind + "\n")
                 return 0
