@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from ..convert import convert, total_bytes
-from ..transforms import TransformError, Transforms, parse
-from ..nczarr.writer import FLAVOR_ALIASES
+from ..flavor_names import FLAVOR_ALIASES
 from .common import Parser, run
+
+if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
+    from ..transforms import Transforms
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +71,8 @@ def _return_big_buffers_to_the_os() -> None:
 
 def _transforms(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Transforms | None:
     """The transforms asked for, or a usage error (one line, exit 2) naming the bad spec."""
+    from ..transforms import TransformError, parse
+
     try:
         t = parse(deflate=args.deflate, shuffle=args.shuffle, chunkspecs=args.chunkspecs,
                   min_chunk_bytes=args.min_chunk_bytes, fix_unlimited=args.fix_unlimited, variables=args.variables,
@@ -89,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     _return_big_buffers_to_the_os()
 
     def body() -> int:
+        from ..convert import convert, total_bytes
+
         if args.append:
             from ..append import append
 
