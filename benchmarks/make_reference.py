@@ -1,6 +1,8 @@
 """Make the benchmark's reference file: precip(time=256 unlimited, lat=480, lon=1440) float32,
 chunks 8x480x1440, zlib level 1 (~400 MB), plus a 1-D time coordinate; and the same with a
-fixed time dimension (nccopy 4.9.0 fails on unlimited ones).
+fixed time dimension (nccopy 4.9.0 fails on unlimited ones); and the many-small-chunks layout of
+model output (CMIP-style, one time step per chunk): 20 variables (time=365, lat=128, lon=128)
+float32, chunks 1x128x128 (64 KiB), zlib level 1 + shuffle, 7300 chunks.
 
     python benchmarks/make_reference.py [--out benchmarks/data] [--ntime 256]
 """
@@ -44,6 +46,31 @@ def make(path: Path, *, ntime: int, unlimited: bool) -> None:
         nc.close()
 
 
+def make_many(path: Path, *, nvars: int = 20, ntime: int = 365, ny: int = 128, nx: int = 128) -> None:
+    """One chunk per time step and variable: the layout where per-chunk cost dominates."""
+    import netCDF4
+
+    nc = netCDF4.Dataset(str(path), "w", format="NETCDF4")
+    try:
+        nc.createDimension("time", ntime)
+        nc.createDimension("lat", ny)
+        nc.createDimension("lon", nx)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t[:] = np.arange(ntime, dtype="f8")
+        rng = np.random.default_rng(7)
+        yy, xx = np.meshgrid(np.linspace(0, 3, ny), np.linspace(0, 6, nx), indexing="ij")
+        base = (np.sin(yy) * np.cos(xx) + 1).astype("f4")
+        for i in range(nvars):
+            v = nc.createVariable(f"v{i:02d}", "f4", ("time", "lat", "lon"), zlib=True, complevel=1, shuffle=True,
+                                  chunksizes=(1, ny, nx), fill_value=-9999.0)
+            for start in range(0, ntime, 73):
+                n = min(73, ntime - start)
+                v[start:start + n] = base * rng.gamma(0.6, 0.4, size=(n, ny, nx)).astype("f4")
+    finally:
+        nc.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "data"))
@@ -56,6 +83,10 @@ def main() -> None:
         if not target.exists():
             make(target, ntime=args.ntime, unlimited=unlimited)
         print(target, target.stat().st_size)
+    many = out / "many.nc"
+    if not many.exists():
+        make_many(many)
+    print(many, many.stat().st_size)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,12 @@ plan asks for the same codecs, chunk shape and byte order, a stored HDF5 chunk
 NCZarr's last; szip; a chunk whose filter mask says a filter was skipped) goes
 through decode/encode.
 
+Each variable's chunk index (offset in the file, size, filter mask of every stored
+chunk) is read once, in one pass (h5py ``chunk_iter``); a chunk is then copied with one
+``os.pread`` on a file descriptor of its own: no HDF5 call and no lock per chunk, so the
+writer's threads copy in parallel at the speed of the disk. (A file with an HDF5 user
+block, where index addresses are not file offsets, goes through ``read_direct_chunk``.)
+
 The HDF5 chunk index also says which chunks were never written (a declared
 ``crs`` variable, records not yet written): those are reported as
 :data:`NOT_STORED`, read as fill, and never asked of ``read_direct_chunk``,
@@ -16,13 +22,23 @@ so a NOFILL variable's unwritten chunks stay unwritten on both paths.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
+from .errors import StoreError
 from .nczarr.writer import NOT_STORED, ArrayPlan
 
 H5Z_FILTER_DEFLATE = 1
 H5Z_FILTER_SHUFFLE = 2
+
+
+class Stored(NamedTuple):
+    """Where one chunk lies in the file, as the HDF5 chunk index says."""
+
+    address: int
+    size: int
+    filter_mask: int
 
 
 class DirectChunks:
@@ -42,27 +58,37 @@ class DirectChunks:
         self.copy = copy
         with self.lock:
             self.file = h5py.File(path, "r")
+            userblock = int(self.file.userblock_size)
+        # pread needs no lock and no seek position shared between threads; the index
+        # addresses are file offsets only when there is no user block before the superblock
+        self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC) if userblock == 0 else -1
 
     def close(self) -> None:
         with self.lock:
             self.file.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
     def _filters(self, dataset: Any) -> list[int]:
         plist = dataset.id.get_create_plist()
         return [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
 
     @staticmethod
-    def _stored(dataset: Any) -> dict[tuple[int, ...], int]:
-        """Offset of every chunk the file holds → its filter mask (HDF5 ≥ 1.12.3: one pass over the index)."""
-        stored: dict[tuple[int, ...], int] = {}
+    def _stored(dataset: Any) -> dict[tuple[int, ...], Stored]:
+        """Every chunk the file holds, by its element offset (HDF5 ≥ 1.12.3: one pass over the index)."""
+        stored: dict[tuple[int, ...], Stored] = {}
         if dataset.id.get_num_chunks() == 0:
             return stored
+
+        def add(info: Any) -> None:
+            stored[tuple(info.chunk_offset)] = Stored(int(info.byte_offset), int(info.size), int(info.filter_mask))
+
         try:
-            dataset.id.chunk_iter(lambda info: stored.__setitem__(tuple(info.chunk_offset), info.filter_mask))
-        except AttributeError:  # older HDF5: one call per stored chunk
+            dataset.id.chunk_iter(add)
+        except AttributeError:  # older HDF5: one call per stored chunk, still once per variable
             for i in range(dataset.id.get_num_chunks()):
-                info = dataset.id.get_chunk_info(i)
-                stored[tuple(info.chunk_offset)] = info.filter_mask
+                add(dataset.id.get_chunk_info(i))
         return stored
 
     @staticmethod
@@ -101,14 +127,19 @@ class DirectChunks:
             copyable = self._copyable(plan, dataset)
 
         def read(index: tuple[int, ...]) -> bytes | None:
-            offset = tuple(i * c for i, c in zip(index, plan.chunks))
-            mask = stored.get(offset)
-            if mask is None:
+            where = stored.get(tuple(i * c for i, c in zip(index, plan.chunks)))
+            if where is None:
                 return NOT_STORED
-            if not copyable or mask != 0:
+            if not copyable or where.filter_mask != 0:
                 return None  # re-encode it (a nonzero mask: a filter was skipped for this chunk)
+            if self.fd >= 0:
+                payload = os.pread(self.fd, where.size, where.address)
+                if len(payload) != where.size:
+                    raise StoreError(f"{self.file.filename}: truncated: chunk at {where.address} has "
+                                  f"{len(payload)} of {where.size} bytes")
+                return payload
             with self.lock:
-                _, payload = dataset.id.read_direct_chunk(offset)
-            return bytes(payload)
+                _, data = dataset.id.read_direct_chunk(tuple(i * c for i, c in zip(index, plan.chunks)))
+            return bytes(data)
 
         return read

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+from ..flavor_names import CHECK_FLAVORS
 from ..sniff import netcdf_file_error, zarr_v3_error
 from ..stores import open_store
 from ..urls import parse
@@ -14,7 +15,7 @@ from .rules import RULES, Finding, Severity, get, matching, rule
 
 __all__ = ["check", "RULES", "Report", "Finding", "Severity"]
 
-FLAVOR_CHOICES = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr")
+FLAVOR_CHOICES = CHECK_FLAVORS
 
 
 @rule("NCZ-LAYOUT-FLAVOR", Severity.ERROR, source="--expect")

@@ -9,17 +9,25 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..check import FLAVOR_CHOICES, check
-from ..check.docs import render_list
-from ..check.report import Report, render_reports
-from ..check.rules import Severity
 from ..errors import NczarrError, StoreError
+from ..flavor_names import CHECK_FLAVORS as FLAVOR_CHOICES
 from .common import Parser, run
+
+if TYPE_CHECKING:  # imported where used: --help and --version load no numpy
+    from ..check.report import Report
 
 
 def _ids(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def check(url: str, **options: Any) -> Report:
+    """nczarr_conformance.check.check, imported on first use (the rules load numpy and numcodecs)."""
+    from ..check import check as check_url
+
+    return check_url(url, **options)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give at least one URL, or --list-rules")
 
     def body() -> int:
+        from ..check.docs import render_list
+        from ..check.report import render_reports
+        from ..check.rules import Severity
+
         if args.list_rules:
             _write(render_list(args.format), args.output)
             return 0

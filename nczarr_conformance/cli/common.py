@@ -54,6 +54,19 @@ def run(prog: str, body: Callable[[], int]) -> int:
         return 2
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is looked up only when asked (importlib.metadata costs --help ~15 ms)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"{parser.prog} {version()}\n")
+        sys.stdout.flush()
+        parser.exit(0)
+
+
 def plain(text: str | None) -> str | None:
     """Help text in plain words: module docstrings use RST ``literals``; a terminal shows them bare."""
     return None if text is None else text.replace("``", "")
@@ -71,8 +84,7 @@ class Parser(argparse.ArgumentParser):
             if key in kwargs:
                 kwargs[key] = plain(kwargs[key])
         super().__init__(*args, **kwargs)
-        self.add_argument("--version", action="version", version=f"%(prog)s {version()}",
-                          help="print the version and exit")
+        self.add_argument("--version", action=_VersionAction, help="print the version and exit")
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         if "help" in kwargs and isinstance(kwargs["help"], str):

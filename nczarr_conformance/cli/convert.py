@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from ..convert import convert, total_bytes
-from ..transforms import TransformError, Transforms, parse
-from ..nczarr.attrs import JSON_ATTRIBUTE_MODES, json_attributes
-from ..nczarr.writer import FLAVOR_ALIASES
+from ..flavor_names import FLAVOR_ALIASES, JSON_ATTRIBUTE_MODES
 from .common import Parser, run
+
+if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
+    from ..transforms import Transforms
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +76,8 @@ def _return_big_buffers_to_the_os() -> None:
 
 def _transforms(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Transforms | None:
     """The transforms asked for, or a usage error (one line, exit 2) naming the bad spec."""
+    from ..transforms import TransformError, parse
+
     try:
         t = parse(deflate=args.deflate, shuffle=args.shuffle, chunkspecs=args.chunkspecs,
                   min_chunk_bytes=args.min_chunk_bytes, fix_unlimited=args.fix_unlimited, variables=args.variables,
@@ -95,10 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     _return_big_buffers_to_the_os()
 
     def body() -> int:
+        from ..nczarr.attrs import json_attributes
+
         with json_attributes(args.json_attributes):
             return convert_or_append()
 
     def convert_or_append() -> int:
+        from ..convert import convert, total_bytes
+
         if args.append:
             from ..append import append
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cdl import CdlOptions, CdlWriter
-from ..dataset import dataset_name
-from ..dump_source import open_source
+from typing import TYPE_CHECKING
+
 from ..errors import UsageError
 from .common import Parser, run
+
+if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
+    from ..cdl import CdlOptions
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +64,8 @@ def _names(text: str | None) -> tuple[str, ...]:
 
 
 def options_from(args: argparse.Namespace) -> CdlOptions:
+    from ..cdl import CdlOptions
+
     fd, dd = parse_precision(args.precision) if args.precision else (None, None)
     if args.line_length < 10:
         raise UsageError(f"-l {args.line_length}: line length must be at least 10")
@@ -79,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> int:
+        from ..cdl import CdlWriter
+        from ..dataset import dataset_name
+        from ..dump_source import open_source
+
         options = options_from(args)
         with open_source(args.url) as source:
             if args.json:

@@ -32,12 +32,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError
+from ..flavor_names import JSON_ATTRIBUTE_MODES
 from ..model import Attribute
 from .lenient_json import LenientNumber
 from .dtypes import DEFAULT_MAXSTRLEN, NUMERIC, attr_type_string, parse_attr_type
 
-#: How char text that parses as JSON is written: ``lossless`` (a JSON string) or ``spec`` (App. D case 3).
-JSON_ATTRIBUTE_MODES = ("lossless", "spec")
+#: How char text that parses as JSON is written (modes in flavor_names.JSON_ATTRIBUTE_MODES):
+#: ``lossless`` (a JSON string) or ``spec`` (App. D case 3).
 _MODE: ContextVar[str] = ContextVar("json_attributes", default="lossless")
 
 INT32 = (-(2**31), 2**31 - 1)

@@ -29,14 +29,12 @@ import numpy as np
 from .. import keys
 from ..codecs import Pipeline, shuffle_config
 from ..errors import UnsupportedError, UsageError
+from ..flavor_names import FLAVOR_ALIASES as FLAVOR_ALIASES, WRITE_FLAVORS as WRITE_FLAVORS
 from ..model import Attribute, Dataset, Group, Variable, is_internal_attribute
 from ..stores.base import Store
 from . import attrs as attr_codec
 from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, dtype_string, numpy_dtype
 
-WRITE_FLAVORS = ("nczarr-4.10", "nczarr-2-upper", "zarr")
-FLAVOR_ALIASES = {"nczarr": "nczarr-4.10", "nczarr-4.10": "nczarr-4.10", "nczarr-2-upper": "nczarr-2-upper",
-                  "upper": "nczarr-2-upper", "zarr": "zarr"}
 SUPERBLOCK = {"version": "2.0.0"}
 #: codecs written as the .zarray "compressor" when last in the chain; fletcher32 too, as netcdf-c's
 #: NCZarr writes the last filter there ({"id": "fletcher32"} after shuffle and zlib)
@@ -52,6 +50,10 @@ Progress = Callable[[int, int, int], None]  # increments: (chunks, bytes before 
 RawSource = Callable[["ArrayPlan"], Callable[[tuple[int, ...]], bytes | None] | None]
 NOT_STORED = b""
 IN_FLIGHT_BYTES = 64 * 1024**2
+#: chunks of at least this many bytes are verified on one sample chunk, smaller ones on two
+VERIFY_BYTES = 4 * 1024**2
+#: the slab of a sample chunk compared with the source: leading rows holding at least this many bytes
+VERIFY_SLAB_BYTES = 1024**2
 STRING_SCAN_ELEMENTS = 1_000_000
 
 
@@ -327,22 +329,50 @@ class DatasetWriter:
 
     def _raw_copy_verified(self, plan: ArrayPlan, pipeline: Pipeline,
                            raw_copy: Callable[[tuple[int, ...]], bytes | None], fill_chunk: np.ndarray) -> bool:
-        """Decode the first copied chunk and compare it with the source's values for that region.
+        """Decode a sample of copied chunks and compare them with the source's values there.
 
         A copied chunk is only as right as the assumption that the source's codecs are ours;
-        one decoded chunk per variable proves it, else the variable is re-encoded.
+        a sample per variable proves it, else the variable is re-encoded. The sample is the
+        first copied chunk and, when chunks are smaller than :data:`VERIFY_BYTES`, the last
+        one (often an edge chunk, padded in the source); each payload is decoded whole (a
+        codec mismatch garbles all of it) and compared with the source on a slab of leading
+        rows, so a big chunk's values are not read, converted and compared in full.
         """
+        first: tuple[int, ...] | None = None
         for index, region in plan.regions():
-            payload = raw_copy(index)
-            if payload is None or payload == NOT_STORED:
-                continue
-            try:
-                decoded = np.frombuffer(pipeline.decode(payload), dtype=plan.storage).reshape(fill_chunk.shape)
-            except Exception:  # any codec failure means the assumption is wrong
+            verdict = self._sample_matches(plan, pipeline, raw_copy(index), fill_chunk, region, last=False)
+            if verdict is None:
+                continue  # not copied (re-encoded or never stored): nothing to prove here
+            if not verdict:
                 return False
-            block = self._block(plan, region)
-            return bool(decoded[tuple(slice(0, n) for n in block.shape)].tobytes() == np.ascontiguousarray(block).tobytes())
+            first = index
+            break
+        if first is None or not plan.zshape or fill_chunk.nbytes >= VERIFY_BYTES:
+            return True
+        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
+        for flat in range(math.prod(grid) - 1, -1, -1):
+            index = tuple(int(i) for i in np.unravel_index(flat, grid))
+            if index == first:
+                break
+            region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, plan.chunks, plan.zshape))
+            verdict = self._sample_matches(plan, pipeline, raw_copy(index), fill_chunk, region, last=True)
+            if verdict is not None:
+                return verdict
         return True
+
+    def _sample_matches(self, plan: ArrayPlan, pipeline: Pipeline, payload: bytes | None, fill_chunk: np.ndarray,
+                        region: tuple[slice, ...], *, last: bool) -> bool | None:
+        """Whether a copied chunk decodes to the source's values (None: no copied chunk here)."""
+        if payload is None or payload == NOT_STORED:
+            return None
+        try:
+            decoded = np.frombuffer(pipeline.decode(payload), dtype=plan.storage).reshape(fill_chunk.shape)
+        except Exception:  # any codec failure means the assumption is wrong
+            return False
+        slab = _slab(region, plan.storage.itemsize, last=last)
+        block = self._block(plan, slab)
+        within = tuple(slice(s.start - r.start, s.stop - r.start) for s, r in zip(slab, region))
+        return bool(decoded[within].tobytes() == np.ascontiguousarray(block).tobytes())
 
     def _done(self, sizes: tuple[int, int]) -> None:
         if self.progress is not None:
@@ -430,6 +460,16 @@ def _all_fill(chunk: np.ndarray, fill_chunk: np.ndarray) -> bool:
     a = chunk.reshape(-1).view(np.uint8)
     b = fill_chunk.reshape(-1).view(np.uint8)
     return bool(a[: b.itemsize * 64].tobytes() == b[: b.itemsize * 64].tobytes()) and np.array_equal(a, b)
+
+
+def _slab(region: tuple[slice, ...], itemsize: int, *, last: bool) -> tuple[slice, ...]:
+    """The first (or ``last``) rows of ``region`` along its leading axis, ≥ VERIFY_SLAB_BYTES of values."""
+    if not region:
+        return region
+    row = itemsize * math.prod(s.stop - s.start for s in region[1:])
+    rows = min(region[0].stop - region[0].start, max(1, math.ceil(VERIFY_SLAB_BYTES / max(1, row))))
+    lead = slice(region[0].stop - rows, region[0].stop) if last else slice(region[0].start, region[0].start + rows)
+    return (lead, *region[1:])
 
 
 def _check_name(name: str, where: str) -> None:
