@@ -58,9 +58,15 @@ def _is_cntrl(code: int) -> bool:
 def attribute_string(raw: bytes) -> str:
     """ncdump.c ``pr_att_string`` for a netCDF-4 file: trailing NULs dropped, controls in octal."""
     raw = raw.rstrip(b"\x00")
+    return '"' + _join_bytes(raw, _escape_pieces(raw, newlines=(0x0A,))) + '"'
+
+
+def _escape_pieces(raw: bytes, *, newlines: tuple[int, ...]) -> list[str | None]:
+    """ncdump's escapes of text: ``newlines`` as ``\\n``, the common C escapes, other controls in
+    octal; ``None`` for a byte >= 0x80, copied verbatim by :func:`_join_bytes`."""
     out: list[str | None] = []
     for code in raw:
-        if code == 0x0A:
+        if code in newlines:
             out.append("\\n")
         elif code in _COMMON_ESCAPES:
             out.append(_COMMON_ESCAPES[code])
@@ -68,7 +74,7 @@ def attribute_string(raw: bytes) -> str:
             out.append(f"\\{code:03o}")
         else:
             out.append(chr(code) if code < 0x80 else None)
-    return '"' + _join_bytes(raw, out) + '"'
+    return out
 
 
 def _join_bytes(raw: bytes, pieces: list[str | None]) -> str:
@@ -102,17 +108,7 @@ def char_data_string(raw: bytes) -> str:
 def string_data(value: str) -> str:
     """dumplib.c ``ncstring_typ_tostring``: controls in octal, ``\\v`` printed as ``\\n`` (as ncdump does)."""
     raw = to_bytes(value).split(b"\x00", 1)[0]
-    pieces: list[str | None] = []
-    for code in raw:
-        if code == 0x0A or code == 0x0B:
-            pieces.append("\\n")
-        elif code in _COMMON_ESCAPES:
-            pieces.append(_COMMON_ESCAPES[code])
-        elif _is_cntrl(code):
-            pieces.append(f"\\{code:03o}")
-        else:
-            pieces.append(chr(code) if code < 0x80 else None)
-    return '"' + _join_bytes(raw, pieces) + '"'
+    return '"' + _join_bytes(raw, _escape_pieces(raw, newlines=(0x0A, 0x0B))) + '"'
 
 
 def tztrim(text: str) -> str:
