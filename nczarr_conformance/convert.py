@@ -113,15 +113,17 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
         # the HDF5 chunk index is used on both paths (unwritten chunks); copying only when asked
         raw = _direct_source(src, copy=direct and flavor != "nczarr-2-upper")
         workers = threads or (16 if spec.kind == "s3" else 2 * (os.cpu_count() or 2))
-        store = open_store(spec, "w", overwrite=overwrite)
+        store = None
         try:
+            store = open_store(spec, "w", overwrite=overwrite)
             stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
                                          progress=counting, threads=workers,
                                          raw=without_direct_copy(raw, reencode))
             stats.objects = store.writes
             store.commit()
         except BaseException:
-            store.abort()
+            if store is not None:
+                store.abort()
             raise
         finally:
             if raw is not None:
