@@ -46,7 +46,8 @@ class NCZarrArray(BackendArray):
         self.shape = variable.shape
         # netCDF4-python's dtype for a string variable is ``str``; xarray's netcdf4 engine
         # turns it into object with vlen metadata, and so do we
-        self.dtype = create_vlen_dtype(str) if variable.nctype == "string" else variable.dtype
+        vlen = create_vlen_dtype(str)  # type: ignore[no-untyped-call]
+        self.dtype = vlen if variable.nctype == "string" else variable.dtype
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
