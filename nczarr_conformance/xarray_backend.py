@@ -187,10 +187,11 @@ def _looks_like_nczarr(path: str) -> bool:
                 continue
         return any(m in h for h in heads for m in _NCZARR_MARKERS) or os.path.isfile(os.path.join(path, ".nczarr"))
     if path.endswith(".zip") and zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as zf:
-            return any(n.rsplit("/", 1)[-1] in (".nczarr",) or n.endswith(".zattrs") and
-                       any(m in zf.read(n)[:4096] for m in _NCZARR_MARKERS)
-                       for n in zf.namelist()[:8])
+        with zipfile.ZipFile(path) as zf:  # the root is "" or netcdf-c's "<name>/"
+            roots = [n for n in zf.namelist() if n.count("/") <= 1 and n.rsplit("/", 1)[-1] in
+                     (".zattrs", ".zgroup", ".nczarr")]
+            return any(n.endswith(".nczarr") or any(m in zf.read(n)[:4096] for m in _NCZARR_MARKERS)
+                       for n in roots)
     return False
 
 
