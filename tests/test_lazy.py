@@ -160,3 +160,57 @@ def test_s3_url(store, s3_bucket, source):
     ncz.convert(source, url)
     with ncz.open(url) as ds:
         np.testing.assert_array_equal(ds["g/v"][1, ::2, -1], netcdf4_read(source, "g/v", (1, slice(None, None, 2), -1)))
+
+
+# ---- any key, any chunking: equal to numpy's orthogonal indexing of the source array ------------------------
+
+def _orthogonal(values: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
+    """numpy applied one dimension at a time (outer indexing), integers dropping their dimension."""
+    out = values
+    for axis in reversed(range(len(key))):
+        item = key[axis]
+        index = np.arange(values.shape[axis])[item]
+        out = np.take(out, index, axis=axis)
+    return out
+
+
+def _axis_key(size: int) -> Any:
+    from hypothesis import strategies as st
+
+    ints = st.integers(-size, size - 1)
+    slices = st.builds(slice, st.none() | st.integers(-size - 2, size + 2), st.none() | st.integers(-size - 2, size + 2),
+                       st.none() | st.integers(-3, 3).filter(bool))
+    lists = st.lists(st.integers(-size, size - 1), max_size=5)
+    return ints | slices | lists
+
+
+def test_any_selection_equals_numpy():
+    from hypothesis import given, strategies as st
+
+    from nczarr_conformance.model import Dataset, Group, Variable
+    from nczarr_conformance.nczarr.reader import DatasetReader
+    from nczarr_conformance.nczarr.selection import read_selection
+    from nczarr_conformance.nczarr.writer import write_dataset
+    from nczarr_conformance.stores import MemoryStore
+
+    @st.composite
+    def cases(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[Any, ...]]:
+        shape = tuple(draw(st.lists(st.integers(1, 7), min_size=1, max_size=3)))
+        chunks = tuple(draw(st.integers(1, n)) for n in shape)
+        key = tuple(draw(_axis_key(n)) for n in shape)
+        return shape, chunks, key
+
+    @given(cases())
+    def check(case: tuple[tuple[int, ...], tuple[int, ...], tuple[Any, ...]]) -> None:
+        shape, chunks, key = case
+        values = np.arange(int(np.prod(shape)), dtype="i4").reshape(shape)
+        dims = {f"d{i}": Dimension(n) for i, n in enumerate(shape)}
+        var = Variable("int", [f"/d{i}" for i in range(len(shape))], shape, data=values, chunks=list(chunks))
+        store = MemoryStore()
+        write_dataset(Dataset(Group(dims, {}, {"v": var})), store)
+        got = read_selection(DatasetReader(store), "/v", key)
+        want = _orthogonal(values, key)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+    check()
