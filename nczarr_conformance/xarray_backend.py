@@ -137,11 +137,9 @@ class NCZarrDataStore(AbstractDataStore):
             attrs["_FillValue"] = np.bytes_(attrs["_FillValue"])
         encoding: dict[str, Any] = {"dtype": str if var.nctype == "string" else var.dtype}
         encoding.update(_filters(var))
-        if var.chunks is None:  # a scalar: one object, which netCDF4-python reports as contiguous
-            encoding.update(contiguous=True, chunksizes=None)
-        else:
-            encoding.update(contiguous=False, chunksizes=var.chunks,
-                            preferred_chunks=dict(zip(var.dimensions, var.chunks)))
+        # netCDF4-python on an NCZarr store reports a scalar as chunked with chunk shape ()
+        chunks = var.chunks or ()
+        encoding.update(contiguous=False, chunksizes=chunks, preferred_chunks=dict(zip(var.dimensions, chunks)))
         encoding["source"] = self.shared.dataset.url
         encoding["original_shape"] = var.shape
         return xr.Variable(var.dimensions, data, attrs, encoding)
