@@ -14,13 +14,17 @@ converted file and ``engine="netcdf4"`` on the file give the same Dataset.
 
 Data are lazy: each variable is a ``BackendArray`` whose reads go through
 nczarr/selection.py, fetching and decoding only the chunks a selection touches.
+
+xarray imports every registered engine's module whenever it opens anything, so this one
+imports our reader (numcodecs and all) only when it is asked to open something.
 """
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -30,7 +34,8 @@ from xarray.backends.store import StoreBackendEntrypoint
 from xarray.coding.strings import create_vlen_dtype
 from xarray.core import indexing
 
-from .lazy import LazyDataset, LazyGroup, LazyVariable
+if TYPE_CHECKING:
+    from .lazy import LazyDataset, LazyGroup, LazyVariable
 
 __all__ = ["NCZarrBackendEntrypoint", "NCZarrArray", "NCZarrDataStore"]
 
@@ -113,6 +118,8 @@ class NCZarrDataStore(AbstractDataStore):
     @classmethod
     def open(cls, filename_or_obj: str | os.PathLike[str] | LazyDataset, group: str | None = None,
              max_bytes: int | None = None) -> NCZarrDataStore:
+        from .lazy import LazyDataset, LazyGroup
+
         if isinstance(filename_or_obj, LazyDataset):
             shared = _Shared(filename_or_obj, owned=False)
         else:
@@ -171,6 +178,11 @@ class NCZarrDataStore(AbstractDataStore):
             self.shared.release()
 
 
+def _is_lazy_dataset(obj: Any) -> bool:
+    lazy = sys.modules.get("nczarr_conformance.lazy")  # not imported: obj cannot be one
+    return lazy is not None and isinstance(obj, lazy.LazyDataset)
+
+
 def _looks_like_nczarr(path: str) -> bool:
     """A local directory or zip whose root metadata name NCZarr (netcdf-c's or our layout)."""
     import zipfile
@@ -209,7 +221,7 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         """netcdf-c URLs naming ``mode=nczarr`` or ``mode=zarr``, and local NCZarr directories or zips."""
-        if isinstance(filename_or_obj, LazyDataset):
+        if _is_lazy_dataset(filename_or_obj):
             return True
         if not isinstance(filename_or_obj, (str, os.PathLike)):
             return False

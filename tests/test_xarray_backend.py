@@ -371,3 +371,17 @@ def test_our_attributes_are_netcdf4_pythons():
             assert type(got) is type(want), name
             np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
             assert json.dumps(np.asarray(got).tolist()) == json.dumps(np.asarray(want).tolist())
+
+
+def test_engine_module_is_light_until_used():
+    """xarray imports every registered engine on each open_dataset; ours must not load our reader then."""
+    import subprocess
+    import sys
+
+    code = ("import sys, xarray; import nczarr_conformance.xarray_backend as b; "
+            "b.NCZarrBackendEntrypoint().guess_can_open('x.nc'); "
+            "print(sorted(m for m in ('numcodecs', 'netCDF4', 'h5py', 'boto3', 'nczarr_conformance.lazy', "
+            "'nczarr_conformance.nczarr.reader') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
