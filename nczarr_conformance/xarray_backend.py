@@ -192,7 +192,7 @@ def _looks_like_nczarr(path: str) -> bool:
         for name in (".zattrs", ".zgroup", ".nczarr"):
             try:
                 with open(os.path.join(path, name), "rb") as fh:
-                    heads.append(fh.read(4096))
+                    heads.append(fh.read(65536))
             except OSError:
                 continue
         return any(m in h for h in heads for m in _NCZARR_MARKERS) or os.path.isfile(os.path.join(path, ".nczarr"))
@@ -200,7 +200,7 @@ def _looks_like_nczarr(path: str) -> bool:
         with zipfile.ZipFile(path) as zf:  # the root is "" or netcdf-c's "<name>/"
             roots = [n for n in zf.namelist() if n.count("/") <= 1 and n.rsplit("/", 1)[-1] in
                      (".zattrs", ".zgroup", ".nczarr")]
-            return any(n.endswith(".nczarr") or any(m in zf.read(n)[:4096] for m in _NCZARR_MARKERS)
+            return any(n.endswith(".nczarr") or any(m in zf.read(n)[:65536] for m in _NCZARR_MARKERS)
                        for n in roots)
     return False
 
