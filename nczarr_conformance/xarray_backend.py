@@ -200,8 +200,12 @@ def _looks_like_nczarr(path: str) -> bool:
         with zipfile.ZipFile(path) as zf:  # the root is "" or netcdf-c's "<name>/"
             roots = [n for n in zf.namelist() if n.count("/") <= 1 and n.rsplit("/", 1)[-1] in
                      (".zattrs", ".zgroup", ".nczarr")]
-            return any(n.endswith(".nczarr") or any(m in zf.read(n)[:65536] for m in _NCZARR_MARKERS)
-                       for n in roots)
+            for name in roots:
+                with zf.open(name) as fh:  # a bounded read, however large the member
+                    head = fh.read(65536)
+                if name.endswith(".nczarr") or any(m in head for m in _NCZARR_MARKERS):
+                    return True
+            return False
     return False
 
 
