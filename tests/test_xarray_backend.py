@@ -385,3 +385,17 @@ def test_engine_module_is_light_until_used():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_an_open_lazy_dataset_is_shared_not_closed(chunked, tmp_path):
+    import nczarr_conformance as ncz
+
+    out = str(tmp_path / "c.zip")
+    convert(str(chunked), out)
+    with ncz.open(out) as lazy:
+        ds = xr.open_dataset(lazy, engine=ENGINE)
+        assert int(ds.v[1, 1]) == 7
+        ds.close()
+        assert lazy["v"][1, 1] == 7  # xarray closing its view leaves the caller's dataset open
+    with pytest.raises(ValueError, match="closed"):
+        lazy["v"][0]
