@@ -15,18 +15,17 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import check, convert, write
+    from .api import check, convert, write, write_dataset
     from .dataset import open_dataset
     from .lazy import LazyDataset, open
     from .model import Dataset
-    from .nczarr.writer import write_dataset
 
 __all__ = ["open", "write", "convert", "check", "LazyDataset", "open_dataset", "write_dataset", "Dataset",
            "__version__"]
 __version__ = "0.1.0"
 
 _LAZY = {"open": ".lazy", "LazyDataset": ".lazy", "write": ".api", "convert": ".api", "check": ".api",
-         "open_dataset": ".dataset", "Dataset": ".model", "write_dataset": ".nczarr.writer"}
+         "open_dataset": ".dataset", "Dataset": ".model", "write_dataset": ".api"}
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,7 @@ from .errors import UsageError
 from .flavor_names import FLAVOR_ALIASES
 from .model import Dataset
 from .stores import open_store
+from .stores.base import Store
 from .urls import parse
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from .check.rules import Severity
     from .convert import ConvertStats
 
-__all__ = ["write", "convert", "check"]
+__all__ = ["write", "write_dataset", "convert", "check"]
 
 PathOrURL = str | os.PathLike[str]
 
@@ -67,6 +68,18 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bo
         layout = "zarr"
     with open_store(spec, "w", overwrite=overwrite) as store:  # commits on success, aborts on any error
         write_dataset(dataset, store, flavor=layout, xarray=spec.xarray)
+
+
+def write_dataset(dataset: Dataset, target: Store | PathOrURL, **options: Any) -> int:
+    """``nczarr.writer.write_dataset`` into an open Store (the caller commits), or :func:`write` to a
+    path or URL (committed here); the package exports this one, so a path no longer fails on a
+    missing ``put``. Returns the chunks copied as stored (0 for a path or URL)."""
+    if isinstance(target, Store):
+        from .nczarr.writer import write_dataset as into_store
+
+        return into_store(dataset, target, **options)
+    write(dataset, target, **options)
+    return 0
 
 
 def convert(src: PathOrURL, url: PathOrURL, **options: Any) -> ConvertStats:

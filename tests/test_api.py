@@ -116,3 +116,12 @@ def test_public_names_survive_their_submodules():
             "print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_package_write_dataset_takes_a_store_or_a_path(small, tmp_path):
+    from nczarr_conformance.stores import MemoryStore
+
+    store = MemoryStore()
+    assert ncz.write_dataset(small, store) == 0 and store.get("/.zgroup") is not None
+    ncz.write_dataset(small, str(tmp_path / "p.zip"))  # was AttributeError: 'str' object has no attribute 'put'
+    assert diff(small, ncz.open_dataset(str(tmp_path / "p.zip")), ignore=CONTIGUOUS) == []
