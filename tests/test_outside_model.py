@@ -140,3 +140,18 @@ def test_the_rest_of_a_skipped_file_equals_the_source(user_types: Path, tmp_path
     out = tmp_path / "out.file"
     assert run_cli("--quiet", "--skip-unsupported", str(user_types), str(out)).returncode == 0
     assert differences(plain, out) == []
+
+
+def test_nested_compound_array_netcdf4_python_cannot_open_is_refused_in_one_line(tmp_path: Path) -> None:
+    """netcdf-c's ref_tst_xplatform2_2.nc (an attribute of a compound holding an array of a compound): netCDF4-python
+    raises TypeError opening it; we say so in one line, exit 2, nothing written."""
+    from tests.conftest import REPO
+
+    src = REPO / "corpus" / "real" / "netcdf-c" / "outside" / "ref_tst_xplatform2_2.nc"
+    with pytest.raises(TypeError, match="nested structured dtype arrays not supported"):
+        netCDF4.Dataset(str(src))  # the peer's own limit, asserted so the test notices when it is lifted
+    done = run_cli("--quiet", str(src), str(tmp_path / "out.file"))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"nc2nczarr: {src}: netCDF4-python cannot open this file (nested structured dtype arrays "
+                           "not supported); it is outside the NCZarr model\n")
+    assert not (tmp_path / "out.file").exists()

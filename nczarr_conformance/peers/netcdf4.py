@@ -291,6 +291,9 @@ def open_nc(path: str) -> Any:
         raise StoreError(f"{path}: no such file or directory") from exc
     except OSError as exc:
         raise FormatError(f"{path}: not a netCDF file netCDF4-python can open ({exc.strerror or exc})") from exc
+    except TypeError as exc:  # a user type numpy cannot express, e.g. an array of a nested compound
+        raise FormatError(f"{path}: netCDF4-python cannot open this file ({exc}); it is outside the NCZarr "
+                          "model") from exc
 
 
 def read(path: str, *, data: bool = True) -> Dataset:
