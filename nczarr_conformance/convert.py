@@ -50,22 +50,25 @@ def _outside_model(nc: Any, src: str, skip: bool) -> tuple[set[str], list[str]]:
             [f"{src}: {where} left out: {kind} is outside the NCZarr model" for where, kind in found])
 
 
-def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[str] | set[str] = frozenset()) -> Group:
+def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[str] | set[str] = frozenset(),
+            skip_outside: bool = False) -> Group:
+    """The model header of ``ncgroup``; ``skip`` names variables left out, ``skip_outside`` leaves out
+    attributes of user-defined types (a file may have those and no such variable)."""
     from .model import Dimension
 
     group = Group()
     for name, dim in ncgroup.dimensions.items():
         group.dimensions[name] = Dimension(len(dim), dim.isunlimited())
-    group.attributes = nc4._read_attributes(ncgroup, ncgroup._grpid, nc4.NC_GLOBAL, skip_outside=bool(skip))
+    group.attributes = nc4._read_attributes(ncgroup, ncgroup._grpid, nc4.NC_GLOBAL, skip_outside=skip_outside)
     for name, var in ncgroup.variables.items():
         if keys.join(path, name) in skip:
             continue
-        group.variables[name] = nc4.variable_header(var, path, skip_outside=bool(skip))
+        group.variables[name] = nc4.variable_header(var, path, skip_outside=skip_outside)
         variables[keys.join(path, name)] = var
         if var.chunking() not in ("contiguous", None):
             var.set_var_chunk_cache(size=0, nelems=0)  # each chunk is read once: a cache only costs memory
     for name, sub in ncgroup.groups.items():
-        group.groups[name] = _header(sub, keys.join(path, name), variables, skip)
+        group.groups[name] = _header(sub, keys.join(path, name), variables, skip, skip_outside)
     return group
 
 
@@ -97,7 +100,7 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
         variables: dict[str, Any] = {}
         skip, stats.warnings = _outside_model(nc, src, skip_unsupported)
         with nc4.LOCK:
-            dataset = Dataset(_header(nc, "/", variables, skip))
+            dataset = Dataset(_header(nc, "/", variables, skip, skip_unsupported))
         reencode = apply(transforms, dataset, src) if transforms is not None else frozenset()
 
         def source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 netcdf-c takes ``file:///p/x.zip#mode=nczarr,zip``, ``file:///p/x.file#mode=zarr,file``,
 ``s3://bucket/key#mode=nczarr,s3``; the fragment's ``mode`` list names the format
-(nczarr, zarr, noxarray) and the storage (file, zip, s3). Plain paths are accepted
+(nczarr, zarr, xarray, noxarray, consolidated) and the storage (file, zip, s3); see
+``StoreSpec.pure_zarr`` for how the format flags combine. Plain paths are accepted
 too: a ``.zip`` suffix or zip magic bytes mean zip, anything else a directory.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .errors import UsageError
 ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 STORAGE_MODES = ("file", "zip", "s3")
-FORMAT_MODES = ("nczarr", "zarr", "noxarray", "xarray")
+FORMAT_MODES = ("nczarr", "zarr", "noxarray", "xarray", "consolidated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +34,21 @@ class StoreSpec:
 
     @property
     def pure_zarr(self) -> bool:
-        return "zarr" in self.modes and "nczarr" not in self.modes
+        """Pure Zarr (no NCZarr keys) was asked for: ``zarr`` or ``xarray`` in the mode.
+
+        nczarr.md: ``mode=zarr`` is an alias of ``mode=nczarr,zarr`` and restricts the library
+        to pure Zarr, so ``nczarr`` beside ``zarr`` changes nothing. nczarr.md does not name
+        ``xarray``; netcdf-c infers ``zarr`` from it (dinfermodel.c ``modeinferences``) and
+        sets its pure-Zarr flag for it (zarr.c ``applycontrols``), so we do too.
+        ``noxarray`` alone keeps NCZarr: nczarr.md says it only disables the XArray
+        convention; netcdf-c also infers ``zarr`` from it, which its issue #2647 calls a bug
+        (``tests/test_url_modes.py`` pins that difference).
+        """
+        return "zarr" in self.modes or "xarray" in self.modes
 
     @property
     def xarray(self) -> bool:
+        """``_ARRAY_DIMENSIONS`` written and read unless ``noxarray`` is in the mode (it beats ``xarray``)."""
         return "noxarray" not in self.modes
 
 

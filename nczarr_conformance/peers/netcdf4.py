@@ -11,6 +11,7 @@ import ctypes.util
 import glob
 import os
 import threading
+import warnings
 from functools import lru_cache
 from typing import Any
 
@@ -285,12 +286,17 @@ def open_nc(path: str) -> Any:
     import netCDF4
 
     try:
-        with LOCK:
+        with LOCK, warnings.catch_warnings():
+            # netCDF4-python warns (stderr) on a vlen type it cannot represent; outside_model names it instead
+            warnings.filterwarnings("ignore", message="WARNING: unsupported", category=UserWarning)
             return netCDF4.Dataset(path, "r")
     except FileNotFoundError as exc:
         raise StoreError(f"{path}: no such file or directory") from exc
     except OSError as exc:
         raise FormatError(f"{path}: not a netCDF file netCDF4-python can open ({exc.strerror or exc})") from exc
+    except TypeError as exc:  # a user type numpy cannot express, e.g. an array of a nested compound
+        raise FormatError(f"{path}: netCDF4-python cannot open this file ({exc}); it is outside the NCZarr "
+                          "model") from exc
 
 
 def read(path: str, *, data: bool = True) -> Dataset:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from nczarr_conformance.check import RULES, check
+from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.errors import FormatError
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.nczarr.attrs import json_attributes
@@ -246,6 +247,201 @@ def test_c410_bigendian(tmp_path):
     assert data.tolist() == [0.5, 1.0, swapped, swapped]
 
 
+def _zarr_python_store(path: Path, dtype: str, values, **kw) -> Path:
+    """A zarr-python store: an int array ``ok`` and one array ``bad`` of ``dtype``."""
+    zarr = pytest.importorskip("zarr")
+    g = zarr.open_group(str(path), mode="w", zarr_format=2)
+    ok = g.create_array("ok", shape=(3,), dtype="<i4", compressors=None)
+    ok[...] = [1, 2, 3]
+    ok.attrs["_ARRAY_DIMENSIONS"] = ["x"]
+    bad = g.create_array("bad", shape=np.shape(values), dtype=dtype, **kw)
+    bad[...] = values
+    bad.attrs["_ARRAY_DIMENSIONS"] = ["bx", "by"][:np.ndim(values)]
+    return path
+
+
+C410_OPEN_FAILS = r"not a netCDF file netCDF4-python can open \(NetCDF: NCZarr error\)$"
+REFUSED_DTYPES = {"<U5": np.array(["ab", "cde", "f"]), "<U1": np.array(["a", "b", "c"]),
+                  "|b1": np.array([True, False, True]), "<f2": np.array([1, 2, 3], "<f2"),
+                  "<c8": np.array([1, 2, 3], "<c8")}
+
+
+@pytest.mark.parametrize("dtype", REFUSED_DTYPES)
+def test_c410_dtype_pure_zarr(tmp_path, dtype):
+    path = _zarr_python_store(tmp_path / "d.zarr", dtype, REFUSED_DTYPES[dtype], compressors=None)
+    assert "NCZ-INTEROP-C410-DTYPE" in _rules(path)
+    with pytest.raises(FormatError, match=C410_OPEN_FAILS):
+        netcdf4.read(_url(path, "zarr"))  # the whole dataset, for one array
+    silent = _zarr_python_store(tmp_path / "i.zarr", "<i2", np.array([1, 2, 3], "<i2"), compressors=None)
+    assert "NCZ-INTEROP-C410-DTYPE" not in _rules(silent)
+    assert netcdf4.read(_url(silent, "zarr")).root.variables["bad"].data.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("dtype,raw", [("|b1", b"\x01\x00\x01\x00"), ("<f2", np.arange(4, dtype="<f2").tobytes()),
+                                       ("<U1", "abcd".encode("utf-32-le"))])
+def test_c410_dtype_nczarr(tmp_path, dtype, raw):
+    path = _write(tmp_path, _ints(), "nczarr-4.10", "d")
+    _edit(path, "v/.zarray", lambda d: d.update(dtype=dtype, fill_value=None))
+    (path / "v" / "0").write_bytes(raw)
+    rules = _rules(path)
+    # <U1 in NCZarr is netcdf-c 4.9.0's char: NCZ-INTEROP-C410-U1CHAR says it, once
+    assert ("NCZ-INTEROP-C410-DTYPE" in rules, "NCZ-INTEROP-C410-U1CHAR" in rules) == (dtype != "<U1", dtype == "<U1")
+    with pytest.raises(FormatError, match=C410_OPEN_FAILS):
+        netcdf4.read(_url(path))
+
+
+@pytest.mark.parametrize("codec", ["gzip", "lz4", "lzma", "delta"])
+def test_c410_codec(tmp_path, codec):
+    numcodecs = pytest.importorskip("numcodecs")
+    made = {"gzip": numcodecs.GZip(1), "lz4": numcodecs.LZ4(), "lzma": numcodecs.LZMA(), "delta": numcodecs.Delta("<i4")}
+    kw = {"filters": [made[codec]], "compressors": None} if codec == "delta" else {"compressors": made[codec]}
+    path = _zarr_python_store(tmp_path / "c.zarr", "<i4", np.array([4, 5, 6], "<i4"), **kw)
+    findings = [f.message for f in check(str(path), deep=True).findings if f.rule == "NCZ-INTEROP-C410-CODEC"]
+    assert findings == [f"netcdf-c 4.10.1 cannot read this variable's data: no codec {codec} (undefined filter)"]
+    import netCDF4
+
+    with netCDF4.Dataset(_url(path, "zarr")) as nc:
+        assert sorted(nc.variables) == ["bad", "ok"]  # listed: only its data fail
+        assert nc["ok"][:].tolist() == [1, 2, 3]
+        with pytest.raises(RuntimeError, match="NetCDF: Filter error: undefined filter encountered"):
+            nc["bad"][:]
+
+
+@pytest.mark.parametrize("codec", ["zlib", "zstd", "blosc", "bz2", "shuffle"])
+def test_c410_codec_is_silent_on_codecs_netcdf_c_has(tmp_path, codec):
+    numcodecs = pytest.importorskip("numcodecs")
+    made = {"zlib": numcodecs.Zlib(1), "zstd": numcodecs.Zstd(1), "blosc": numcodecs.Blosc(), "bz2": numcodecs.BZ2(1),
+            "shuffle": numcodecs.Shuffle(4)}
+    kw = {"filters": [made[codec]], "compressors": None} if codec == "shuffle" else {"compressors": made[codec]}
+    path = _zarr_python_store(tmp_path / "c.zarr", "<i4", np.array([4, 5, 6], "<i4"), **kw)
+    assert "NCZ-INTEROP-C410-CODEC" not in _rules(path)
+    assert netcdf4.read(_url(path, "zarr")).root.variables["bad"].data.tolist() == [4, 5, 6]
+
+
+def test_c410_forder(tmp_path):
+    values = np.arange(6, dtype="<i4").reshape(2, 3)
+    path = _zarr_python_store(tmp_path / "f.zarr", "<i4", values, compressors=None, order="F")
+    assert json.loads((path / "bad" / ".zarray").read_text())["order"] == "F"
+    assert "NCZ-INTEROP-C410-FORDER" in _rules(path)
+    # the chunk's Fortran-order bytes taken as C order
+    assert netcdf4.read(_url(path, "zarr")).root.variables["bad"].data.tolist() == \
+        values.ravel(order="F").reshape(2, 3).tolist()
+    for order, shape_values in (("C", values), ("F", np.arange(3, dtype="<i4"))):  # F on one axis is C
+        silent = _zarr_python_store(tmp_path / f"{order}{shape_values.ndim}.zarr", "<i4", shape_values,
+                                    compressors=None, order=order)
+        assert "NCZ-INTEROP-C410-FORDER" not in _rules(silent)
+        assert netcdf4.read(_url(silent, "zarr")).root.variables["bad"].data.tolist() == shape_values.tolist()
+
+
+def test_c410_purechar(tmp_path):
+    import netCDF4
+
+    ours = _write(tmp_path, _chars(), "zarr", "c")
+    theirs = tmp_path / "theirs.file"
+    with netCDF4.Dataset(_url(theirs, "zarr"), "w") as nc:  # netcdf-c's own pure-Zarr char
+        nc.createDimension("x", 4)
+        nc.createVariable("c", "S1", ("x",))[:] = np.array([b"a", b"b", b"c", b"d"])
+    for path in (ours, theirs):
+        assert json.loads((path / "c" / ".zarray").read_text())["dtype"] == ">S1"
+        assert "NCZ-INTEROP-C410-PURECHAR" in _rules(path)
+        var = netcdf4.read(_url(path, "zarr")).root.variables["c"]
+        assert (var.type, var.data.tolist()) == ("string", ["a", "b", "c", "d"])
+        assert open_dataset(str(path)).root.variables["c"].type == "char"
+    nczarr = _write(tmp_path, _chars(), "nczarr-4.10", "c")
+    assert "NCZ-INTEROP-C410-PURECHAR" not in _rules(nczarr)
+    assert netcdf4.read(_url(nczarr)).root.variables["c"].type == "char"
+
+
+@pytest.mark.parametrize("writer", ["xarray", "zarr-python"])
+def test_c490_codec_on_stores_written_by_xarray_and_zarr_python(tmp_path, writer):
+    """netcdf-c issues #2252, #2449, #2484: 4.9.0 shows the compressed bytes of their default codecs as data."""
+    path = tmp_path / "x.zarr"
+    if writer == "xarray":
+        xr = pytest.importorskip("xarray")
+        xr.Dataset({"v": ("x", np.arange(4, dtype="<i4"))}).to_zarr(str(path), mode="w", zarr_format=2)
+    else:
+        zarr = pytest.importorskip("zarr")
+        arr = zarr.open_group(str(path), mode="w", zarr_format=2).create_array("v", shape=(4,), dtype="<i4")
+        arr[...] = np.arange(4)
+    assert json.loads((path / "v" / ".zarray").read_text())["compressor"] is not None  # their default
+    assert "NCZ-INTEROP-C490-CODEC" in _rules(path)
+    out = subprocess.run([need_tool("ncdump"), _url(path, "zarr")], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, " v = 0, 1, 2, 3 ;" in out.stdout, " v = " in out.stdout) == (0, False, True)
+
+
+def test_attr_quantize(tmp_path):
+    import netCDF4
+
+    with netCDF4.Dataset(_url(tmp_path / "q.file"), "w") as nc:
+        nc.createDimension("x", 3)
+        q = nc.createVariable("q", "f4", ("x",), significant_digits=3)
+        q[:] = [1.23456, 2.34567, 3.45678]
+    zattrs = json.loads((tmp_path / "q.file" / "q" / ".zattrs").read_text())
+    assert zattrs["_QuantizeBitGroomNumberOfSignificantDigits"] == 3
+    assert "_QuantizeBitGroomNumberOfSignificantDigits" not in zattrs["_nczarr_attr"]["types"]  # untyped
+    rules = _rules(tmp_path / "q.file")
+    assert ("NCZ-ATTR-QUANTIZE" in rules, "NCZ-ATTR-UNTYPED" in rules) == (True, False)
+    attr = netcdf4.read(_url(tmp_path / "q.file")).root.variables["q"].attributes[
+        "_QuantizeBitGroomNumberOfSignificantDigits"]
+    assert (attr.type, attr.value.tolist()) == ("int", [3])  # netcdf-c reads its untyped value back as int
+    _edit(tmp_path / "q.file", "q/.zattrs", lambda d: d.update(other=3))  # any other untyped one still warns
+    rules = _rules(tmp_path / "q.file")
+    assert ("NCZ-ATTR-QUANTIZE" in rules, "NCZ-ATTR-UNTYPED" in rules) == (True, True)
+
+
+def _consolidated_then_modified(path: Path) -> None:
+    """netCDF4-python writes ``path`` consolidated, then edits it without consolidated (as netcdf-c does by
+    default): .zmetadata keeps the old attributes."""
+    import os
+
+    import netCDF4
+
+    with netCDF4.Dataset(_url(path, "nczarr,consolidated"), "w") as nc:
+        nc.createDimension("x", 2)
+        v = nc.createVariable("v", "f4", ("x",))
+        v[:] = [1, 2]
+        v.units = "m"
+        nc.title = "old"
+    exists = os.path.exists
+    try:  # netCDF4-python recreates a file it cannot os.stat: a URL opened "r+" would be clobbered
+        os.path.exists = lambda p: True
+        with netCDF4.Dataset(_url(path), "r+") as nc:
+            nc.title = "new"
+            nc["v"].units = "km"
+            nc["v"].long_name = "added"
+    finally:
+        os.path.exists = exists
+
+
+def test_consolidated_match_stale_after_netcdf_c_edit(tmp_path):
+    path = tmp_path / "c.file"
+    _consolidated_then_modified(path)
+    findings = [(f.severity.value, f.key, f.message) for f in check(str(path), deep=True).findings
+                if f.rule == "NCZ-CONSOLIDATED-MATCH"]
+    tail = ": readers using .zmetadata (ours by default, netcdf-c with mode=consolidated) see other metadata than " \
+           "readers that do not (netcdf-c by default)"
+    assert findings == [
+        ("error", "/.zmetadata", "entry /.zattrs is stale, it differs from the object in title" + tail),
+        ("error", "/.zmetadata", "entry /v/.zattrs is stale, it differs from the object in _nczarr_attr, "
+                                 "+long_name, units" + tail)]
+    by_default = netcdf4.read(_url(path)).root
+    consolidated = netcdf4.read(_url(path, "nczarr,consolidated")).root
+    assert (by_default.attributes["title"].value, by_default.variables["v"].attributes["units"].value) == ("new", "km")
+    assert (consolidated.attributes["title"].value, consolidated.variables["v"].attributes["units"].value) == \
+        ("old", "m")
+    ours = open_dataset(str(path)).root  # .zmetadata by default: what netcdf-c shows with mode=consolidated
+    assert (ours.attributes["title"].value, ours.variables["v"].attributes["units"].value) == ("old", "m")
+
+
+def test_consolidated_match_is_silent_when_fresh(tmp_path):
+    import netCDF4
+
+    with netCDF4.Dataset(_url(tmp_path / "c.file", "nczarr,consolidated"), "w") as nc:
+        nc.title = "t"
+    assert (tmp_path / "c.file" / ".zmetadata").exists()
+    assert "NCZ-CONSOLIDATED-MATCH" not in _rules(tmp_path / "c.file")
+
+
 # ---- zarr-python, xarray ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("flavor", ("nczarr-4.10", "zarr"))
@@ -325,5 +521,6 @@ def test_every_interop_rule_has_a_test_here():
                "NCZ-INTEROP-C490-CODEC", "NCZ-INTEROP-C490-CHAR", "NCZ-INTEROP-C410-U1CHAR",
                "NCZ-INTEROP-C410-JSONCHAR", "NCZ-INTEROP-C410-ZARRSCALAR", "NCZ-INTEROP-C410-UPPER",
                "NCZ-INTEROP-C410-BIGENDIAN", "NCZ-INTEROP-ZARR-CHAR", "NCZ-INTEROP-ZARR-I1", "NCZ-INTEROP-SHUFFLE0",
-               "NCZ-INTEROP-XARRAY-NODIMS"}
+               "NCZ-INTEROP-XARRAY-NODIMS", "NCZ-INTEROP-C410-DTYPE", "NCZ-INTEROP-C410-CODEC",
+               "NCZ-INTEROP-C410-FORDER", "NCZ-INTEROP-C410-PURECHAR"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered

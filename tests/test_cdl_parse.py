@@ -1,0 +1,74 @@
+"""ncdump -s storage facts parse into the model's storage fields, as netCDF4-python reports them.
+
+The expected storage comes from netCDF4-python (netcdf-c 4.10.1) reading the same file; the CDL is
+Debian's ncdump 4.9.0 ``-s`` output for it.
+"""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from nczarr_conformance.cdl_parse import parse_cdl, storage_stated
+from nczarr_conformance.model import STORAGE_FIELDS, diff
+from nczarr_conformance.peers import netcdf4
+from tests.conftest import need_tool
+
+netCDF4 = pytest.importorskip("netCDF4")
+pytestmark = pytest.mark.peer
+
+
+@pytest.fixture(scope="module")
+def storage_nc(tmp_path_factory):
+    """Every storage fact ncdump -s prints for a netCDF-4 file."""
+    path = tmp_path_factory.mktemp("cdl") / "storage.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("x", 8)
+        nc.createDimension("y", 4)
+        grid = np.arange(32, dtype="i4").reshape(8, 4)
+        nc.createVariable("all", ">i4", ("x", "y"), zlib=True, complevel=3, shuffle=True, chunksizes=(4, 2),
+                          fletcher32=True, endian="big")[:] = grid
+        nc.createVariable("contig", "f8", ("x",), contiguous=True)[:] = np.arange(8.0)
+        nc.createVariable("nofill", "i2", ("x",), fill_value=False, chunksizes=(4,))[:] = np.arange(8)
+        nc.createVariable("zstd", "i4", ("x",), compression="zstd", complevel=2)[:] = np.arange(8)
+        nc.createVariable("bz2", "f4", ("x",), compression="bzip2", complevel=9, shuffle=True)[:] = np.arange(8)
+        nc.createVariable("bytes", "u1", ("x",), chunksizes=(2,))[:] = np.arange(8)
+        nc.createVariable("text", "S1", ("y",))[:] = np.array([b"a", b"b", b"c", b"d"])
+    return path
+
+
+def test_ncdump_s_storage_equals_netcdf4_python(storage_nc):
+    text = subprocess.run([need_tool("ncdump"), "-s", "-p", "9,17", str(storage_nc)], capture_output=True,
+                          text=True, check=True, timeout=60).stdout
+    assert storage_stated(text) == {"chunks", "no_fill", "endianness", "filters"}
+    _, parsed = parse_cdl(text)
+    expected = netcdf4.read(str(storage_nc))
+    assert expected.root.variables["all"].filters == [{"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 3},
+                                                      {"id": "fletcher32"}]  # the peer states what we compare
+    assert diff(parsed, expected, ignore={"order": "netCDF-4 has no Zarr order",
+                                          "dimension_separator": "netCDF-4 has no Zarr chunk keys"}) == []
+
+
+def test_without_s_no_storage_is_stated():
+    text = "netcdf x { dimensions: x = 2 ; variables: int v(x) ; data: v = 1, 2 ; }"
+    assert storage_stated(text) == frozenset()
+    var = parse_cdl(text)[1].root.variables["v"]
+    assert (var.chunks, var.filters, var.endianness, var.no_fill) == (None, None, None, False)
+
+
+def test_codecs_list_wins_over_the_flags():
+    text = ('netcdf x { dimensions: x = 4 ; variables: float v(x) ; v:_Storage = "chunked" ; v:_ChunkSizes = 2 ; '
+            'v:_Shuffle = "true" ; v:_DeflateLevel = 1 ; '
+            'v:_Codecs = "[{\\"id\\": \\"shuffle\\", \\"elementsize\\": 4},{\\"id\\": \\"zlib\\", \\"level\\": 1}]" ; }')
+    var = parse_cdl(text)[1].root.variables["v"]
+    assert var.filters == [{"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 1}]
+    assert var.chunks == [2]
+    assert storage_stated(text) == STORAGE_FIELDS - {"endianness", "order", "dimension_separator"}
+
+
+def test_global_attribute_right_after_dimensions():
+    """ncdump -s of a root group with dimensions and no variables: ``:_NCProperties`` follows the dimensions."""
+    text = 'netcdf b {\ndimensions:\n\td = 20 ;\n\n// global attributes:\n\t\t:_Format = "netCDF-4" ;\n\t\t:t = "x" ;\n}\n'
+    _, model = parse_cdl(text)
+    assert (list(model.root.dimensions), model.root.attributes["t"].value) == (["d"], "x")
