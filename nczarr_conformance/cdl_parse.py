@@ -205,7 +205,7 @@ def _group_body(p: _Parser, group: Group, path: str, scope: list[Group], pending
             _group_body(p, child, path.rstrip("/") + "/" + gname, [*scope, child], pending)
             p.expect("}")
             continue
-        if section == "dimensions":
+        if section == "dimensions" and p.peek(1) is not None and p.peek(1).text == "=":  # type: ignore[union-attr]
             dname = p.take().text
             p.expect("=")
             size_tok = p.take()
