@@ -64,7 +64,7 @@ def test_netcdf_c_410_names_the_codec(faulty, capfd, request):
 @pytest.mark.peer
 def test_ncdump_490(faulty, request):
     def outcome():
-        done = dump("ncdump-4.9.0", nc_url(faulty, "zarr"), "-v", "data", "-L0", timeout=10)
+        done = dump("ncdump-4.9.0", nc_url(faulty, "zarr"), "-v", "data", "-L0", timeout=5)
         text = done.out + done.err
         return PASS if f"has unsupported codec: ({CODEC})" in text else sanitised(done.failure, nc_url(faulty, "zarr"))
 
