@@ -174,9 +174,12 @@ def dump(reader: str, url: str, *args: str, env: Mapping[str, str] | None = None
 
 
 def normalise(text: str, *, ws: str = "b", drop: Iterable[str] = ()) -> list[str]:
-    """Lines as ``sed -e '/RE/d' | diff -b`` (``ws="b"``) or ``diff -w`` (``ws="w"``) compares them."""
+    """Lines as ``sed -e '/RE/d' | diff -b`` (``ws="b"``), ``diff -w`` (``ws="w"``) or plain ``diff``
+    (``ws="none"``) compares them."""
     patterns = [re.compile(p) for p in drop]
     lines = [line for line in text.splitlines() if not any(p.search(line) for p in patterns)]
+    if ws == "none":
+        return lines
     if ws == "w":
         return ["".join(line.split()) for line in lines]
     if ws == "b":
