@@ -261,7 +261,8 @@ class Known:
     ``kind="peer"``: the peer (netcdf-c 4.9.0 or 4.10.1) is wrong against nczarr.md or its own
     baseline: a strict xfail raising PeerStillWrong on exactly ``outcome``. ``kind="sem"``: our
     code awaits a behaviour another branch brings (``TEMP awaiting branch sem: …``): the cell
-    asserts PASS under a strict xfail that the integrator removes on merge. ``kind="ours-by-design"``:
+    asserts ``outcome`` (PASS, or the documented difference that remains once that behaviour is
+    in) under a strict xfail that the integrator removes on merge. ``kind="ours-by-design"``:
     ours differs from netcdf-c's baseline by a documented choice: the cell asserts exactly that
     difference (and passes), so any other change shows.
     """
@@ -305,8 +306,10 @@ def settle(request: pytest.FixtureRequest, outcome: Callable[[], Any], known_cel
         request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=known.reason))
     seen = as_json(outcome())
     _record(request, seen)
-    if known is None or known.kind == "sem":
+    if known is None:
         assert seen == PASS, seen
+    elif known.kind == "sem":
+        assert seen == known.outcome, seen
     elif known.kind == "ours-by-design":
         assert seen == known.outcome, f"ours changed: {seen!r} (documented: {known.reason})"
     else:
