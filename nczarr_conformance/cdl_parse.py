@@ -39,8 +39,9 @@ VIRTUAL_ATTRIBUTES = frozenset({"_Storage", "_ChunkSizes", "_Format", "_NoFill",
 
 @dataclass
 class Token:
-    kind: str  # "name", "string", "punct", "current", "fill"
+    kind: str  # "name", "string", "punct", "current", "fill", or "braces" (a ``{…}`` data group)
     text: str
+    items: list[Token] | None = None  # a "braces" token's values
 
 
 def tokenize(text: str) -> list[Token]:
@@ -165,11 +166,20 @@ class _Parser:
         return tok is not None and tok.kind == kind and tok.text == text
 
     def values(self) -> list[Token]:
-        out = [self.take()]
+        """A data list; ``{…}`` groups (netCDF-4 data with several unlimited dimensions) nest."""
+        out = [self._value()]
         while self.at(","):
             self.take()
-            out.append(self.take())
+            out.append(self._value())
         return out
+
+    def _value(self) -> Token:
+        if not self.at("{"):
+            return self.take()
+        self.take()
+        items = [] if self.at("}") else self.values()
+        self.expect("}")
+        return Token("braces", "{", items)
 
 
 def parse_cdl(text: str) -> tuple[str, Dataset]:
@@ -282,7 +292,8 @@ def _group_body(p: _Parser, group: Group, path: str, scope: list[Group], pending
             _group_body(p, child, path.rstrip("/") + "/" + gname, [*scope, child], pending)
             p.expect("}")
             continue
-        if section == "dimensions" and not (tok.kind == "punct" and tok.text == ":"):  # ``:a`` is a global attribute
+        nxt = p.peek(1)
+        if section == "dimensions" and nxt is not None and nxt.text == "=":  # ``:a`` / ``ubyte :a`` are attributes
             dname = p.take().text
             p.expect("=")
             size_tok = p.take()
@@ -382,16 +393,40 @@ def _attribute(values: list[Token], declared_type: str | None) -> Attribute:
 
 def _fill_data(dataset: Dataset, pending: Pending) -> None:
     written: set[int] = set()
+    dims = {f"{path.rstrip('/')}/{name}": dim for path, group in dataset.root.walk()
+            for name, dim in group.dimensions.items()}
     for group, _path, vname, values in pending:
         var = group.variables.get(vname)
         if var is None:
             raise FormatError(f"CDL: data for undeclared variable {vname}")
-        var.data = _values(var, values)
+        braced = [k for k, d in enumerate(var.dimensions) if k > 0 and d in dims and dims[d].unlimited]
+        var.data = _values(var, _unbrace(var, vname, braced, values, 0))
         written.add(id(var))
     for _, group in dataset.root.walk():
         for var in group.variables.values():
             if id(var) not in written:
                 var.data = _values(var, [])
+
+
+def _unbrace(var: Variable, name: str, braced: list[int], tokens: list[Token], depth: int) -> list[Token]:
+    """Flatten ``{…}`` groups as ncgen reads them: the group at depth d holds the values of the dimensions
+    from the d-th unlimited one after the first dimension on, one index of those before; a short
+    group is padded with fill (char: NUL bytes)."""
+    out: list[Token] = []
+    for tok in tokens:
+        if tok.kind != "braces":
+            out.append(tok)
+            continue
+        if depth >= len(braced):
+            raise FormatError(f"CDL: data of {name}: more {{…}} levels than unlimited dimensions after the first")
+        size = math.prod(var.shape[braced[depth]:])
+        inner = _unbrace(var, name, braced, tok.items or [], depth + 1)
+        if var.type == "char":
+            raw = b"".join(b"" if t.kind == "fill" else _char_bytes(t.text) for t in inner)[:size]
+            out.append(Token("string", (raw + bytes(size - len(raw))).decode("latin-1")))
+        else:
+            out += inner[:size] + [Token("fill", "_")] * (size - len(inner))
+    return out
 
 
 def _char_bytes(text: str) -> bytes:

@@ -103,29 +103,59 @@ def parse(url: str | os.PathLike[str]) -> StoreSpec:
         bucket = parts.netloc
         key = parts.path.strip("/")
         return StoreSpec("s3", f"{bucket}/{key}".rstrip("/"), modes, params, url=text)
+    if scheme == "gs3":  # netcdf-c's Google Cloud Storage form: gs3://bucket/key
+        key = parts.path.strip("/")
+        return StoreSpec("s3", f"{parts.netloc}/{key}".rstrip("/"), modes, params, f"https://{GOOGLE_HOST}", text)
     if scheme in ("http", "https"):
         return _parse_https(parts.netloc, parts.path, modes, params, scheme, text)
     raise UsageError(f"{text}: unsupported URL scheme {scheme!r}")
 
 
+#: netcdf-c's host names (libdispatch/ds3util.c: AWSHOST, GOOGLEHOST)
+AWS_HOST = ".amazonaws.com"
+GOOGLE_HOST = "storage.googleapis.com"
+
+
 def _parse_https(host: str, path: str, modes: tuple[str, ...], params: dict[str, str],
                  scheme: str, text: str) -> StoreSpec:
-    """Path style (host/bucket/key) or virtual-host style (bucket.s3.region.amazonaws.com/key)."""
+    """Bucket, key, region and endpoint of an http(s) S3 URL, by netcdf-c's ``NC_s3urlrebuild`` rules.
+
+    Virtual host (``bucket.s3[.region].amazonaws.com/key``, ``bucket.s3.region.other.host/key``) or
+    path style (``[s3[.region].]host/bucket/key``); ``storage.googleapis.com`` is Google's. The table
+    of cases is netcdf-c's ``unit_test/test_ncuri.c`` (tests/netcdf_c/test_ncuri.py).
+    """
     path = unquote(path).strip("/")
     hostname = host.split(":")[0]
+    port = host[len(hostname):]
     labels = hostname.split(".")
-    if hostname.endswith("amazonaws.com") and len(labels) >= 4 and not labels[0].startswith("s3"):
-        bucket = labels[0]
-        region = labels[2] if labels[1] == "s3" and len(labels) > 4 else None
-        endpoint = f"{scheme}://s3.{region}.amazonaws.com" if region else f"{scheme}://s3.amazonaws.com"
-        if region:
-            params = {**params, "aws.region": params.get("aws.region", region)}
-        return StoreSpec("s3", f"{bucket}/{path}".rstrip("/"), modes, params, endpoint, text)
-    if not path:
-        raise UsageError(f"{text}: no bucket in URL path")
-    if hostname.endswith("amazonaws.com") and len(labels) >= 4 and labels[0] == "s3":
-        params = {**params, "aws.region": params.get("aws.region", labels[1])}
-    return StoreSpec("s3", path, modes, params, f"{scheme}://{host}", text)
+    bucket: str | None = None
+    region: str | None = None
+    if hostname.lower().endswith(AWS_HOST):
+        if len(labels) == 4 and labels[0].lower() != "s3":  # bucket.s3.amazonaws.com
+            bucket = labels[0]
+        elif len(labels) == 4:  # s3.region.amazonaws.com
+            region = labels[1]
+        elif len(labels) == 5 and labels[1].lower() == "s3":  # bucket.s3.region.amazonaws.com
+            bucket, region = labels[0], labels[2]
+        elif len(labels) != 3:  # only s3.amazonaws.com remains
+            raise UsageError(f"{text}: not an S3 host netcdf-c accepts ({hostname})")
+        endpoint = f"{scheme}://s3.{region}.amazonaws.com{port}" if region else f"{scheme}://s3.amazonaws.com{port}"
+    elif hostname.lower() == GOOGLE_HOST:
+        endpoint = f"{scheme}://{host}"
+    elif len(labels) > 3 and labels[1].lower() == "s3":  # bucket.s3.region.other.host
+        bucket, region = labels[0], labels[2]
+        endpoint = f"{scheme}://{'.'.join(labels[1:])}{port}"
+    else:
+        if len(labels) > 2 and labels[0].lower() == "s3":  # s3.region.other.host
+            region = labels[1]
+        endpoint = f"{scheme}://{host}"
+    if bucket is None:
+        bucket, _, path = path.partition("/")
+        if not bucket:
+            raise UsageError(f"{text}: no bucket in URL path")
+    if region:
+        params = {**params, "aws.region": params.get("aws.region", region)}
+    return StoreSpec("s3", f"{bucket}/{path}".rstrip("/"), modes, params, endpoint, text)
 
 
 def _storage_kind(modes: tuple[str, ...], path: str) -> str:
