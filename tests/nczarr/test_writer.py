@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from nczarr_conformance.check import check
+from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.cli.convert import main as nc2nczarr
 from nczarr_conformance.errors import UsageError
 from nczarr_conformance.model import Dataset, Dimension, Group, Variable
@@ -157,7 +158,10 @@ def test_pure_zarr_char_is_zarr_pythons_dtype_and_netcdf_c_reads_strings(tmp_pat
     path = _ours(tmp_path, "ours", _chars(), flavor="zarr")
     zarray = json.loads((path / "c" / ".zarray").read_text())
     assert (zarray["dtype"], zarray["fill_value"]) == (expected["dtype"], expected["fill_value"])
-    assert zarr.open_group(str(path), mode="r", zarr_format=2)["c"][...].tolist() == [b"a", b"b", b"", b"d"]
+    seen = zarr.open_group(str(path), mode="r", zarr_format=2)["c"][...]
+    assert (seen.dtype, seen.tolist()) == (np.dtype("S1"), [b"a", b"b", b"", b"d"])
+    ours = open_dataset(str(path)).root.variables["c"]  # pure Zarr |S1 is numpy's char: as zarr-python sees it
+    assert (ours.type, np.asarray(ours.data).tolist()) == ("char", seen.tolist())
     import netCDF4
 
     with netCDF4.Dataset(to_file_url(str(path), "file", "zarr")) as nc:
@@ -180,6 +184,8 @@ def test_nczarr_char_as_s1_is_what_zarr_python_reads_and_netcdf_c_reads_as_strin
     assert zarr.open_group(str(path), mode="r", zarr_format=2)["c"][...].tolist() == [b"a", b"b", b"", b"d"]
     with netCDF4.Dataset(to_file_url(str(path), "file")) as nc:
         assert (nc["c"].dtype, nc["c"][:].tolist()) == (str, ["a", "b", "", "d"])
+    ours = open_dataset(str(path)).root.variables["c"]  # in NCZarr, Appendix E's string: as netcdf-c reads it
+    assert (ours.type, np.asarray(ours.data).tolist()) == ("string", ["a", "b", "", "d"])
 
 
 def test_cli_consolidate_and_char_as(rich_nc, tmp_path, capsys):
