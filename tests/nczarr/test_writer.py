@@ -4,7 +4,6 @@ the peers (netcdf-c 4.10.1 through netCDF4-python, zarr-python's consolidate_met
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -201,5 +200,11 @@ def test_cli_consolidate_and_char_as(rich_nc, tmp_path, capsys):
     assert (tmp_path / "d.file" / ".zmetadata").is_file()
     with pytest.raises(SystemExit) as exc:
         nc2nczarr(["--consolidate", "--no-consolidate", str(rich_nc), str(tmp_path / "e.file")])
-    assert exc.value.code == 2
-    shutil.rmtree(tmp_path / "e.file", ignore_errors=True)
+    assert exc.value.code == 2 and not (tmp_path / "e.file").exists()
+    before = sorted(p.name for p in (tmp_path / "b.file").rglob("*"))
+    for flag in ("--char-as=S1", "--no-consolidate"):  # an append keeps the store's layout
+        with pytest.raises(SystemExit) as exc:
+            nc2nczarr(["--append", "time", flag, str(rich_nc), str(tmp_path / "b.file")])
+        assert exc.value.code == 2
+    assert sorted(p.name for p in (tmp_path / "b.file").rglob("*")) == before
+    assert "keeps the store's layout" in capsys.readouterr().err
