@@ -433,6 +433,10 @@ class DatasetWriter:
         if var.type == "string" and self.flavor != "zarr":
             zattrs["_nczarr_maxstrlen"] = plan.maxstrlen
             types["_nczarr_maxstrlen"] = "<i4"
+        elif plan.dtype_text == "|S1" and self.flavor != "zarr":
+            # char_as="S1": netcdf-c reads a string of length 1; declared as for strings (App. E's maxstrlen)
+            zattrs["_nczarr_maxstrlen"] = 1
+            types["_nczarr_maxstrlen"] = "<i4"
         dims_basenames = [keys.basename(d) for d in var.dimensions]
         # nczarr.md "XArray" names root-group variables whose dimensions are all in the root group; netcdf-c
         # 4.10.1 writes it in every group, and xarray (open_datatree, a sub-group's open_zarr) needs it there.

@@ -180,6 +180,7 @@ def test_nczarr_char_as_s1_is_what_zarr_python_reads_and_netcdf_c_reads_as_strin
         assert (nc["c"].dtype, nc["c"][:].filled(b"").tolist()) == (np.dtype("S1"), [b"a", b"b", b"", b"d"])
     path = _ours(tmp_path, "s1", _chars(), char_as="S1")
     assert json.loads((path / "c" / ".zarray").read_text())["dtype"] == "|S1"
+    assert [f.rule for f in check(str(path), deep=True).findings if f.severity.value == "error"] == []
     assert zarr.open_group(str(path), mode="r", zarr_format=2)["c"][...].tolist() == [b"a", b"b", b"", b"d"]
     with netCDF4.Dataset(to_file_url(str(path), "file")) as nc:
         assert (nc["c"].dtype, nc["c"][:].tolist()) == (str, ["a", "b", "", "d"])
