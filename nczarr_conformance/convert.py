@@ -74,7 +74,8 @@ def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[
 
 def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
             progress: Progress | None = None, direct: bool = True, threads: int = 0,
-            transforms: Transforms | None = None, skip_unsupported: bool = False) -> ConvertStats:
+            transforms: Transforms | None = None, skip_unsupported: bool = False, consolidate: bool | None = None,
+            char_as: str | None = None) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``dst`` (a path or netcdf-c URL).
 
     Variables and attributes of user-defined types (compound, vlen, opaque, enum) are
@@ -82,7 +83,10 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
 
     ``direct`` copies compressed HDF5 chunks as they are when the codecs agree
     (see direct.py); ``threads`` 0 picks 2 per core for files, 16 for S3;
-    ``transforms`` (nccopy's -d -s -c -u -V -G, see transforms.py) rewrite the header first.
+    ``transforms`` (nccopy's -d -s -c -u -V -G, see transforms.py) rewrite the header first;
+    ``consolidate`` writes ``.zmetadata`` last (None: unless a char array is ``>S1``, see
+    nczarr/writer.py); ``char_as`` ("S1": ``|S1``, ">S1") overrides the
+    flavor's char dtype (see nczarr/writer.py for the trade-off).
     """
     started = time.perf_counter()
     if not os.path.exists(src):
@@ -121,7 +125,8 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
             store = open_store(spec, "w", overwrite=overwrite)
             stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
                                          progress=counting, threads=workers,
-                                         raw=without_direct_copy(raw, reencode))
+                                         raw=without_direct_copy(raw, reencode), consolidate=consolidate,
+                                         char_as=char_as)
             stats.objects = store.writes
             store.commit()
         except BaseException:
@@ -151,7 +156,8 @@ def _direct_source(src: str, *, copy: bool = True):  # type: ignore[no-untyped-d
         return None
 
 
-def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms | None = None) -> int:
+def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms | None = None,
+                char_as: str | None = None) -> int:
     """The bytes a conversion of ``src`` reports to its progress callback (a progress bar's total).
 
     The writer reports every chunk of the plan at its full, unencoded size (edge chunks
@@ -170,7 +176,7 @@ def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms
             dataset = Dataset(_header(nc, "/", variables))
         if transforms is not None:
             apply(transforms, dataset, src)
-        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor,
+        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor, char_as=char_as,
                                source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
         writer.validate()
         writer.plan()

@@ -216,13 +216,17 @@ def c410_purechar(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("NCZ-INTEROP-ZARR-CHAR", Severity.WARNING, source="zarr-python 3.1, xarray; tests/check/test_interop.py")
 def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
-    """zarr-python 3.1 rejects the >S1 dtype nczarr.md prescribes for char variables, so xarray's open_zarr
-    refuses the whole dataset over one such array (a warning: the dataset is unopenable there)."""
+    """zarr-python 3.1 rejects >S1 (nczarr.md's char), so xarray's open_zarr and open_datatree refuse the dataset.
+
+    A warning: no single char dtype serves both netcdf-c and the Zarr readers; ``nc2nczarr --char-as=S1``
+    writes |S1, which the Zarr readers take and netcdf-c reads as strings."""
     for akey in sorted(ctx.arrays):
         if _dtype(ctx, akey) == ">S1":
-            yield get("NCZ-INTEROP-ZARR-CHAR").finding(keys.join(akey, ".zarray"),
-                                                       "zarr-python 3.1 cannot read this char array (>S1); xarray "
-                                                       "cannot open the dataset")
+            yield get("NCZ-INTEROP-ZARR-CHAR").finding(
+                keys.join(akey, ".zarray"),
+                "zarr-python 3.1 cannot read this char array (>S1), so xarray (open_zarr, open_datatree) cannot open "
+                "the dataset; netcdf-c needs >S1: for Zarr readers, convert with nc2nczarr --char-as=S1 (|S1, which "
+                "netcdf-c then reads as strings)")
 
 
 @rule("NCZ-INTEROP-ZARR-I1", Severity.WARNING, source="zarr-python 3.1; tests/check/test_interop.py")

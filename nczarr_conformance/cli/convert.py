@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..flavor_names import FLAVOR_ALIASES, JSON_ATTRIBUTE_MODES
+from ..flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES, JSON_ATTRIBUTE_MODES
 from .common import Parser, run
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
@@ -36,6 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "string, which every reader gives back exactly; spec writes it as that JSON value "
                         "(nczarr.md Appendix D case 3), which netcdf-c 4.10.1 reads back as one character "
                         "(_Unsigned=\"true\" -> \"1\", so ubyte data read signed) and Zarr readers as a number")
+    c = p.add_mutually_exclusive_group()
+    c.add_argument("--no-consolidate", dest="consolidate", action="store_false", default=None,
+                   help="do not write the consolidated .zmetadata (written last by default, so xarray opens the "
+                        "store without a warning and S3 readers need one GET for all metadata; left out by default "
+                        "when a char array is >S1, because zarr-python then refuses the whole group through it)")
+    c.add_argument("--consolidate", dest="consolidate", action="store_true", default=None,
+                   help="write .zmetadata even when a char array is >S1")
+    p.add_argument("--char-as", choices=CHAR_AS_CHOICES,
+                   help="char variables' dtype: >S1 (nczarr default, nczarr.md Appendix E: netcdf-c reads char, "
+                        "zarr-python 3 and xarray refuse the dataset) or S1 (|S1, zarr default: zarr-python, "
+                        "xarray, TensorStore read it, netcdf-c reads strings)")
     p.add_argument("--threads", type=int, default=0, help="worker threads (default: 2 per core; 16 for S3)")
     t = p.add_argument_group("nccopy's transforms (re-encode only the variables they change)")
     t.add_argument("-d", metavar="0-9", dest="deflate", help="deflate (zlib) level for every variable; 0: no compression")
@@ -95,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     transforms = _transforms(parser, args)
+    if args.append and (args.char_as or args.consolidate is not None):
+        parser.error("--append keeps the store's layout: it takes no --char-as, --consolidate or --no-consolidate "
+                     "(.zmetadata is updated when the store has one)")
     _return_big_buffers_to_the_os()
 
     def body() -> int:
@@ -119,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         if show:
             from tqdm import tqdm
 
-            total = total_bytes(args.input, flavor=args.flavor, transforms=transforms)  # what progress() adds up
+            total = total_bytes(args.input, flavor=args.flavor, transforms=transforms, char_as=args.char_as)  # what progress() adds up
             bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
                        mininterval=0.5, delay=0 if args.progress else 1.0, dynamic_ncols=True, desc="nc2nczarr")
         done = [0]
@@ -133,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress,
                             direct=not args.no_direct_copy, threads=args.threads, transforms=transforms,
-                            skip_unsupported=args.skip_unsupported)
+                            skip_unsupported=args.skip_unsupported, consolidate=args.consolidate,
+                            char_as=args.char_as)
         finally:
             if bar is not None:
                 bar.close()

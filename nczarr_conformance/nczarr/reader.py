@@ -279,7 +279,9 @@ class DatasetReader:
                                    f"xarray, hold at most {MAX_NDIM}")
         if len(chunks) != len(zshape):
             raise FormatError(f"{zkey}: chunks {list(chunks)} do not match shape {list(zshape)}")
-        st = parse_dtype(zarray.get("dtype"), u1_is_char=self.nczarr)
+        # pure Zarr has no netCDF types: |S1 is numpy's char (zarr-python, xarray, our zarr flavor); in NCZarr it is
+        # Appendix E's string of length 1, as netcdf-c reads it
+        st = parse_dtype(zarray.get("dtype"), u1_is_char=self.nczarr, s1_is_char=not self.nczarr)
         order = zarray.get("order", "C")
         if order not in ("C", "F"):
             raise FormatError(f"{zkey}: order must be 'C' or 'F', not {order!r}")

@@ -298,6 +298,39 @@ class Xarray(PythonPackagePeer):
         return Dataset(group)
 
 
+class XarrayDatatree(PythonPackagePeer):
+    """``xarray.open_datatree(engine="zarr")``: every group, where ``open_zarr`` reads one."""
+
+    id, name, reads, model, package = "xarray-datatree", "xarray open_datatree", True, "zarr", "xarray"
+
+    def read(self, url: str) -> Dataset:
+        import warnings
+
+        import xarray as xr
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "no consolidated metadata": expected for most writers
+            try:
+                tree = xr.open_datatree(url, engine="zarr", consolidated=None, decode_cf=False,
+                                        mask_and_scale=False, decode_times=False, zarr_format=2)
+            except Exception as exc:  # name the first failing array in name order, as Xarray.read does
+                try:
+                    ZarrPython().read(url)
+                except Exception as first:
+                    raise type(exc)(f"{first}") from exc
+                raise
+        return Dataset(self._group(tree))
+
+    def _group(self, node: Any) -> Group:
+        ds = node.to_dataset(inherit=False)  # a child shows its ancestors' coordinates too: not its own
+        group = Group(attributes=_untyped_attributes(dict(ds.attrs)))
+        for name, var in {**ds.coords, **ds.data_vars}.items():
+            group.variables[str(name)] = _variable_from_values(var.values, _untyped_attributes(dict(var.attrs)))
+        for name, child in node.children.items():
+            group.groups[str(name)] = self._group(child)
+        return group
+
+
 GDAL_TYPES = {"Int8": "i1", "Byte": "u1", "Int16": "i2", "UInt16": "u2", "Int32": "i4", "UInt32": "u4", "Int64": "i8",
               "UInt64": "u8", "Float32": "f4", "Float64": "f8"}
 
@@ -369,7 +402,7 @@ class TensorStore(PythonPackagePeer):
 
 
 for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
-              NetCDFC410(), NetCDFC490(), ZarrPython(), Xarray(), Gdal(), TensorStore()):
+              NetCDFC410(), NetCDFC490(), ZarrPython(), Xarray(), XarrayDatatree(), Gdal(), TensorStore()):
     register(_peer)
 
 

@@ -152,7 +152,9 @@ def _base(tmp_path: Path) -> Path:
                                                np.arange(6, dtype="u1").reshape(3, 2))
     path = tmp_path / "base.file"
     with DirectoryStore(path, "w") as store:
-        write_dataset(Dataset(root), store)
+        # each corruption edits one object; a .zmetadata would flag every edit as stale too
+        # (NCZ-CONSOLIDATED-MATCH has its own corruption below)
+        write_dataset(Dataset(root), store, consolidate=False)
     return path
 
 

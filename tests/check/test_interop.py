@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import warnings
 import zlib
 from pathlib import Path
 
@@ -46,9 +47,11 @@ def _ints() -> Group:
 
 
 def _edit(path: Path, key: str, change) -> None:
+    """Change one object; the .zmetadata goes (it would still show the old object to readers that use it)."""
     doc = json.loads((path / key).read_text())
     change(doc)
     (path / key).write_text(json.dumps(doc))
+    (path / ".zmetadata").unlink(missing_ok=True)
 
 
 def _ncdump(path: Path) -> subprocess.CompletedProcess[str]:
@@ -169,6 +172,11 @@ def test_c490_char(tmp_path, flavor):
         assert "NCZ-INTEROP-C490-CHAR" not in _rules(path)  # the way 4.9.0 wrote char: it reads it
         out = _ncdump(path)
         assert (out.returncode, ' c = "abcd" ;' in out.stdout) == (0, True), out.stdout
+        _edit(path, "c/.zarray", lambda d: d.update(dtype=">S1"))
+    if flavor == "zarr":  # pure Zarr writes char as |S1, which 4.9.0 takes for a string and crashes on as well
+        assert json.loads((path / "c" / ".zarray").read_text())["dtype"] == "|S1"
+        assert "NCZ-INTEROP-C490-CHAR" not in _rules(path) and "NCZ-INTEROP-C490-STRING" in _rules(path)
+        assert _ncdump(path).returncode == SIGSEGV
         _edit(path, "c/.zarray", lambda d: d.update(dtype=">S1"))
     assert json.loads((path / "c" / ".zarray").read_text())["dtype"] == ">S1"
     assert "NCZ-INTEROP-C490-CHAR" in _rules(path)
@@ -444,23 +452,51 @@ def test_consolidated_match_is_silent_when_fresh(tmp_path):
 
 # ---- zarr-python, xarray ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("flavor", ("nczarr-4.10", "zarr"))
-def test_zarr_char(tmp_path, flavor):
+def test_zarr_char(tmp_path):
+    """NCZarr char (>S1, Appendix E): zarr-python 3, xarray's open_zarr and open_datatree refuse the dataset;
+    |S1 (our pure-Zarr default, or --char-as=S1) opens in all three, and the rule is silent there."""
     zarr = pytest.importorskip("zarr")
     xr = pytest.importorskip("xarray")
     root = _chars()
     root.variables["v"] = Variable("int", ["/x"], (4,), {}, np.arange(4, dtype="i4"))
-    path = _write(tmp_path, root, flavor, "c")
-    assert "NCZ-INTEROP-ZARR-CHAR" in _rules(path)
+    path = _write(tmp_path, root, "nczarr-4.10", "c")
+    found = [f for f in check(str(path), deep=True).findings if f.rule == "NCZ-INTEROP-ZARR-CHAR"]
+    assert [f.key for f in found] == ["/c/.zarray"]
     assert RULES["NCZ-INTEROP-ZARR-CHAR"].severity.value == "warning"
+    assert all(name in found[0].message for name in ("zarr-python", "xarray", "--char-as=S1"))
+    # no .zmetadata by default here: zarr-python opens the group and reads every other array ...
+    assert not (path / ".zmetadata").exists()
     group = zarr.open_group(str(path), mode="r", zarr_format=2)
     assert group["v"][...].tolist() == [0, 1, 2, 3]
-    with pytest.raises(ValueError, match=r"No Zarr data type found that matches \{'name': '>S1'"):
+    refused = r"No Zarr data type found that matches \{'name': '>S1'"
+    with pytest.raises(ValueError, match=refused):
         group["c"][...]
-    with pytest.raises(ValueError, match=r"No Zarr data type found that matches \{'name': '>S1'"):
-        xr.open_zarr(str(path), consolidated=False, zarr_format=2)  # the whole dataset, for one char array
+    with pytest.raises(ValueError, match=refused):  # xarray refuses the whole dataset, for one char array
+        xr.open_zarr(str(path), consolidated=False, zarr_format=2)
+    with pytest.raises(ValueError, match=refused):
+        xr.open_datatree(str(path), engine="zarr", zarr_format=2)
+    # ... where through a .zmetadata zarr-python refuses the whole group
+    forced = tmp_path / "forced.file"
+    with DirectoryStore(forced, "w") as store:
+        write_dataset(Dataset(root), store, consolidate=True)
+    with pytest.raises(ValueError, match=refused):
+        zarr.open_group(str(forced), mode="r", zarr_format=2)
+    for flavor, char_as in (("nczarr-4.10", "S1"), ("zarr", None)):
+        out = tmp_path / f"s1-{flavor}.file"
+        with DirectoryStore(out, "w") as store:
+            write_dataset(Dataset(root), store, flavor=flavor, char_as=char_as)
+        assert json.loads((out / "c" / ".zarray").read_text())["dtype"] == "|S1"
+        assert "NCZ-INTEROP-ZARR-CHAR" not in _rules(out)
+        expected = [b"a", b"b", b"c", b"d"]
+        assert zarr.open_group(str(out), mode="r", zarr_format=2)["c"][...].tolist() == expected
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # consolidated: no "falling back to non-consolidated" warning
+            ds = xr.open_zarr(str(out), consolidated=True, zarr_format=2, decode_cf=False)
+            assert ds["c"].values.tolist() == expected and ds["v"].values.tolist() == [0, 1, 2, 3]
+            tree = xr.open_datatree(str(out), engine="zarr", zarr_format=2, decode_cf=False)
+            assert tree["c"].values.tolist() == expected
     del root.variables["c"]
-    without = _write(tmp_path, root, flavor, "n")
+    without = _write(tmp_path, root, "nczarr-4.10", "n")
     assert "NCZ-INTEROP-ZARR-CHAR" not in _rules(without)
     assert xr.open_zarr(str(without), consolidated=False, zarr_format=2)["v"].values.tolist() == [0, 1, 2, 3]
 
