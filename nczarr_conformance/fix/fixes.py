@@ -17,6 +17,7 @@ from .. import keys
 from ..errors import UnsupportedError
 from ..nczarr.attrs import float_json, unparse
 from ..nczarr.dtypes import DEFAULT_FILL, parse_dtype
+from ..nczarr.reader import ANONYMOUS_DIM
 from .context import FixContext, dumps
 from .registry import FIXES, Change, fix
 
@@ -168,31 +169,45 @@ def char_attr(ctx: FixContext) -> Iterator[Change]:
 
 @fix("NCZ-FIX-ARRAY-DIMENSIONS", readers=("xarray", "gdal"), cures=("NCZ-INTEROP-XARRAY-NODIMS",))
 def array_dimensions(ctx: FixContext) -> Iterator[Change]:
-    """Every NCZarr array gets _ARRAY_DIMENSIONS from its dimension references, as netcdf-c 4.10.1 writes them: xarray opens no group without them. Metadata only."""
+    """Every array gets _ARRAY_DIMENSIONS: its NCZarr dimension names (as netcdf-c 4.10.1 writes them), or in pure Zarr the _Anonymous_Dim_<size> names netcdf-c reads; xarray opens no group without them. Metadata only."""
     me = FIXES["NCZ-FIX-ARRAY-DIMENSIONS"]
-    if ctx.flavor in ("zarr", "nczarr-v1"):
+    if ctx.flavor == "nczarr-v1":
         return
     for node in ctx.arrays():
         attrs = ctx.zattrs(node)
         if attrs is not None and "_ARRAY_DIMENSIONS" in attrs:
             continue
-        piece = ctx.nczarr_array(node)
-        if piece is None:
-            continue
-        refs = piece.get("dimension_references", piece.get("dimrefs"))
         shape = ctx.zarray(node).get("shape")
-        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs) or not isinstance(shape, list):
+        if not isinstance(shape, list) or not all(isinstance(n, int) for n in shape):
             continue
-        names = [keys.basename(r) for r in refs]
-        if not names and shape == [1]:
-            names = ["_scalar_"]  # a netCDF scalar stored as shape [1], as netcdf-c 4.10.1 names it
-        if len(names) != len(shape):
+        names = _dimension_names(ctx, node, shape)
+        if names is None:
             continue
         key = keys.join(node, ".zattrs")
         if attrs is None:
             attrs = ctx.docs[key] = {}
         attrs["_ARRAY_DIMENSIONS"] = names
         yield me.change(key, f"_ARRAY_DIMENSIONS {unparse(names)} added")
+
+
+def _dimension_names(ctx: FixContext, node: str, shape: list[int]) -> list[str] | None:
+    """The names netcdf-c reads for the array's axes: its dimension references' names, or, in pure Zarr,
+    ``_Anonymous_Dim_<size>`` (root-group arrays only: netcdf-c puts those dimensions in the root)."""
+    if ctx.flavor == "zarr":
+        if keys.parent(node) != "/" or len(set(shape)) != len(shape):
+            ctx.notes.append(f"NCZ-FIX-ARRAY-DIMENSIONS {node}: not applied: a pure Zarr array "
+                             + ("outside the root group" if keys.parent(node) != "/" else "with two axes of one size")
+                             + " has no dimension names netcdf-c would read the same")
+            return None
+        return [ANONYMOUS_DIM.format(n) for n in shape]
+    piece = ctx.nczarr_array(node)
+    refs = None if piece is None else piece.get("dimension_references", piece.get("dimrefs"))
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        return None
+    names = [keys.basename(r) for r in refs]
+    if not names and shape == [1]:
+        names = ["_scalar_"]  # a netCDF scalar stored as shape [1], as netcdf-c 4.10.1 names it
+    return names if len(names) == len(shape) else None
 
 
 def consolidated(ctx: FixContext) -> dict[str, Any]:
