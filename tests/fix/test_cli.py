@@ -190,4 +190,10 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, case):
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("nczarr-fix: ")
     assert "Traceback" not in result.stderr and result.stdout == ""
+    assert WHY[case] in result.stderr and "this is a bug" not in result.stderr, result.stderr
     assert snapshot(tmp_path) == before
+
+
+WHY = {"missing": "nope: no such file or directory", "not-json": "/b/.zarray: not valid JSON",
+       "netcdf-file": "f.nc", "out-exists": "exists", "out-inside": "inside the input", "bad-for": "readers are",
+       "no-dataset": "no dataset here"}
