@@ -197,3 +197,39 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, case):
 WHY = {"missing": "nope: no such file or directory", "not-json": "/b/.zarray: not valid JSON",
        "netcdf-file": "f.nc", "out-exists": "exists", "out-inside": "inside the input", "bad-for": "readers are",
        "no-dataset": "no dataset here"}
+
+
+def test_nczarr_check_names_the_fix(tmp_path):
+    import jsonschema
+
+    from tests.check.test_check import REPORT_SCHEMA, run_cli
+
+    store = _store(tmp_path)
+    text = run_cli(str(store)).stdout
+    assert "warning NCZ-INTEROP-ZARR-I1 /b/.zarray: zarr-python 3.1 cannot read dtype <i1 (fix: NCZ-FIX-BYTE-DTYPE)" \
+        in text.splitlines()
+    assert "NCZ-INTEROP-C490-CODEC /i/.zarray: netcdf-c 4.9.0 (Debian) reads wrong values: compressed chunks\n" in text
+    doc = json.loads(run_cli(str(store), "--format", "json").stdout)
+    jsonschema.validate(doc, REPORT_SCHEMA)
+    fixes = {(f["rule"], f.get("fix")) for f in doc["findings"]}
+    assert ("NCZ-INTEROP-SHUFFLE0", "NCZ-FIX-SHUFFLE-ELEMENTSIZE") in fixes and ("NCZ-INTEROP-C490-CODEC", None) in fixes
+    assert run(str(store), "--no-backup").returncode == 0
+    after = json.loads(run_cli(str(store), "--format", "json").stdout)
+    assert [f for f in after["findings"] if "fix" in f] == []  # every finding a fix names is cured by it
+
+
+def test_nothing_to_fix_writes_no_backup(tmp_path):
+    store = _store(tmp_path)
+    assert run(str(store), "--no-backup").returncode == 0
+    before = snapshot(tmp_path)
+    result = run(str(store))
+    assert (result.returncode, result.stdout) == (0, "nothing to fix\n") and snapshot(tmp_path) == before
+
+
+def test_list_fixes_and_reader_names_match_the_registry():
+    from nczarr_conformance.cli.fix import READERS as CLI_READERS
+    from nczarr_conformance.fix.registry import FIXES, READERS
+
+    assert CLI_READERS == READERS
+    listed = run("--list-fixes").stdout.splitlines()
+    assert [line.split(" ", 1)[0] for line in listed] == list(FIXES)
