@@ -53,7 +53,8 @@ def byte_dtype(ctx: FixContext) -> Iterator[Change]:
     me = FIXES["NCZ-FIX-BYTE-DTYPE"]
     for node in ctx.arrays():
         doc = ctx.zarray(node)
-        new = _ONE_BYTE_ORDERED.get(doc.get("dtype"))  # type: ignore[arg-type]
+        dtype = doc.get("dtype")
+        new = _ONE_BYTE_ORDERED.get(dtype) if isinstance(dtype, str) else None
         if new is not None:
             yield me.change(keys.join(node, ".zarray"), f"dtype {doc['dtype']} → {new}")
             doc["dtype"] = new
@@ -140,7 +141,7 @@ def no_filters(ctx: FixContext) -> Iterator[Change]:
     for node in ctx.arrays():
         doc = ctx.zarray(node)
         filters = doc.get("filters")
-        if not filters:
+        if not isinstance(filters, list) or not filters:  # anything else is not ours to interpret
             continue
         if not ctx.can_rewrite_chunks:
             ctx.notes.append(f"{me.id} {node}: not applied: its chunks would be rewritten in place on S3, where "

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import keys
 from ..codecs import Pipeline
-from ..errors import FormatError, UnsupportedError
+from ..errors import FormatError
 from ..nczarr.dtypes import parse_dtype
 from ..nczarr.flavors import load_json
 from ..stores.base import Store
@@ -51,14 +51,20 @@ class Recode:
                 Pipeline(self.new.get("compressor"), self.new.get("filters"), itemsize), size)
 
     def reencode(self, key: str, data: bytes) -> bytes:
-        old, new, size = self.pipelines()
+        """The chunk encoded with the new chain; FormatError (naming the key) if it does not decode.
+
+        Any exception of the codecs counts: a chunk is untrusted data, and numcodecs' codecs each raise
+        their own types (zlib.error, RuntimeError, ValueError…).
+        """
         try:
+            old, new, size = self.pipelines()
             decoded = old.decode(data, limit=size)
-        except (FormatError, UnsupportedError, ValueError, RuntimeError) as exc:
-            raise FormatError(f"{key}: cannot decode the chunk to re-encode it: {exc}") from exc
-        if len(decoded) != size:
-            raise FormatError(f"{key}: decodes to {len(decoded)} bytes, not the {size} its .zarray declares")
-        return new.encode(np.frombuffer(decoded, dtype=np.uint8))
+            if len(decoded) != size:
+                raise FormatError(f"decodes to {len(decoded)} bytes, not the {size} its .zarray declares")
+            return new.encode(np.frombuffer(decoded, dtype=np.uint8))
+        except Exception as exc:
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise FormatError(f"{key}: cannot re-encode the chunk without filters: {detail}") from exc
 
 
 @dataclass
