@@ -31,6 +31,8 @@ mutation = st.one_of(  # as tests/check/test_fuzz.py, over this store's objects 
     st.tuples(st.just("truncate"), st.sampled_from(OBJECTS), st.integers(0, 200)),
     st.tuples(st.just("flip"), st.sampled_from(OBJECTS), st.integers(0, 10**6), st.integers(1, 255)),
     st.tuples(st.just("drop"), st.sampled_from(OBJECTS)),
+    # the chunks NCZ-FIX-NO-FILTERS decodes and re-encodes (zlib + shuffle)
+    st.tuples(st.just("flip"), st.sampled_from(["i/0", "i/1"]), st.integers(0, 10**6), st.integers(1, 255)),
     st.tuples(st.just("json"), st.sampled_from(METADATA), st.lists(st.integers(0, 50), max_size=4), JSON_VALUES),
     st.tuples(st.just("json"), st.sampled_from(METADATA), st.lists(st.integers(0, 50), max_size=4), JSON_VALUES),
 )
