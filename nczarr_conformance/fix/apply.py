@@ -2,9 +2,11 @@
 
 In place, per kind of store:
 
-* directory: the store is rebuilt aside from hard links (``DirectoryStore`` mode ``a``), the
-  edited objects are written there (temp file + rename each) and the tree is swapped in with
-  one atomic exchange: readers see the old dataset or the fixed one;
+* directory: each edited metadata object is written to a temporary file beside it and renamed
+  over it (atomic per object; deepest first, the root's objects and ``.zmetadata`` last; an
+  interrupted run leaves every object whole, and running again finishes the fix). When chunks
+  are re-encoded, they and their ``.zarray`` must change together: the store is then rebuilt
+  aside from hard links (``DirectoryStore`` mode ``a``) and swapped in with one atomic exchange;
 * zip: the zip is rewritten to a temporary file beside it (members in their order, the same
   names, compression and dates; unedited members byte for byte) and renamed onto it;
 * S3: each edited object is one PUT (atomic per object), deepest first, the root's objects
@@ -85,7 +87,13 @@ def write_backup(spec: StoreSpec, source: Store, plan: Plan) -> str:
 def fix_in_place(spec: StoreSpec, source: Store, plan: Plan) -> None:
     """Apply ``plan`` to the store ``source`` reads (opened from ``spec``)."""
     new = {e.key: e.new for e in plan.edits}
-    if spec.kind == "file":
+    if spec.kind == "file" and not plan.recodes:
+        with DirectoryStore(spec.path, "u") as store:  # metadata only: one rename per edited object
+            for key in write_order(plan):
+                store.put(key, new[key])
+    elif spec.kind == "file":
+        # re-encoded chunks and their .zarray must change together: the tree is rebuilt aside from hard
+        # links and swapped in whole
         with DirectoryStore(spec.path, "a") as store:
             for r in plan.recodes:
                 for key in r.chunks:

@@ -79,6 +79,27 @@ def test_in_place_keeps_a_backup_beside_the_store(tmp_path):
         {k: v for k, v in before.items() if k not in saved}
 
 
+def test_metadata_only_fix_replaces_objects_in_place_keeping_their_mode(tmp_path):
+    store = c410(tmp_path / "n.file", byte=True)
+    (store / "b" / ".zarray").chmod(0o640)
+    (store / "ub" / ".zarray").chmod(0o604)
+    inode = store.stat().st_ino
+    assert run(str(store), "--no-backup").returncode == 0
+    assert (store / "b" / ".zarray").stat().st_mode & 0o777 == 0o640
+    assert (store / "ub" / ".zarray").stat().st_mode & 0o777 == 0o604
+    assert zarray(store, "b")["dtype"] == "|i1"
+    assert store.stat().st_ino == inode  # edited where it is: no tree rebuilt for a metadata-only fix
+    assert not [p for p in tmp_path.rglob("*") if "partial" in p.name]
+
+
+def test_chunk_rewrite_swaps_the_whole_tree(tmp_path):
+    store = _store(tmp_path)
+    inode = store.stat().st_ino
+    assert run(str(store), "--no-backup").returncode == 0
+    assert store.stat().st_ino != inode  # rebuilt aside and exchanged: chunks and .zarray change together
+    assert zarray(store, "i")["filters"] is None and sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
 def test_no_backup(tmp_path):
     store = _store(tmp_path)
     assert run(str(store), "--no-backup").returncode == 0
