@@ -223,3 +223,30 @@ def test_every_fix_cures_a_rule_nczarr_check_has():
 
     for f in FIXES.values():
         assert f.cures and set(f.cures) <= set(RULES), f.id
+
+
+def test_ncgen_490_output(tmp_path):
+    """netcdf-c 4.9.0's own output (upper-case keys, no _ARRAY_DIMENSIONS in sub-groups, %g fill): ncdump 4.9.0
+    prints the same after the fix, and xarray reads the sub-group as before (it falls back on _NCZARR_ARRAY's
+    dimrefs there), now from its own _ARRAY_DIMENSIONS."""
+    import subprocess
+
+    from tests.conftest import need_tool
+
+    xr = pytest.importorskip("xarray")
+    ncgen, ncdump = need_tool("ncgen"), need_tool("ncdump")
+    cdl = tmp_path / "t.cdl"
+    cdl.write_text("netcdf t {\ndimensions: x = 3 ;\nvariables: int v(x) ;\ndata: v = 1, 2, 3 ;\n"
+                   "group: g {\n dimensions: y = 2 ;\n variables: double w(y, x) ;\n data: w = 1, 2, 3, 4, 5, 6 ;\n}\n}\n")
+    store = tmp_path / "g.file"
+    subprocess.run([ncgen, "-4", "-b", "-o", url(store), str(cdl)], check=True, capture_output=True)
+    before = subprocess.run([ncdump, url(store)], capture_output=True, text=True, check=True).stdout
+    seen = xr.open_zarr(str(store), group="g", consolidated=False, zarr_format=2, mask_and_scale=False)["w"]
+    zattrs = store / "g" / "w" / ".zattrs"
+    assert not zattrs.exists() or "_ARRAY_DIMENSIONS" not in zattrs.read_text()
+    result = fix_store(str(store), backup=False)
+    assert {"NCZ-FIX-ARRAY-DIMENSIONS", "NCZ-FIX-FILL-EXACT"} <= _ids(result)
+    assert subprocess.run([ncdump, url(store)], capture_output=True, text=True, check=True).stdout == before
+    w = xr.open_zarr(str(store), group="g", zarr_format=2, mask_and_scale=False)["w"]
+    assert w.dims == seen.dims == ("y", "x") and w.values.tolist() == seen.values.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert json.loads((store / "g" / "w" / ".zattrs").read_text())["_ARRAY_DIMENSIONS"] == ["y", "x"]
