@@ -170,7 +170,7 @@ def char_attr(ctx: FixContext) -> Iterator[Change]:
 
 @fix("NCZ-FIX-ARRAY-DIMENSIONS", readers=("xarray", "gdal"), cures=("NCZ-INTEROP-XARRAY-NODIMS",))
 def array_dimensions(ctx: FixContext) -> Iterator[Change]:
-    """Every array gets _ARRAY_DIMENSIONS: its NCZarr dimension names (as netcdf-c 4.10.1 writes them), or in pure Zarr the _Anonymous_Dim_<size> names netcdf-c reads; xarray opens no group without them. Metadata only."""
+    """Every array gets _ARRAY_DIMENSIONS: its NCZarr dimension names (as netcdf-c 4.10.1 writes them), or in pure Zarr the _Anonymous_Dim_<size> names netcdf-c reads; xarray opens no group without them (it falls back only on 4.8-4.9.0's _NCZARR_ARRAY). Metadata only."""
     me = FIXES["NCZ-FIX-ARRAY-DIMENSIONS"]
     if ctx.flavor == "nczarr-v1":
         return
