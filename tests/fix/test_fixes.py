@@ -250,3 +250,13 @@ def test_ncgen_490_output(tmp_path):
     w = xr.open_zarr(str(store), group="g", zarr_format=2, mask_and_scale=False)["w"]
     assert w.dims == seen.dims == ("y", "x") and w.values.tolist() == seen.values.tolist() == [[1, 2, 3], [4, 5, 6]]
     assert json.loads((store / "g" / "w" / ".zattrs").read_text())["_ARRAY_DIMENSIONS"] == ["y", "x"]
+
+
+def test_readme_lists_every_fix_in_run_order():
+    import re
+
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(NCZ-FIX-[A-Z0-9-]+)` \| ([^|]+) \|", readme, flags=re.M)
+    assert [fid for fid, _ in listed] == list(FIXES)
