@@ -1,6 +1,7 @@
 """nczarr-check: run every registered rule over a store and collect findings."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 
@@ -8,7 +9,7 @@ from ..flavor_names import CHECK_FLAVORS
 from ..sniff import netcdf_file_error, zarr_v3_error
 from ..stores import open_store
 from ..urls import parse
-from . import attrs, chunks, interop, layout, metadata  # noqa: F401  (registers the rules)
+from . import attrs, chunks, interop, layout, metadata, readers  # noqa: F401  (registers the rules)
 from .context import CheckContext
 from .report import Report
 from .rules import RULES, Finding, Severity, get, matching, rule
@@ -30,6 +31,15 @@ def expected_flavor(ctx: CheckContext) -> Iterator[Finding]:
 def crashed(ctx: CheckContext) -> Iterator[Finding]:
     """A rule raised instead of reporting: a bug in nczarr-check, reported so the run still completes."""
     return iter(())
+
+
+def with_fix(finding: Finding) -> Finding:
+    """The finding naming the nczarr-fix fix that cures its rule, when there is one."""
+    from ..fix.registry import for_rule
+    from ..fix import fixes  # noqa: F401  (registers the fixes)
+
+    fix_id = for_rule(finding.rule)
+    return dataclasses.replace(finding, fix=fix_id) if fix_id else finding
 
 
 def check(url: str, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
@@ -71,4 +81,5 @@ def check(url: str, *, deep: bool = False, expect: str | None = None, select: li
             findings.extend(expected_flavor(ctx))
         crash_kept = not (ignore and RULES["NCZ-CHECK-CRASH"].matches(ignore))
         findings = [f for f in findings if f.rule in keep or (f.rule == "NCZ-CHECK-CRASH" and crash_kept)]
+        findings = [with_fix(f) for f in findings]
         return Report(url, ctx.flavor, findings, ctx.objects_read, time.perf_counter() - started, fail_on)

@@ -74,6 +74,19 @@ class NetCDFC410(Peer):
         return nc4.read(url if "#" in url else to_file_url(url, "file"))
 
 
+class NetCDFC410Fixed(NetCDFC410):
+    """netcdf-c 4.10.1's output after ``nczarr-fix`` (in place, every reader): the store users have today, repaired."""
+
+    id, name, reads = "netcdf-c-4.10+nczarr-fix", "netcdf-c via netCDF4-python, then nczarr-fix", False
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        from ..fix import fix_store
+
+        url = super().write(dataset, target, options)
+        fix_store(url, backup=False)
+        return url
+
+
 class NetCDFC490(Peer):
     """Debian's netcdf-c 4.9.0 command line: ncgen writes from CDL, ncdump reads (its CDL is parsed)."""
 
@@ -402,7 +415,8 @@ class TensorStore(PythonPackagePeer):
 
 
 for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
-              NetCDFC410(), NetCDFC490(), ZarrPython(), Xarray(), XarrayDatatree(), Gdal(), TensorStore()):
+              NetCDFC410(), NetCDFC410Fixed(), NetCDFC490(), ZarrPython(), Xarray(), XarrayDatatree(), Gdal(),
+              TensorStore()):
     register(_peer)
 
 

@@ -36,7 +36,8 @@ REPORT_SCHEMA = {
             "properties": {"rule": {"type": "string", "pattern": "^NCZ-[A-Z0-9-]+$"},
                            "severity": {"enum": ["error", "warning", "info"]},
                            "key": {"type": ["string", "null"], "pattern": "^/"},
-                           "message": {"type": "string", "minLength": 1}}}},
+                           "message": {"type": "string", "minLength": 1},
+                           "fix": {"type": "string", "pattern": "^NCZ-FIX-[A-Z0-9-]+$"}}}},
         "summary": {"type": "object", "required": ["errors", "warnings", "infos", "objects_read"],
                     "properties": {k: {"type": "integer", "minimum": 0}
                                    for k in ("errors", "warnings", "infos", "objects_read")}},

@@ -551,6 +551,65 @@ def test_xarray_nodims(tmp_path):
     assert xr.open_zarr(str(tmp_path / "z.zarr"), consolidated=False, zarr_format=2)["a"].values.tolist() == [1, 1, 1]
 
 
+# ---- TensorStore and the rounded default fill (rules in check/readers.py) --------------------------
+
+def _ts_open(path: Path, array: str):
+    ts = pytest.importorskip("tensorstore")
+    return ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(path)}, "path": array},
+                   read=True).result()
+
+
+def test_ts_filters(tmp_path):
+    netcdf4.write(Dataset(_shuffled()), to_file_url(str(tmp_path / "s.file"), "file"))
+    assert "NCZ-INTEROP-TS-FILTERS" in _rules(tmp_path / "s.file")
+    with pytest.raises(ValueError, match="filters are not supported"):
+        _ts_open(tmp_path / "s.file", "i")
+    ours = _write(tmp_path, _ints(), "nczarr-4.10", "plain")  # no filters: TensorStore reads it
+    assert "NCZ-INTEROP-TS-FILTERS" not in _rules(ours)
+    assert _ts_open(ours, "v").read().result().tolist() == [0, 1, 2, 3]
+
+
+def _strings() -> Group:
+    root = Group({"x": Dimension(2)})
+    root.variables["s"] = Variable("string", ["/x"], (2,), {}, np.array(["a", "bc"], dtype=object))
+    return root
+
+
+def test_ts_stringfill(tmp_path):
+    netcdf4.write(Dataset(_strings()), to_file_url(str(tmp_path / "n.file"), "file"))
+    assert json.loads((tmp_path / "n.file" / "s" / ".zarray").read_text())["fill_value"] == ""
+    assert "NCZ-INTEROP-TS-STRINGFILL" in _rules(tmp_path / "n.file")
+    with pytest.raises(ValueError, match='Error parsing object member "fill_value": Expected 128 base64'):
+        _ts_open(tmp_path / "n.file", "s")
+    _edit(tmp_path / "n.file", "s/.zarray", lambda d: d.update(fill_value=None))
+    assert "NCZ-INTEROP-TS-STRINGFILL" not in _rules(tmp_path / "n.file")
+    assert _ts_open(tmp_path / "n.file", "s").shape[0] == 2  # opens (its Python binding shows |S bytes as S0)
+
+
+def test_fill_rounded(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    write_partial_double(tmp_path / "n.file")
+    assert json.loads((tmp_path / "n.file" / "d" / ".zarray").read_text())["fill_value"] == 9.96921e36
+    assert "NCZ-FILL-ROUNDED" in _rules(tmp_path / "n.file")
+    values = zarr.open_group(str(tmp_path / "n.file"), mode="r", zarr_format=2)["d"][...]
+    assert values.tolist() == [1.0, 9.96921e36, 9.96921e36, 9.96921e36]  # not netCDF's default 9.969209968386869e36
+    root = Group({"x": Dimension(4)})
+    root.variables["d"] = Variable("double", ["/x"], (4,), {}, np.array([1.0] + [9.969209968386869e36] * 3),
+                                   chunks=[1])
+    ours = _write(tmp_path, root, "nczarr-4.10", "d")
+    assert "NCZ-FILL-ROUNDED" not in _rules(ours)
+    assert zarr.open_group(str(ours), mode="r", zarr_format=2)["d"][...].tolist() == [1.0] + [9.969209968386869e36] * 3
+
+
+def write_partial_double(path: Path) -> None:
+    """netCDF4-python: a double d(x=4) in chunks of 1 with only d[0] written, no _FillValue (the default fill)."""
+    import netCDF4
+
+    with netCDF4.Dataset(to_file_url(str(path), "file"), "w") as nc:
+        nc.createDimension("x", 4)
+        nc.createVariable("d", "f8", ("x",), chunksizes=(1,))[0] = 1.0
+
+
 def test_every_interop_rule_has_a_test_here():
     """Each rule id appears in a test of this module that runs its peer (the tests above, by name)."""
     covered = {"NCZ-INTEROP-C490-UNLIMITED", "NCZ-INTEROP-C490-STRING", "NCZ-INTEROP-C490-SCALAR",
@@ -558,5 +617,6 @@ def test_every_interop_rule_has_a_test_here():
                "NCZ-INTEROP-C410-JSONCHAR", "NCZ-INTEROP-C410-ZARRSCALAR", "NCZ-INTEROP-C410-UPPER",
                "NCZ-INTEROP-C410-BIGENDIAN", "NCZ-INTEROP-ZARR-CHAR", "NCZ-INTEROP-ZARR-I1", "NCZ-INTEROP-SHUFFLE0",
                "NCZ-INTEROP-XARRAY-NODIMS", "NCZ-INTEROP-C410-DTYPE", "NCZ-INTEROP-C410-CODEC",
-               "NCZ-INTEROP-C410-FORDER", "NCZ-INTEROP-C410-PURECHAR"}
+               "NCZ-INTEROP-C410-FORDER", "NCZ-INTEROP-C410-PURECHAR", "NCZ-INTEROP-TS-FILTERS",
+               "NCZ-INTEROP-TS-STRINGFILL"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered
