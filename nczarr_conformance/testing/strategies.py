@@ -161,7 +161,7 @@ def variable_for(draw: st.DrawFn, visible: dict[str, Dimension]) -> Variable:
 
 @st.composite
 def groups(draw: st.DrawFn, path: str = "/", inherited: dict[str, Dimension] | None = None,
-           depth: int = 0) -> Group:
+           depth: int = 0, max_depth: int = 2) -> Group:
     """A group with its own dimensions (some unlimited), variables over visible ones, sub-groups."""
     inherited = dict(inherited or {})
     group = Group()
@@ -178,11 +178,11 @@ def groups(draw: st.DrawFn, path: str = "/", inherited: dict[str, Dimension] | N
     group.attributes = draw(attribute_sets())
     for name in draw(st.lists(names(), max_size=3, unique=True)):
         group.variables[name] = draw(variable_for(visible))
-    if depth < 2:
+    if depth < max_depth:
         for name in draw(st.lists(names(), max_size=2, unique=True)):
             if name in group.variables:
                 continue
-            group.groups[name] = draw(groups(f"{path.rstrip('/')}/{name}", visible, depth + 1))
+            group.groups[name] = draw(groups(f"{path.rstrip('/')}/{name}", visible, depth + 1, max_depth))
     return group
 
 
@@ -207,9 +207,9 @@ def _settle_unlimited(dataset: Dataset) -> Dataset:
     return dataset
 
 
-def datasets() -> st.SearchStrategy[Dataset]:
-    """Whole canonical models."""
-    return groups().map(lambda g: _settle_unlimited(Dataset(g)))
+def datasets(*, max_depth: int = 2) -> st.SearchStrategy[Dataset]:
+    """Whole canonical models, groups nested ``max_depth`` deep below the root."""
+    return groups(max_depth=max_depth).map(lambda g: _settle_unlimited(Dataset(g)))
 
 
 
