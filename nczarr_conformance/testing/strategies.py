@@ -22,7 +22,7 @@ from ..model import Attribute, Dataset, Dimension, Group, Variable
 from ..nczarr.dtypes import DEFAULT_FILL, NC_TYPES, NUMERIC, numpy_dtype
 from .samples import JSON_LOOKING
 
-__all__ = ["names", "values", "attributes", "attribute_sets", "datasets", "corners"]
+__all__ = ["names", "long_strings", "values", "attributes", "attribute_sets", "datasets", "corners"]
 
 #: letters and digits plus a few precomposed non-ASCII letters: netCDF names are NFC UTF-8
 NAME_FIRST = "abcxyzABZ" + "éßΩж"
