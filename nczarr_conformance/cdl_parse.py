@@ -461,7 +461,7 @@ def _values(var: Variable, tokens: list[Token]) -> np.ndarray:
         buf = buf[:n] + bytes(max(0, n - len(buf)))
         return np.frombuffer(bytes(buf), dtype="S1").reshape(var.shape).copy()
     if var.type == "string":
-        items: list[Any] = [("" if t.kind == "fill" else t.text) for t in tokens]
+        items: list[Any] = [(fill if t.kind == "fill" else t.text) for t in tokens]  # ncdump prints `_` for the fill
         items += [fill] * (n - len(items))
         arr = np.empty(n, dtype=object)
         arr[:] = items[:n]

@@ -12,10 +12,10 @@ from nczarr_conformance.errors import StoreError
 from nczarr_conformance.model import diff
 from nczarr_conformance.nczarr.reader import read_dataset
 from nczarr_conformance.nczarr.writer import write_dataset
-from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.s3 import S3Store
 from nczarr_conformance.testing.ignores import CONTIGUOUS
+from nczarr_conformance.testing.source import read_source
 from tests.stores.test_stores import StoreContract
 
 pytestmark = pytest.mark.s3
@@ -52,7 +52,7 @@ def test_rich_dataset_to_s3_and_back(rich_nc, s3_bucket, tmp_path):
     from nczarr_conformance.model import Dataset
     import json
 
-    assert diff(netcdf4.read(str(rich_nc)), Dataset.from_json(json.loads(dumped.stdout)), ignore=CONTIGUOUS) == []
+    assert diff(read_source(str(rich_nc)), Dataset.from_json(json.loads(dumped.stdout)), ignore=CONTIGUOUS) == []
 
 
 def test_s3_holds_the_same_objects_as_a_directory(small, s3_bucket, tmp_path):
