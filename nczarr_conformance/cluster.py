@@ -40,9 +40,9 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     else:
         n = workers or os.cpu_count() or 1
         # one single-threaded process per worker: HDF5 and netCDF4 are not thread-safe, and
-        # processes are what a real cluster has; no dashboard (a port we do not need)
-        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=50)
+        # processes are what a real cluster has; its HTTP server on a free local port (8787 may be taken)
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                           dashboard_address="127.0.0.1:0", silence_logs=50)
         client = distributed.Client(cluster)
     try:
         yield client
