@@ -90,7 +90,7 @@ def test_aligned_daily_files_are_copied_compressed(client, tmp_path):
             t[:] = [day]
             v[:] = np.arange(4, dtype="f4")[None, :] + day
         files.append(path)
-    files.sort(key=lambda p: -int(p.stem[3:]))
+    files.sort()  # by name: day0.nc (holding day 5) first
     ref = tmp_path / "ref.file"
     convert(str(tmp_path / "day5.nc"), str(ref))  # day5.nc holds day 0
     for day in range(1, 6):
@@ -214,7 +214,7 @@ def readable(url: str) -> bool:
 
 
 @pytest.mark.parametrize("kind", ["file", "zip"])
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig):
     out = tmp_path / f"out.{kind}"
     proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", "2", str(many / "*.nc"), str(out))
