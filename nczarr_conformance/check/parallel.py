@@ -20,14 +20,14 @@ from .chunks import DecodeJob, DecodeMap, Outcome, decode_one
 BATCHES_PER_WORKER = 4  # enough to even out uneven batches, few enough to keep scheduling cheap
 MIN_BATCH = 32
 
-_STORES: dict[StoreSpec, Store] = {}
+_STORES: dict[str, Store] = {}  # by repr(spec): a spec holds a dict, so it is not hashable
 
 
 def decode_batch(jobs: list[DecodeJob], spec: StoreSpec) -> list[Outcome]:
     """A worker task: decode these chunks of the store ``spec`` names (opened once per worker)."""
-    store = _STORES.get(spec)
+    store = _STORES.get(repr(spec))
     if store is None:
-        store = _STORES[spec] = open_store(spec)
+        store = _STORES[repr(spec)] = open_store(spec)
     return [decode_one(store, job) for job in jobs]
 
 
