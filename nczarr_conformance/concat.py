@@ -213,7 +213,10 @@ def order_and_check(infos: list[FileInfo], *, allow_gaps: bool = False) -> list[
 # ---- planning ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Source:
-    """Rows [start, stop) of an input, placed at row ``at`` of a target chunk."""
+    """Rows [start, stop) of an input, placed at row ``at`` of a target chunk.
+
+    ``path`` "" is the store being appended to: its existing chunk is the starting point.
+    """
 
     path: str
     start: int
@@ -235,10 +238,11 @@ class Task:
     path: str | None = None  # the file whose own chunks are copied (None: assembling only)
     offset: int = 0
     whole: bool = False  # also every variable without DIM (the first file)
+    base: StoreSpec | None = None  # --append: the store appended to (its edge chunks are read)
     assemble: list[tuple[str, int, list[Source]]] = field(default_factory=list)  # (variable, chunk row, sources)
 
 
-def _pieces(ordered: list[FileInfo], start: int = 0) -> list[tuple[FileInfo, int]]:
+def _pieces(ordered: list[FileInfo], start: int) -> list[tuple[FileInfo, int]]:
     out = []
     offset = start
     for info in ordered:
@@ -254,12 +258,14 @@ def _owned_rows(offset: int, length: int, total: int, c: int) -> set[int]:
 
 
 def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: dict[str, ArrayPlan], along: dict[str, int],
-               part: PartSpec, *, flavor: str, xarray: bool, direct: bool) -> list[Task]:
-    """One task per file, plus one per chunk row that straddles files."""
+               part: PartSpec, *, flavor: str, xarray: bool, direct: bool, base: StoreSpec | None = None,
+               old_len: int = 0) -> list[Task]:
+    """One task per file, plus one per chunk row that straddles files (or the store appended to and a file)."""
     tasks: list[Task] = []
     straddle: dict[tuple[str, int], list[Source]] = {}
     for n, (info, offset) in enumerate(pieces):
-        task = Task(part, dim, flavor, xarray, direct, plans, along, path=info.path, offset=offset, whole=n == 0)
+        task = Task(part, dim, flavor, xarray, direct, plans, along, path=info.path, offset=offset,
+                    whole=n == 0 and base is None)
         for vkey, axis in along.items():
             c = plans[vkey].chunks[axis]
             owned = _owned_rows(offset, info.length, total, c)
@@ -273,7 +279,10 @@ def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: 
                     straddle.setdefault((vkey, k), []).append(Source(info.path, s - offset, e - offset, s - lo))
         tasks.append(task)
     for (vkey, k), sources in straddle.items():
-        tasks.append(Task(part, dim, flavor, xarray, direct, plans, along, assemble=[(vkey, k, sources)]))
+        c = plans[vkey].chunks[along[vkey]]
+        if k * c < old_len:  # the store's edge chunk: its old rows first
+            sources.insert(0, Source("", 0, 0, 0))
+        tasks.append(Task(part, dim, flavor, xarray, direct, plans, along, assemble=[(vkey, k, sources)], base=base))
     return tasks
 
 
@@ -322,7 +331,7 @@ def run_task(task: Task) -> tuple[int, int, list[str]]:
             _, variables, header = nc_of(task.path)
             copied = _copy_file(task, Dataset(header), variables, store, counted)
         for vkey, k, sources in task.assemble:
-            counted[0] += _assemble(task.plans[vkey], task.along[vkey], k, sources, nc_of, store)
+            counted[0] += _assemble(task.plans[vkey], task.along[vkey], k, sources, nc_of, store, task.base)
     finally:
         for nc, _, _ in opened.values():
             with nc4.LOCK:
@@ -377,7 +386,8 @@ def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: A
 
 
 def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
-              nc_of: Callable[[str], tuple[Any, dict[str, Any], Any]], store: Any) -> int:
+              nc_of: Callable[[str], tuple[Any, dict[str, Any], Any]], store: Any,
+              base: StoreSpec | None = None) -> int:
     """Every chunk of row ``k`` along DIM, filled from the sources it spans, encoded once; how many."""
     from .codecs import Pipeline
     from .peers import netcdf4 as nc4
@@ -387,11 +397,36 @@ def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
     skip_fill = plan.storage.byteorder != ">" and not plan.var.no_fill
     grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
     ranges = [range(k, k + 1) if i == axis else range(g) for i, g in enumerate(grid)]
+    reader = None
+    if base is not None and any(src.path == "" for src in sources):
+        from .nczarr.reader import DatasetReader
+        from .stores import open_store
+
+        reader = DatasetReader(open_store(base))
+    try:
+        return _assemble_rows(plan, axis, k, sources, nc_of, store, base, reader, ranges, pipeline, fill_chunk,
+                              skip_fill)
+    finally:
+        if reader is not None:
+            reader.store.close()
+
+
+def _assemble_rows(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
+                   nc_of: Callable[[str], tuple[Any, dict[str, Any], Any]], store: Any, base: StoreSpec | None,
+                   reader: Any, ranges: list[range], pipeline: Any, fill_chunk: np.ndarray, skip_fill: bool) -> int:
+    from .peers import netcdf4 as nc4
+
     done = 0
     for index in itertools.product(*ranges):
         done += 1
         chunk = fill_chunk.copy()
         for src in sources:
+            if src.path == "":
+                assert reader is not None
+                existing = reader.read_chunk(reader.arrays[plan.key], index)
+                if existing is not None:
+                    chunk = np.array(existing, dtype=plan.storage).reshape(plan.chunks)
+                continue
             _, variables, _ = nc_of(src.path)
             region = tuple(slice(src.start, src.stop) if i == axis else
                            slice(j * c, min((j + 1) * c, s))
@@ -400,8 +435,8 @@ def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
             dst = tuple(slice(src.at, src.at + src.stop - src.start) if i == axis else slice(0, r.stop - r.start)
                         for i, r in enumerate(region))
             chunk[dst] = block
-        if skip_fill and _all_fill(chunk, fill_chunk):
-            continue
+        if skip_fill and base is None and _all_fill(chunk, fill_chunk):
+            continue  # (an append writes its edge chunks whatever they hold, as append.py does)
         store.put(keys.join(plan.key, ".".join(str(i) for i in index)), pipeline.encode(chunk))
     return done
 
@@ -432,11 +467,13 @@ class Target:
 
 
 class DirectoryTarget(Target):
-    def __init__(self, spec: StoreSpec, overwrite: bool) -> None:
+    """A tree built aside (an append's from hard links to the old files, which are never written into)."""
+
+    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
         from .stores import DirectoryStore
 
-        self.store = DirectoryStore(spec.path, "w", overwrite)
-        self.part = PartSpec("file", str(self.store.root), umask=safety.umask())
+        self.store = DirectoryStore(spec.path, "a" if append else "w", overwrite)
+        self.part = PartSpec("file", str(self.store.root), in_place=not append, umask=safety.umask())
 
     def _put(self, key: str, data: bytes) -> None:
         self.store.put(key, data)
@@ -451,14 +488,15 @@ class DirectoryTarget(Target):
 class ZipTarget(Target):
     """Built aside as a directory next to the zip, then zipped under a temporary name and renamed."""
 
-    def __init__(self, spec: StoreSpec, overwrite: bool) -> None:
+    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
         from .stores import ZipStore
 
         self.spec = spec
         self.overwrite = overwrite
+        self.old = ZipStore(spec.path, "r") if append else None  # an append rewrites the zip (write-once)
         real = Path(os.path.realpath(spec.path))
         safety.remove_leftovers(real)
-        self.zip = ZipStore(spec.path, "w", overwrite)  # refuses an existing output now, before any work
+        self.zip = ZipStore(spec.path, "w", overwrite or append)  # refuses an existing output now
         try:
             self.aside = safety.make_temp_dir(real)
         except BaseException:
@@ -475,7 +513,15 @@ class ZipTarget(Target):
 
         try:
             tree = DirectoryPart(self.part)
-            for key in sorted(tree.list_prefix("/")):
+            new = sorted(tree.list_prefix("/"))
+            if self.old is not None:  # the old members as stored, but those replaced
+                replaced = set(new) | set(self.meta)
+                for key in self.old.list_prefix("/"):
+                    if key not in replaced:
+                        data = self.old.get(key, limit=2**62)
+                        if data is not None:
+                            self.zip.put(key, data)
+            for key in new:
                 data = tree.get(key, limit=2**62)
                 if data is not None:
                     self.zip.put(key, data)
@@ -486,20 +532,27 @@ class ZipTarget(Target):
             self.zip.abort()
             raise
         finally:
+            self._close_old()
             safety.remove_path(self.aside)
+
+    def _close_old(self) -> None:
+        if self.old is not None:
+            self.old.close()
+            self.old = None
 
     def abort(self, planned: Callable[[], Iterator[str]]) -> None:
         self.zip.abort()
+        self._close_old()
         safety.remove_path(self.aside)
 
 
 class S3Target(Target):
     """Chunks PUT by the workers under the store's marker; metadata held by the store until commit."""
 
-    def __init__(self, spec: StoreSpec, overwrite: bool) -> None:
+    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
         from .stores.s3 import S3Store
 
-        self.store = S3Store.from_spec(spec, "w", overwrite)
+        self.store = S3Store.from_spec(spec, "a" if append else "w", overwrite)
         self.store._begin()  # the marker first (and an overwrite's old metadata gone) before any worker PUT
         bucket, _, prefix = spec.path.partition("/")
         self.part = PartSpec("s3", f"{self.store.bucket}/{self.store.prefix}", endpoint=_s3_endpoint(spec),
@@ -528,13 +581,13 @@ def _s3_endpoint(spec: StoreSpec) -> str | None:
     return endpoint
 
 
-def open_target(spec: StoreSpec, overwrite: bool) -> Target:
+def open_target(spec: StoreSpec, overwrite: bool, append: bool = False) -> Target:
     if spec.kind == "file":
-        return DirectoryTarget(spec, overwrite)
+        return DirectoryTarget(spec, overwrite, append)
     if spec.kind == "zip":
-        return ZipTarget(spec, overwrite)
+        return ZipTarget(spec, overwrite, append)
     if spec.kind == "s3":
-        return S3Target(spec, overwrite)
+        return S3Target(spec, overwrite, append)
     raise UsageError(f"unknown storage kind {spec.kind!r}")
 
 
@@ -542,11 +595,13 @@ def open_target(spec: StoreSpec, overwrite: bool) -> Target:
 def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
            scheduler: str | None = None, workers: int | None = None, direct: bool = True,
            allow_gaps: bool = False, progress: Progress | None = None,
-           client: Any = None) -> ConcatStats:
+           client: Any = None, append: bool = False) -> ConcatStats:
     """Concatenate the netCDF files ``inputs`` (paths or glob patterns) along ``dim_name`` into ``dst``.
 
     ``client``: an open ``distributed.Client`` to use (else one on ``scheduler``, or a
-    LocalCluster of ``workers`` processes, closed at the end).
+    LocalCluster of ``workers`` processes, closed at the end). ``append``: extend the
+    existing store ``dst`` instead (``--append`` of several files): the same checks as
+    append.py against the store, then the same machinery.
     """
     from .cluster import open_client
     from .nczarr.writer import FLAVOR_ALIASES
@@ -562,7 +617,7 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     if spec.pure_zarr and flavor == "nczarr-4.10":
         flavor = "zarr"
     stats = ConcatStats(files=len(files))
-    job = _Job(files, spec, dim_name, flavor, overwrite, direct, allow_gaps, progress, stats)
+    job = _Job(files, spec, dim_name, flavor, overwrite, direct, allow_gaps, progress, stats, append=append)
     try:
         if client is not None:
             job.run(client)
@@ -616,54 +671,175 @@ class _Job:
     allow_gaps: bool
     progress: Progress | None
     stats: ConcatStats
+    append: bool = False
     target: Target | None = None
-    writer: DatasetWriter | None = None
+    plans: dict[str, ArrayPlan] = field(default_factory=dict)
 
     def run(self, client: Any) -> None:
         import importlib
 
         as_completed: Any = importlib.import_module("distributed").as_completed
         stats, spec = self.stats, self.spec
-        infos: list[FileInfo] = client.gather(client.map(describe, self.files, dim_name=self.dim_name, pure=False))
-        ordered = order_and_check(infos, allow_gaps=self.allow_gaps)
-        total = sum(i.length for i in ordered)
-        writer = _plan_target(ordered[0], total, self.flavor, spec.xarray)
-        along = {vkey: plan.var.dimensions.index(ordered[0].dim) for vkey, plan in writer.plans.items()
-                 if ordered[0].dim in plan.var.dimensions}
-        for info in ordered:
-            for vkey, longest in info.longest.items():
-                if longest > writer.plans[vkey].maxstrlen:
-                    raise UsageError(f"{info.path}: {vkey}: a string of {longest} bytes, longer than the "
-                                     f"{writer.plans[vkey].maxstrlen} the first file sets")
-        stats.records = total
-        self.writer = writer
-        self.target = target = open_target(spec, self.overwrite)
-        tasks = plan_tasks(_pieces(ordered), ordered[0].dim, total, writer.plans, along, target.part,
-                           flavor=self.flavor, xarray=spec.xarray, direct=self.direct)
-        futures = client.map(run_task, tasks, pure=False)
+        base = _Base.open(spec, self.dim_name) if self.append else None
         try:
-            for future in as_completed(futures):
-                chunks, copied, written = future.result()
-                target.adopt(written)
-                stats.chunks += chunks
-                stats.copied += copied
-                stats.objects += len(written)
-                if self.progress is not None:
-                    self.progress(chunks, 0, 0)
-        except BaseException:
-            client.cancel(futures)
-            raise
-        safety.raise_if_interrupted()
-        # metadata last, by the client: children first, the root group last (as the writer does)
-        writer.store = target  # type: ignore[assignment]
-        for akey, plan in writer.plans.items():
-            writer._write_array_metadata(akey, plan)
-        for gkey, group in reversed(list(writer.ds.root.walk())):
-            writer._write_group_metadata(gkey, group)
-        stats.objects += target.metadata_written
-        target.commit()
+            infos: list[FileInfo] = client.gather(client.map(describe, self.files, dim_name=self.dim_name,
+                                                             pure=False))
+            ordered = order_and_check(infos, allow_gaps=self.allow_gaps)
+            if base is not None:
+                base.check(ordered, allow_gaps=self.allow_gaps)
+                old_len = base.length
+            else:
+                old_len = 0
+            total = old_len + sum(i.length for i in ordered)
+            writer = None
+            if base is not None:
+                self.plans = base.plans(total)
+            else:
+                writer = _plan_target(ordered[0], total, self.flavor, spec.xarray)
+                self.plans = writer.plans
+            dim = ordered[0].dim
+            along = {vkey: plan.var.dimensions.index(dim) for vkey, plan in self.plans.items()
+                     if dim in plan.var.dimensions}
+            for info in ordered:
+                for vkey, longest in info.longest.items():
+                    if longest > self.plans[vkey].maxstrlen:
+                        raise UsageError(f"{info.path}: {vkey}: a string of {longest} bytes, longer than the "
+                                         f"{self.plans[vkey].maxstrlen} the {'store' if base else 'first file'} sets")
+            stats.records = total - old_len
+            self.target = target = open_target(spec, self.overwrite, append=base is not None)
+            tasks = plan_tasks(_pieces(ordered, old_len), dim, total, self.plans, along, target.part,
+                               flavor=self.flavor, xarray=spec.xarray, direct=self.direct,
+                               base=_absolute(spec) if base is not None else None, old_len=old_len)
+            futures = client.map(run_task, tasks, pure=False)
+            try:
+                for future in as_completed(futures):
+                    chunks, copied, written = future.result()
+                    target.adopt(written)
+                    stats.chunks += chunks
+                    stats.copied += copied
+                    stats.objects += len(written)
+                    if self.progress is not None:
+                        self.progress(chunks, 0, 0)
+            except BaseException:
+                client.cancel(futures)
+                raise
+            safety.raise_if_interrupted()
+            # metadata last, by the client
+            if base is not None:
+                for key, value in base.metadata(along, total).items():
+                    target.put(key, value)
+            else:
+                assert writer is not None  # children first, the root group last (as the writer does)
+                writer.store = target  # type: ignore[assignment]
+                for akey, plan in writer.plans.items():
+                    writer._write_array_metadata(akey, plan)
+                for gkey, group in reversed(list(writer.ds.root.walk())):
+                    writer._write_group_metadata(gkey, group)
+            stats.objects += target.metadata_written
+            target.commit()
+        finally:
+            if base is not None:
+                base.close()
 
     def abort(self) -> None:
         if self.target is not None:
-            plans = self.writer.plans if self.writer is not None else {}
+            plans = self.plans
             self.target.abort(lambda: chunk_keys(plans))
+
+
+def _absolute(spec: StoreSpec) -> StoreSpec:
+    """The spec with an absolute path: workers may run elsewhere."""
+    return replace(spec, path=os.path.abspath(spec.path)) if spec.kind in ("file", "zip") else spec
+
+
+@dataclass
+class _Base:
+    """The store an ``--append`` of several files extends: its checks, plans and updated metadata."""
+
+    store: Any
+    reader: Any
+    dim: str
+    length: int
+
+    @classmethod
+    def open(cls, spec: StoreSpec, dim_name: str) -> _Base:
+        from .append import _find_dim
+        from .nczarr.reader import DatasetReader
+        from .stores import open_store
+
+        store = open_store(spec, "r")
+        try:
+            reader = DatasetReader(store)
+            dim = _find_dim(reader.dataset, dim_name)
+            return cls(store, reader, dim, reader.dataset.find_dimension(dim).size)
+        except BaseException:
+            store.close()
+            raise
+
+    def close(self) -> None:
+        self.store.close()
+
+    def variables(self) -> Iterator[tuple[str, Any]]:
+        for gkey, group in self.reader.dataset.root.walk():
+            for vname, var in group.variables.items():
+                yield keys.join(gkey, vname), var
+
+    def check(self, ordered: list[FileInfo], *, allow_gaps: bool) -> None:
+        """What append checks, against the first (in order) of the new files; the others equal it."""
+        from .append import _compare
+
+        first = ordered[0]
+        problems: list[str] = []
+        _compare(self.reader.dataset.root, first.dataset.root, "/", self.dim, problems)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise UsageError(f"cannot append {first.path}: {problems[0]}{more}")
+        for vkey, var in self.variables():
+            info = self.reader.arrays[vkey]
+            if self.dim in var.dimensions:
+                if info.order != "C" or info.separator != ".":
+                    raise UsageError(f"{vkey}: order {info.order}, chunk keys with {info.separator!r}: append the "
+                                     "files one at a time")
+            elif vkey in first.fingerprints:
+                if _fingerprint(self.reader.read_variable(vkey)) != first.fingerprints[vkey]:
+                    raise UsageError(f"{first.path}: {vkey} does not use {self.dim} but its values differ from the "
+                                     "store's")
+        if first.coord is None or self.dim not in self.reader.arrays:
+            return
+        existing = np.asarray(self.reader.read_variable(self.dim))
+        if existing.size == 0:
+            return
+        if np.isin(first.coord, existing).any() or first.coord.min() <= existing.max():
+            raise UsageError(f"{first.path}: coordinate {self.dim} values {first.coord[:3].tolist()}… are already in "
+                             f"the store or not after its last value {existing.max().item()}: this append was done "
+                             "already")
+        steps = np.diff(np.concatenate([existing.astype("f8")] + [np.asarray(i.coord, "f8") for i in ordered]))
+        step = float(first.coord[0]) - float(existing[-1])
+        if not allow_gaps and steps.size >= 2 and step > GAP_FACTOR * float(np.median(steps)):
+            raise UsageError(f"{first.path}: gap in coordinate {self.dim} before it ({existing[-1].item()} in the "
+                             f"store, then {first.coord[0].item()}; the usual step is {float(np.median(steps)):g}); "
+                             "--allow-gaps accepts it")
+
+    def plans(self, total: int) -> dict[str, ArrayPlan]:
+        """The store's arrays as the writer's plans (chunks, codecs, dtype, fill as stored), stretched."""
+        out: dict[str, ArrayPlan] = {}
+        for vkey, var in self.variables():
+            info = self.reader.arrays[vkey]
+            zshape = list(info.zshape)
+            if self.dim in var.dimensions:
+                zshape[var.dimensions.index(self.dim)] = total
+            z = info.zarray
+            out[vkey] = ArrayPlan(vkey, var, tuple(zshape), tuple(info.chunks), str(z.get("dtype")),
+                                  info.storage.numpy, z.get("fill_value"), info.fill, z.get("compressor"),
+                                  z.get("filters"), info.storage.numpy.itemsize if var.type == "string" else 0)
+        return out
+
+    def metadata(self, along: dict[str, int], total: int) -> dict[str, bytes]:
+        """append's updated .zarray shapes and dimension size, ``.zmetadata`` last when the store has one."""
+        from .append import _updated_consolidated, _updated_metadata
+
+        updated = _updated_metadata(self.reader, along, self.dim, total)
+        consolidated = _updated_consolidated(self.store, updated)
+        if consolidated is not None:
+            updated["/.zmetadata"] = consolidated
+        return updated

@@ -242,3 +242,46 @@ def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig):
         _, err = again.communicate(timeout=120)
         assert again.returncode == 0, err
         assert safety.find_leftovers(out) == [] and readable(str(out))
+
+
+# ---- --append of several files: the same machinery against an existing store ---------------------------
+@pytest.mark.parametrize("kind", ["file", "zip", "s3"])
+def test_append_of_several_files_equals_the_sequential_append(client, archive, tmp_path, kind):
+    import boto3
+
+    d, files, ref = archive
+    if kind == "s3":
+        bucket = f"append-many-{os.getpid()}"
+        boto3.client("s3").create_bucket(Bucket=bucket)
+        out = f"s3://{bucket}/ds#mode=nczarr,s3"
+    else:
+        out = str(tmp_path / f"out.{kind}")
+    convert(str(files[0]), out)
+    stats = concat([str(files[2]), str(files[1])], out, "time", client=client, append=True)  # given out of order
+    assert stats.records == 9
+    assert diff(open_dataset(str(ref)), open_dataset(out)) == []
+    if kind != "s3":
+        assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.{kind}"]
+
+
+def test_append_of_several_files_refuses_records_already_there(client, archive, tmp_path):
+    from tests.test_append import snapshot
+
+    d, files, ref = archive
+    out = tmp_path / "out.file"
+    convert(str(files[0]), str(out))
+    append(str(files[1]), str(out), "time")
+    before = snapshot(out)
+    with pytest.raises(UsageError, match=r"a_second\.nc: coordinate /time values \[5\.0, 6\.0, 7\.0\]… are already"):
+        concat([str(files[1]), str(files[2])], str(out), "time", client=client, append=True)
+    assert snapshot(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out.file"]
+
+
+def test_cli_append_of_several_files(archive, tmp_path):
+    d, files, ref = archive
+    out = tmp_path / "out.zip"
+    convert(str(files[0]), str(out))
+    proc = cli("--append", "time", "--workers", "1", str(files[1]), str(files[2]), str(out))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "2 files, 9 records appended along time" in err, err
+    assert diff(open_dataset(str(ref)), open_dataset(str(out))) == []

@@ -27,18 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--append", metavar="DIM",
                    help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
-                        "with INPUT's records")
+                        "with INPUT's records; several INPUT files (or patterns) are ordered, checked and written "
+                        "as --concat does, on dask.distributed")
     p.add_argument("--concat", metavar="DIM",
                    help="write the INPUT files (a list, or quoted glob patterns such as 'archive/*.nc') into one "
                         "store along DIM, ordered by their DIM coordinate values; every file is checked first (as "
                         "--append does: overlaps, gaps, differing variables are refused) and converted in parallel "
                         "on dask.distributed; the metadata is written last")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="with --concat: an existing dask.distributed scheduler (its workers must see the files)")
+                   help="with --concat/--append: an existing dask.distributed scheduler (its workers must see the files)")
     p.add_argument("--workers", type=int, metavar="N",
-                   help="with --concat: a local cluster of N worker processes (default: one per core)")
+                   help="with --concat/--append: a local cluster of N worker processes (default: one per core)")
     p.add_argument("--allow-gaps", action="store_true",
-                   help="with --concat: accept a step between two files larger than 1.5 times the usual step")
+                   help="with --concat/--append: accept a step between files larger than 1.5 times the usual step")
     p.add_argument("--no-direct-copy", action="store_true",
                    help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
     p.add_argument("--skip-unsupported", action="store_true",
@@ -109,13 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     transforms = _transforms(parser, args)
     if args.concat and args.append:
         parser.error("--concat writes a new store, --append extends one: give one of them")
-    if not args.concat and len(args.input) > 1:
-        parser.error("several inputs need --concat DIM")
-    if (args.scheduler or args.workers) and not args.concat:
-        parser.error("--scheduler and --workers go with --concat")
+    if not args.concat and not args.append and len(args.input) > 1:
+        parser.error("several inputs need --concat DIM (or --append DIM)")
+    if (args.scheduler or args.workers) and not (args.concat or args.append):
+        parser.error("--scheduler and --workers go with --concat or --append")
+    many = bool(args.concat) or (bool(args.append) and (len(args.input) > 1 or bool(args.scheduler or args.workers)))
     if args.concat and transforms is not None:
         parser.error("--concat copies the files' layout as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
-    if not args.concat:
+    if not many:
         args.input = args.input[0]
     _return_big_buffers_to_the_os()
 
@@ -128,14 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     def convert_or_append() -> int:
         from ..convert import convert, total_bytes
 
-        if args.concat:
+        if many:
             from ..concat import concat
 
-            stats_c = concat(args.input, args.output, args.concat, flavor=args.flavor, overwrite=args.overwrite,
-                             scheduler=args.scheduler, workers=args.workers, direct=not args.no_direct_copy,
-                             allow_gaps=args.allow_gaps)
+            stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor,
+                             overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
+                             direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append))
             if not args.quiet:
-                print(f"nc2nczarr: {stats_c.files} files, {stats_c.records} records along {args.concat}: "
+                print(f"nc2nczarr: {stats_c.files} files, {stats_c.records} records "
+                      f"{'appended ' if args.append else ''}along {args.concat or args.append}: "
                       f"{stats_c.objects} objects ({stats_c.chunks} chunks, {stats_c.copied} copied compressed), "
                       f"{stats_c.seconds:.2f} s", file=sys.stderr)
             return 0
