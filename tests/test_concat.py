@@ -285,3 +285,41 @@ def test_cli_append_of_several_files(archive, tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "2 files, 9 records appended along time" in err, err
     assert diff(open_dataset(str(ref)), open_dataset(str(out))) == []
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_interrupted_concat_to_s3_never_reads_as_a_dataset(tmp_path, moto_server, sig):
+    import boto3
+
+    s3 = boto3.client("s3")
+    bucket = f"concat-int-{sig}-{os.getpid()}"
+    s3.create_bucket(Bucket=bucket)
+    url = f"s3://{bucket}/ds#mode=nczarr,s3"
+
+    def names() -> list[str]:
+        return [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+    for i in range(30):  # 100 chunks a file: a few thousand PUTs in all, slow enough to interrupt
+        make(tmp_path / f"f{i:03d}.nc", 4 * i, 4, nx=200)
+    proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", "2", str(tmp_path / "*.nc"), url)
+    try:
+        wait_for(lambda: len(names()) >= 20, proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    left = names()
+    assert "ds/.zgroup" not in left and "ds/.zattrs" not in left and not readable(url)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130 and "Traceback" not in err, err
+        assert left == []  # every chunk a worker put, and the marker, removed
+    else:
+        assert "ds/.nczarr-partial" in left
+        again = cli("-q", "--concat", "time", "--workers", "1", str(tmp_path / "f000.nc"), url)
+        _, err = again.communicate(timeout=120)
+        assert again.returncode == 0, err  # the dead writer's leftovers are removed, no --overwrite needed
+        assert readable(url) and "ds/.nczarr-partial" not in names()
