@@ -616,6 +616,8 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     flavor = FLAVOR_ALIASES[flavor]
     if spec.pure_zarr and flavor == "nczarr-4.10":
         flavor = "zarr"
+    if spec.kind in ("file", "zip") and not append and not overwrite and os.path.lexists(spec.path):
+        raise StoreError(f"{spec.path}: exists (use --overwrite to replace it)")  # before starting a cluster
     stats = ConcatStats(files=len(files))
     job = _Job(files, spec, dim_name, flavor, overwrite, direct, allow_gaps, progress, stats, append=append)
     try:

@@ -323,3 +323,13 @@ def test_interrupted_concat_to_s3_never_reads_as_a_dataset(tmp_path, moto_server
         _, err = again.communicate(timeout=120)
         assert again.returncode == 0, err  # the dead writer's leftovers are removed, no --overwrite needed
         assert readable(url) and "ds/.nczarr-partial" not in names()
+
+
+def test_existing_output_is_refused_before_a_cluster_starts(archive, tmp_path):
+    from nczarr_conformance.errors import StoreError
+
+    d, files, ref = archive
+    out = tmp_path / "out.file"
+    out.mkdir()
+    with pytest.raises(StoreError, match="exists"):
+        concat([str(f) for f in files], str(out), "time", scheduler="tcp://127.0.0.1:1")  # never reached
