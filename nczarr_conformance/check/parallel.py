@@ -15,7 +15,7 @@ from typing import Any
 from ..stores import open_store
 from ..stores.base import Store
 from ..urls import StoreSpec
-from .chunks import DecodeJob, DecodeMap, Outcome, decode_one
+from .chunks import DecodeJob, DecodeMap, Outcome, decode_all
 
 BATCHES_PER_WORKER = 4  # enough to even out uneven batches, few enough to keep scheduling cheap
 MIN_BATCH = 32
@@ -28,7 +28,7 @@ def decode_batch(jobs: list[DecodeJob], spec: StoreSpec) -> list[Outcome]:
     store = _STORES.get(repr(spec))
     if store is None:
         store = _STORES[repr(spec)] = open_store(spec)
-    return [decode_one(store, job) for job in jobs]
+    return decode_all(store, jobs)
 
 
 def decode_map(client: Any, spec: StoreSpec) -> DecodeMap:
