@@ -25,6 +25,10 @@ Order of work, and why:
    name, S3 chunks are put under the writer's ``.nczarr-partial`` marker and the
    metadata is put at commit. An interrupt (or a failed task) cancels the tasks, closes
    the cluster the command started and aborts: no readable half-store, ever.
+
+``--append`` of several files runs the same way against an existing store: append.py's
+checks against the store, the store's own chunks and codecs as the plan, its edge chunk
+assembled once from the store and the new files, append.py's metadata update last.
 """
 from __future__ import annotations
 
