@@ -2,6 +2,7 @@
 
 Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
 transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
+``--concat DIM`` writes many files into one store along DIM on dask.distributed (concat.py).
 Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, ne
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nc2nczarr", description=__doc__.splitlines()[0])
     p.add_argument("input", nargs="+", metavar="INPUT",
-                   help="netCDF-4 (or netCDF-3) file; with --concat, several files or quoted glob patterns")
+                   help="netCDF-4 (or netCDF-3) file; with --concat or --append, several files or quoted glob patterns")
     p.add_argument("output", help="directory, .zip file, or netcdf-c URL (file://…#mode=nczarr,zip, s3://…)")
     p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
                    help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2-upper (netcdf-c 4.9.0), zarr")
