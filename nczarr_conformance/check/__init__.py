@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from ..flavor_names import CHECK_FLAVORS
 from ..sniff import netcdf_file_error, zarr_v3_error
@@ -43,12 +44,13 @@ def with_fix(finding: Finding) -> Finding:
 
 
 def check(url: str, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
-          ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR) -> Report:
+          ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR, client: Any = None) -> Report:
     """Check the dataset at ``url``; raises only when the store cannot be opened at all (exit 2).
 
     Every rule runs (``--deep`` ones with ``deep``); ``select``/``ignore`` (ids or id prefixes)
     choose which findings the report keeps, so a selection never changes what a rule sees.
-    A crash of a rule is kept unless NCZ-CHECK-CRASH itself is ignored.
+    A crash of a rule is kept unless NCZ-CHECK-CRASH itself is ignored. ``client`` (a
+    ``distributed.Client``) decodes the chunks of ``deep`` on its cluster; the report is the same.
     """
     keep = set(matching(select)) if select else set(RULES)
     keep -= set(matching(ignore)) if ignore else set()
@@ -60,6 +62,10 @@ def check(url: str, *, deep: bool = False, expect: str | None = None, select: li
     with open_store(spec) as store:
         ctx = CheckContext(store, url, deep=deep)
         ctx.__dict__["expect"] = expect
+        if client is not None and deep:
+            from .parallel import decode_map
+
+            ctx.__dict__["decode_map"] = decode_map(client, spec)
         if ctx.flavor == "unknown":
             v3 = zarr_v3_error(store, url)
             if v3 is not None:

@@ -2,6 +2,7 @@
 
 Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
 transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
+``--concat DIM`` writes many files into one store along DIM on dask.distributed (concat.py).
 Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
 from __future__ import annotations
@@ -19,14 +20,27 @@ if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, ne
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nc2nczarr", description=__doc__.splitlines()[0])
-    p.add_argument("input", help="netCDF-4 (or netCDF-3) file")
+    p.add_argument("input", nargs="+", metavar="INPUT",
+                   help="netCDF-4 (or netCDF-3) file; with --concat or --append, several files or quoted glob patterns")
     p.add_argument("output", help="directory, .zip file, or netcdf-c URL (file://…#mode=nczarr,zip, s3://…)")
     p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
                    help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2-upper (netcdf-c 4.9.0), zarr")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--append", metavar="DIM",
                    help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
-                        "with INPUT's records")
+                        "with INPUT's records; several INPUT files (or patterns) are ordered, checked and written "
+                        "as --concat does, on dask.distributed")
+    p.add_argument("--concat", metavar="DIM",
+                   help="write the INPUT files (a list, or quoted glob patterns such as 'archive/*.nc') into one "
+                        "store along DIM, ordered by their DIM coordinate values; every file is checked first (as "
+                        "--append does: overlaps, gaps, differing variables are refused) and converted in parallel "
+                        "on dask.distributed; the metadata is written last")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --concat/--append: an existing dask.distributed scheduler (its workers must see the files)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="with --concat/--append: a local cluster of N worker processes (default: one per core)")
+    p.add_argument("--allow-gaps", action="store_true",
+                   help="with --concat/--append: accept a step between files larger than 1.5 times the usual step")
     p.add_argument("--no-direct-copy", action="store_true",
                    help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
     p.add_argument("--skip-unsupported", action="store_true",
@@ -109,6 +123,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.append and (args.char_as or args.consolidate is not None):
         parser.error("--append keeps the store's layout: it takes no --char-as, --consolidate or --no-consolidate "
                      "(.zmetadata is updated when the store has one)")
+    if args.concat and args.append:
+        parser.error("--concat writes a new store, --append extends one: give one of them")
+    if not args.concat and not args.append and len(args.input) > 1:
+        parser.error("several inputs need --concat DIM (or --append DIM)")
+    if (args.scheduler or args.workers) and not (args.concat or args.append):
+        parser.error("--scheduler and --workers go with --concat or --append")
+    many = bool(args.concat) or (bool(args.append) and (len(args.input) > 1 or bool(args.scheduler or args.workers)))
+    if args.concat and transforms is not None:
+        parser.error("--concat copies the files' layout as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
+    if not many:
+        args.input = args.input[0]
     _return_big_buffers_to_the_os()
 
     def body() -> int:
@@ -120,6 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     def convert_or_append() -> int:
         from ..convert import convert, total_bytes
 
+        if many:
+            from ..concat import concat
+
+            stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor,
+                             overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
+                             direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append))
+            if not args.quiet:
+                print(f"nc2nczarr: {stats_c.files} files, {stats_c.records} records "
+                      f"{'appended ' if args.append else ''}along {args.concat or args.append}: "
+                      f"{stats_c.objects} objects ({stats_c.chunks} chunks, {stats_c.copied} copied compressed), "
+                      f"{stats_c.seconds:.2f} s", file=sys.stderr)
+            return 0
         if args.append:
             from ..append import append
 

@@ -303,7 +303,13 @@ class DatasetWriter:
         self.metadata[key] = json.loads(payload)  # exactly what the object holds
         self.store.put(key, payload)
 
-    def _write_chunks(self, plan: ArrayPlan) -> None:
+    def _write_chunks(self, plan: ArrayPlan,
+                      select: Callable[[tuple[int, ...]], tuple[int, ...] | None] | None = None) -> None:
+        """Encode (or copy) and put every chunk of ``plan``.
+
+        ``select`` maps a chunk index of ``plan`` to the index it is put at, or None to leave
+        it out (``--concat``: one file's chunks at their place in the target, see concat.py).
+        """
         pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
         fill_chunk = np.full(plan.chunks or (1,), plan.fill_storage, dtype=plan.storage)
         # netcdf-c 4.10.1 reads a missing chunk of a big-endian variable as byte-swapped
@@ -316,7 +322,9 @@ class DatasetWriter:
 
         def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[int, int]:
             index, region = item
-            ckey = keys.join(plan.key, ".".join(str(i) for i in index) if index else "0")
+            at = index if select is None else select(index)
+            assert at is not None
+            ckey = keys.join(plan.key, ".".join(str(i) for i in at) if at else "0")
             if raw_copy is not None:
                 payload = raw_copy(index)
                 if payload == NOT_STORED:  # all fill (NOFILL: undefined) in the source; nothing to read
@@ -349,6 +357,8 @@ class DatasetWriter:
         with ThreadPoolExecutor(self.threads) as pool:
             try:
                 for item in plan.regions():
+                    if select is not None and select(item[0]) is None:
+                        continue
                     pending.append(pool.submit(encode, item))
                     if len(pending) >= window:
                         self._done(pending.popleft().result())
