@@ -735,12 +735,9 @@ class _Job:
                 for key, value in base.metadata(along, total).items():
                     target.put(key, value)
             else:
-                assert writer is not None  # children first, the root group last (as the writer does)
+                assert writer is not None  # as the writer does: children first, the root group, .zmetadata
                 writer.store = target  # type: ignore[assignment]
-                for akey, plan in writer.plans.items():
-                    writer._write_array_metadata(akey, plan)
-                for gkey, group in reversed(list(writer.ds.root.walk())):
-                    writer._write_group_metadata(gkey, group)
+                writer.write_metadata()
             stats.objects += target.metadata_written
             target.commit()
         finally:

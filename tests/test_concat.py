@@ -6,6 +6,7 @@ storage; refusals name the file and the cause and write nothing.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -65,6 +66,15 @@ def test_concat_equals_the_sequential_append(client, archive, tmp_path, kind, re
     assert stats.files == 3 and stats.records == 14
     assert stats.copied > 0  # the first file's aligned chunks went across compressed, as convert copies them
     assert diff(open_dataset(str(ref)), open_dataset(out)) == []
+    if kind == "file":  # the same metadata objects: .zmetadata too (the model has no place for it)
+        def metadata(root: Path) -> dict[str, object]:
+            return {str(p.relative_to(root)): json.loads(p.read_bytes()) for p in root.rglob(".z*")}
+
+        ours, expected = metadata(Path(out)), metadata(ref)
+        assert ours == expected and ".zmetadata" in expected
+        for key, doc in expected.items():  # attribute order is netCDF's creation order
+            if key.endswith(".zattrs"):
+                assert list(ours[key]) == list(doc), key  # type: ignore[call-overload]
     if kind != "s3":
         assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.{kind}"]  # nothing left aside
     else:

@@ -130,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     if (args.scheduler or args.workers) and not (args.concat or args.append):
         parser.error("--scheduler and --workers go with --concat or --append")
     many = bool(args.concat) or (bool(args.append) and (len(args.input) > 1 or bool(args.scheduler or args.workers)))
+    if args.concat and (args.char_as or args.consolidate is not None):
+        parser.error("--concat writes each flavor's default layout (.zmetadata unless a char is >S1); "
+                     "--char-as, --consolidate and --no-consolidate are not supported with it yet")
     if args.concat and transforms is not None:
         parser.error("--concat copies the files' layout as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
     if not many:

@@ -283,6 +283,11 @@ class DatasetWriter:
         self.plan()
         for plan in self.plans.values():
             self._write_chunks(plan)
+        self.write_metadata()
+
+    def write_metadata(self) -> None:
+        """Every metadata object after the chunks: arrays, then groups children first and the root
+        last, then ``.zmetadata`` (``--concat`` calls this on the client once the workers are done)."""
         for akey, plan in self.plans.items():
             self._write_array_metadata(akey, plan)
         groups = list(self.ds.root.walk())
