@@ -18,10 +18,11 @@ Chunks come from a :data:`ChunkSource` so a converter can stream them; all data
 chunks are put before any metadata object, the root metadata after the rest, and the
 consolidated ``.zmetadata`` last of all, so a reader never sees metadata pointing at chunks
 that are not there yet, nor a ``.zmetadata`` that disagrees with the objects it summarises.
-``consolidate=None`` (the default) writes it unless an array is ``>S1``: zarr-python 3
-parses every entry of a ``.zmetadata`` when it opens the group, so one ``>S1`` would make it
-refuse the whole dataset, where without ``.zmetadata`` it reads every other array
-(``True`` writes it anyway, ``False`` never).
+``consolidate=None`` (the default) writes it unless an array is ``>S1`` or a string variable
+has a non-empty fill (netcdf-c's text, not Zarr's base64): zarr-python 3 parses every entry of
+a ``.zmetadata`` when it opens the group, so one such array would make it refuse the whole
+dataset, where without ``.zmetadata`` it reads every other array (``True`` writes it anyway,
+``False`` never).
 """
 from __future__ import annotations
 
@@ -301,7 +302,14 @@ class DatasetWriter:
         """Whether ``.zmetadata`` is written (after :meth:`plan`): see the module docstring."""
         if self.consolidate is not None:
             return self.consolidate
-        return all(p.dtype_text != ">S1" for p in self.plans.values())
+        return not any(p.dtype_text == ">S1" or self._text_fill_in_bytes(p) for p in self.plans.values())
+
+    def _text_fill_in_bytes(self, plan: ArrayPlan) -> bool:
+        """A string variable's fill written as text, as netcdf-c writes and reads it; Zarr v2 says a
+        bytes fill is base64, so zarr-python refuses it (or decodes it to other bytes), and through a
+        ``.zmetadata`` it then refuses the whole group. Pure Zarr writes base64 (netcdf-c does not read
+        those variables' fill anyway: it sees pure Zarr without _FillValue types)."""
+        return plan.var.type == "string" and self.flavor != "zarr" and bool(plan.fill_json)
 
     def _put_metadata(self, key: str, doc: dict[str, Any]) -> None:
         payload = _dumps(doc)

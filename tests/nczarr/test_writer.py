@@ -3,6 +3,7 @@ a consolidated .zmetadata written last, char as the dtype each reader family tak
 the peers (netcdf-c 4.10.1 through netCDF4-python, zarr-python's consolidate_metadata), not from our writer."""
 from __future__ import annotations
 
+import binascii
 import json
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from nczarr_conformance.check import check
 from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.cli.convert import main as nc2nczarr
 from nczarr_conformance.errors import UsageError
-from nczarr_conformance.model import Dataset, Dimension, Group, Variable
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore
@@ -155,6 +156,27 @@ def test_consolidate_keyword_and_the_char_exception():
     assert "/.zmetadata" in _written(dataset, flavor="zarr")
     with pytest.raises(UsageError, match="takes no char_as"):
         _written(dataset, flavor="nczarr-2-upper", char_as="S1")
+
+
+@pytest.mark.peer
+def test_a_text_string_fill_leaves_zmetadata_out_so_zarr_python_reads_the_rest(tmp_path):
+    """netcdf-c writes a string fill_value as text; zarr-python 3 takes a bytes fill as base64 and, through a
+    .zmetadata, refuses the whole group over it (found by the S3 property once .zmetadata became the default)."""
+    zarr = pytest.importorskip("zarr")
+    root = Group({"x": Dimension(2)})
+    root.variables["n"] = Variable("int", ["/x"], (2,), {}, np.array([1, 2], dtype="i4"))
+    root.variables["s"] = Variable("string", ["/x"], (2,), {"_FillValue": Attribute("string", np.array(["N/A"],
+                                   dtype=object))}, np.array(["a", "N/A"], dtype=object))
+    forced = _ours(tmp_path, "forced", Dataset(root), consolidate=True)
+    with pytest.raises(binascii.Error, match="Incorrect padding"):  # "N/A" taken for base64
+        zarr.open_group(str(forced), mode="r", zarr_format=2, use_consolidated=True)
+    default = _ours(tmp_path, "default", Dataset(root))
+    assert not (default / ".zmetadata").exists()
+    group = zarr.open_group(str(default), mode="r", zarr_format=2)
+    assert group["n"][:].tolist() == [1, 2]
+    nc4 = pytest.importorskip("netCDF4")
+    with nc4.Dataset(to_file_url(str(default), "file")) as nc:  # netcdf-c takes the text fill as it is
+        assert (nc["s"]._FillValue, nc["s"][:].tolist()) == ("N/A", ["a", "N/A"])
 
 
 def _written(dataset: Dataset, **kwargs) -> dict[str, bytes]:

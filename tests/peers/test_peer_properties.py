@@ -114,7 +114,9 @@ def netcdf_c_writes(model: Dataset) -> Dataset:
                 if cfg["id"] == "shuffle":
                     cfg["elementsize"] = 0  # test_we_decode_netcdf_c_shuffle_elementsize_zero
             if var.type == "string" and var.data is not None:
-                var.data = np.vectorize(lambda s: s.encode("utf-8")[:128].decode("utf-8", "ignore"),
+                # netcdf-c keeps the first 128 bytes, even inside a UTF-8 sequence (netCDF4-python then
+                # cannot decode the value); our reader keeps those bytes, undecodable ones surrogate-escaped
+                var.data = np.vectorize(lambda s: s.encode("utf-8")[:128].decode("utf-8", "surrogateescape"),
                                         otypes=[object])(var.data) if var.data.size else var.data
     return expected
 
