@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "string, which every reader gives back exactly; spec writes it as that JSON value "
                         "(nczarr.md Appendix D case 3), which netcdf-c 4.10.1 reads back as one character "
                         "(_Unsigned=\"true\" -> \"1\", so ubyte data read signed) and Zarr readers as a number")
-    p.add_argument("--threads", type=int, default=0, help="worker threads (default: 2 per core; 16 for S3)")
+    p.add_argument("--threads", type=int, default=0, help="threads reading and encoding chunks (default: 2 per core); "
+                        "S3 uploads run in a pool of their own, 16 PUTs at once")
     t = p.add_argument_group("nccopy's transforms (re-encode only the variables they change)")
     t.add_argument("-d", metavar="0-9", dest="deflate", help="deflate (zlib) level for every variable; 0: no compression")
     t.add_argument("-s", dest="shuffle", action="store_true", help="shuffle before compressing (with -d or --compressor)")
