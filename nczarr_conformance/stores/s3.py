@@ -132,6 +132,7 @@ class S3Store(Store):
         self._upload_options = {"concurrency": concurrency, "in_flight_bytes": in_flight_bytes,
                                 "multipart_threshold": multipart_threshold, "part_size": part_size}
         self._uploader: Uploader | None = None
+        self._dead_uploads = False
         self._held: dict[str, bytes] = {}  # metadata, PUT at commit
         self._old: list[str] = []  # the old dataset's objects ('w') or every object ('a')
         self._begun = False
@@ -157,6 +158,7 @@ class S3Store(Store):
                 raise StoreError(f"{where}: holds {foreign[0].lstrip('/')}, which is not part of a Zarr dataset; "
                                  "not replaced")
             self._old = sorted(existing)  # a dead writer's leftovers: ours to remove
+            self._dead_uploads = True  # and its unfinished multipart uploads, at _begin()
             return
         if mode == "a":
             self._old = sorted(existing)
@@ -305,7 +307,27 @@ class S3Store(Store):
                 root = [k for k in safety.ROOT_META if k in meta]
                 self._delete_many(root)
                 self._delete_many(sorted(set(meta) - set(root)))
+            if self._dead_uploads:
+                self._abort_dead_uploads()
             self._begun = True
+
+    def _abort_dead_uploads(self) -> None:
+        """Abort the multipart uploads a killed writer left open under the prefix (unseen, yet billed).
+
+        Only dataset-shaped keys, and only when the marker says the writer is dead.
+        """
+        import botocore.exceptions as bx
+
+        prefix = f"{self.prefix}/" if self.prefix else ""
+        try:
+            for page in self.write_client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
+                                                                                          Prefix=prefix):
+                for upload in page.get("Uploads", []):
+                    if safety.is_dataset_shaped(self._key(upload["Key"])):
+                        self.write_client.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"],
+                                                                 UploadId=upload["UploadId"])
+        except (bx.ClientError, bx.BotoCoreError) as exc:
+            raise self._fail(exc, "abort a dead writer's multipart uploads") from exc
 
     def _delete(self, key: str) -> None:
         self._delete_many([key])

@@ -151,3 +151,21 @@ def test_abort_drops_queued_uploads_and_leaves_nothing(faulty, s3_bucket, moto):
     store.abort()
     assert listing(moto, s3_bucket) == {} and open_uploads(moto, s3_bucket) == []
     assert len([r for r in faulty.requests("PUT") if "/v/" in r[1]]) < 20  # the queued ones never went
+
+
+def test_a_killed_writers_open_multipart_uploads_are_aborted_by_the_next_run(moto_server, s3_bucket, moto, tmp_path):
+    """What SIGKILL leaves (marker of a dead PID, chunks, an unfinished multipart upload) is cleaned."""
+    import json
+    import socket
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a PID that is no longer running
+    marker = json.dumps({"host": socket.gethostname(), "pid": gone.pid}).encode()
+    moto.put_object(Bucket=s3_bucket, Key="dead/.nczarr-partial", Body=marker)
+    moto.put_object(Bucket=s3_bucket, Key="dead/v/0", Body=b"old")
+    upload = moto.create_multipart_upload(Bucket=s3_bucket, Key="dead/b/0")
+    moto.upload_part(Bucket=s3_bucket, Key="dead/b/0", UploadId=upload["UploadId"], PartNumber=1, Body=b"x" * MiB)
+    moto.create_multipart_upload(Bucket=s3_bucket, Key="deadline/b/0")  # another prefix: not ours to abort
+    convert(str(make_nc(tmp_path / "s.nc")), f"s3://{s3_bucket}/dead#mode=nczarr,s3")
+    assert open_uploads(moto, s3_bucket) == ["deadline/b/0"]
+    assert "dead/.nczarr-partial" not in listing(moto, s3_bucket)
