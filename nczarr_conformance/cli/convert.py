@@ -57,10 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _return_big_buffers_to_the_os() -> None:
+def _return_big_buffers_to_the_os(to_s3: bool = False) -> None:
     """glibc keeps freed multi-MB chunk buffers in per-thread arenas; served by mmap they go back at once.
 
     Keeps peak RSS near the in-flight window instead of growing with every worker thread.
+    To S3, where every chunk waits in memory for its PUT, two arenas instead (M_ARENA_MAX):
+    freed buffers are reused rather than mapped and faulted in afresh (measured on the 400 MB
+    benchmark file: 0.4 s less system time, ~0.6 s less wall time), and peak RSS stays near
+    the upload budget all the same (250-265 MB there, 173 MB on 7300 small chunks).
     """
     import ctypes
     import ctypes.util
@@ -70,9 +74,22 @@ def _return_big_buffers_to_the_os() -> None:
         return
     try:
         libc = ctypes.CDLL(name)
-        libc.mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD = 1 MiB
+        if to_s3:
+            libc.mallopt(-8, 2)  # M_ARENA_MAX
+        else:
+            libc.mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD = 1 MiB
     except (OSError, AttributeError):
         pass
+
+
+def _is_s3(url: str) -> bool:
+    from ..errors import UsageError
+    from ..urls import parse
+
+    try:
+        return parse(url).kind == "s3"
+    except UsageError:
+        return False  # reported by the conversion itself
 
 
 def _transforms(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Transforms | None:
@@ -96,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     transforms = _transforms(parser, args)
-    _return_big_buffers_to_the_os()
+    _return_big_buffers_to_the_os(to_s3=_is_s3(args.output))
 
     def body() -> int:
         from ..nczarr.attrs import json_attributes
