@@ -26,6 +26,7 @@ from . import keys
 from .convert import _header
 from .errors import StoreError, UnsupportedError, UsageError
 from .model import Dataset, Group
+from .nczarr.consolidated import CONSOLIDATED_KEY, with_updates
 from .nczarr.flavors import GROUP_PLACE
 from .nczarr.reader import DatasetReader
 from .nczarr.writer import _to_storage
@@ -127,6 +128,8 @@ def append(src: str, dst: str, dim_name: str) -> AppendStats:
         for vkey, axis in along.items():
             _check_values(reader, vkey, axis, variables[vkey])
         meta_keys = _metadata_keys(reader, along, dim)
+        if reader_store.get(CONSOLIDATED_KEY) is not None:
+            meta_keys.append(CONSOLIDATED_KEY)  # rewritten below: a write-once zip must not copy the old one
         writer_store = _open_for_append(spec, reader_store, {k for v in plan.values() for k, _ in v} | set(meta_keys))
         try:
             for vkey, chunks in plan.items():
@@ -137,7 +140,7 @@ def append(src: str, dst: str, dim_name: str) -> AppendStats:
             updated = _updated_metadata(reader, along, dim, old_len + n_new)
             consolidated = _updated_consolidated(reader_store, updated)
             if consolidated is not None:
-                updated["/.zmetadata"] = consolidated  # last: readers that trust it see the rest first
+                updated[CONSOLIDATED_KEY] = consolidated  # last: readers that trust it see the rest first
             for key, value in updated.items():
                 writer_store.put(key, value)
                 stats.metadata_written += 1
@@ -198,15 +201,8 @@ def _check_values(reader: DatasetReader, vkey: str, axis: int, ncvar: Any) -> No
 
 def _updated_consolidated(store: Store, updated: dict[str, bytes]) -> bytes | None:
     """The store's ``.zmetadata`` with the updated objects in it, or None when it has none."""
-    raw = store.get("/.zmetadata")
-    if raw is None:
-        return None
-    doc = json.loads(raw)
-    meta = dict(doc.get("metadata") or {})
-    for key, value in updated.items():
-        meta[key.lstrip("/")] = json.loads(value)
-    doc["metadata"] = meta
-    return json.dumps(doc, ensure_ascii=False, indent=4, sort_keys=True).encode()
+    raw = store.get(CONSOLIDATED_KEY)
+    return None if raw is None else with_updates(raw, updated)
 
 
 def _affected_chunks(reader: DatasetReader, vkey: str, axis: int, old_len: int,

@@ -4,10 +4,14 @@ Used to read through netcdf-c 4.9.0's ``ncdump`` (the conformance matrix) and to
 turn netcdf-c's ``ref_*.cdl`` baselines into models. It covers what ncdump
 emits for the netCDF-4 atomic types: dimensions (``UNLIMITED ; // (N currently)``),
 typed variable and group attributes with ncgen's suffixes, nested groups, and
-the data section with ``_`` for fill.
+the data section with ``_`` for fill, and ``ncdump -s``'s storage facts (``_Storage``,
+``_ChunkSizes``, ``_NoFill``, ``_Endianness``, ``_Filter``, ``_Codecs``, ``_Shuffle``,
+``_DeflateLevel``, ``_Fletcher32``) into the variables' storage fields; ``storage_stated``
+says which fields a text states, so a comparison holds exactly those to account.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -35,8 +39,9 @@ VIRTUAL_ATTRIBUTES = frozenset({"_Storage", "_ChunkSizes", "_Format", "_NoFill",
 
 @dataclass
 class Token:
-    kind: str  # "name", "string", "punct", "current", "fill"
+    kind: str  # "name", "string", "punct", "current", "fill", or "braces" (a ``{…}`` data group)
     text: str
+    items: list[Token] | None = None  # a "braces" token's values
 
 
 def tokenize(text: str) -> list[Token]:
@@ -136,6 +141,9 @@ class _Parser:
     def __init__(self, tokens: list[Token]) -> None:
         self.toks = tokens
         self.i = 0
+        #: storage virtual attributes (ncdump -s) by variable, applied once the whole text is read
+        self.specials: list[tuple[Variable, dict[str, list[Token]]]] = []
+        self.seen: dict[int, dict[str, list[Token]]] = {}
 
     def peek(self, k: int = 0) -> Token | None:
         j = self.i + k
@@ -158,11 +166,20 @@ class _Parser:
         return tok is not None and tok.kind == kind and tok.text == text
 
     def values(self) -> list[Token]:
-        out = [self.take()]
+        """A data list; ``{…}`` groups (netCDF-4 data with several unlimited dimensions) nest."""
+        out = [self._value()]
         while self.at(","):
             self.take()
-            out.append(self.take())
+            out.append(self._value())
         return out
+
+    def _value(self) -> Token:
+        if not self.at("{"):
+            return self.take()
+        self.take()
+        items = [] if self.at("}") else self.values()
+        self.expect("}")
+        return Token("braces", "{", items)
 
 
 def parse_cdl(text: str) -> tuple[str, Dataset]:
@@ -177,7 +194,77 @@ def parse_cdl(text: str) -> tuple[str, Dataset]:
     p.expect("}")
     dataset = Dataset(root)
     _fill_data(dataset, pending)
+    stated = _stated(p)
+    for var, facts in p.specials:
+        _apply_storage(var, facts, stated)
     return name, dataset
+
+
+#: storage virtual attribute → the model field it states (``_Storage`` alone states chunks and NOFILL:
+#: ncdump -s prints ``_Storage`` for every variable and ``_NoFill`` only when it is on)
+STATES = {"_Storage": ("chunks", "no_fill"), "_ChunkSizes": ("chunks",), "_NoFill": ("no_fill",),
+          "_Endianness": ("endianness",), "_Filter": ("filters",), "_Codecs": ("filters",), "_Shuffle": ("filters",),
+          "_DeflateLevel": ("filters",), "_Fletcher32": ("filters",)}
+#: HDF5 filter ids in ``_Filter`` → numcodecs id (netcdf-c's plugins; H5Zpublic.h and the HDF Group registry)
+HDF5_FILTERS = {1: "zlib", 2: "shuffle", 3: "fletcher32", 4: "szip", 307: "bz2", 32001: "blosc", 32015: "zstd"}
+
+
+def storage_stated(text: str) -> frozenset[str]:
+    """The model storage fields a CDL text states (``ncdump -s`` facts); the rest it says nothing about."""
+    p = _Parser(tokenize(text))
+    names = {tok.text for tok in p.toks if tok.kind == "name"}
+    return frozenset(f for name, fields in STATES.items() if name in names for f in fields)
+
+
+def _stated(p: _Parser) -> frozenset[str]:
+    return frozenset(f for _, facts in p.specials for name in facts for f in STATES.get(name, ()))
+
+
+def _flag(tokens: list[Token]) -> bool:
+    return "".join(t.text for t in tokens).strip().lower() in ("true", "1")
+
+
+def _apply_storage(var: Variable, facts: dict[str, list[Token]], stated: frozenset[str]) -> None:
+    """Set ``var``'s storage fields from its ncdump -s facts (fields the whole text never states stay unknown)."""
+    storage = "".join(t.text for t in facts.get("_Storage", [])).strip().lower()
+    if "_ChunkSizes" in facts or storage == "chunked":
+        var.chunks = [int(t.text) for t in facts.get("_ChunkSizes", [])] or None
+    if "no_fill" in stated:
+        var.no_fill = _flag(facts.get("_NoFill", []))
+    if "_Endianness" in facts:
+        var.endianness = "".join(t.text for t in facts["_Endianness"]).strip().lower()
+    if "filters" in stated:
+        var.filters = _filters(var, facts)
+
+
+def _filters(var: Variable, facts: dict[str, list[Token]]) -> list[dict[str, Any]]:
+    """Codecs in the model's order (shuffle, compressors, fletcher32 last, as NCZarr stores them)."""
+    if "_Codecs" in facts:  # the NCZarr codec list itself (ncdump 4.9.1+ on NCZarr)
+        codecs = json.loads("".join(t.text for t in facts["_Codecs"]))
+        if not isinstance(codecs, list) or not all(isinstance(c, dict) for c in codecs):
+            raise FormatError(f"CDL: _Codecs is not a JSON list of codecs: {codecs!r}")
+        return codecs
+    shuffle = _flag(facts.get("_Shuffle", []))
+    fletcher = _flag(facts.get("_Fletcher32", []))
+    middle: list[dict[str, Any]] = []
+    if "_DeflateLevel" in facts:
+        middle.append({"id": "zlib", "level": int(facts["_DeflateLevel"][0].text)})
+    for spec in "".join(t.text for t in facts.get("_Filter", [])).split("|"):
+        if not spec.strip():
+            continue
+        fid, *params = (int(x) for x in spec.split(","))
+        name = HDF5_FILTERS.get(fid)
+        if name == "shuffle":
+            shuffle = True
+        elif name == "fletcher32":
+            fletcher = True
+        elif name in ("zlib", "bz2", "zstd"):
+            middle.append({"id": name, "level": params[0] if params else 0})
+        else:
+            middle.append({"id": name or f"hdf5-{fid}", **({"params": params} if params else {})})
+    itemsize = 1 if var.type in ("char", "string") else numpy_dtype(var.type).itemsize
+    return [*([{"id": "shuffle", "elementsize": itemsize}] if shuffle else []), *middle,
+            *([{"id": "fletcher32"}] if fletcher else [])]
 
 
 Pending = list[tuple[Group, str, str, list[Token]]]
@@ -205,7 +292,8 @@ def _group_body(p: _Parser, group: Group, path: str, scope: list[Group], pending
             _group_body(p, child, path.rstrip("/") + "/" + gname, [*scope, child], pending)
             p.expect("}")
             continue
-        if section == "dimensions":
+        nxt = p.peek(1)
+        if section == "dimensions" and nxt is not None and nxt.text == "=":  # ``:a`` / ``ubyte :a`` are attributes
             dname = p.take().text
             p.expect("=")
             size_tok = p.take()
@@ -250,6 +338,12 @@ def _declaration(p: _Parser, group: Group, path: str, scope: list[Group]) -> Non
     values = p.values()
     p.expect(";")
     if aname in VIRTUAL_ATTRIBUTES:
+        if aname in STATES and target in group.variables:
+            var = group.variables[target]
+            if id(var) not in p.seen:
+                p.seen[id(var)] = {}
+                p.specials.append((var, p.seen[id(var)]))
+            p.seen[id(var)][aname] = values
         return
     attr = _attribute(values, declared_type)
     if target:
@@ -299,16 +393,40 @@ def _attribute(values: list[Token], declared_type: str | None) -> Attribute:
 
 def _fill_data(dataset: Dataset, pending: Pending) -> None:
     written: set[int] = set()
+    dims = {f"{path.rstrip('/')}/{name}": dim for path, group in dataset.root.walk()
+            for name, dim in group.dimensions.items()}
     for group, _path, vname, values in pending:
         var = group.variables.get(vname)
         if var is None:
             raise FormatError(f"CDL: data for undeclared variable {vname}")
-        var.data = _values(var, values)
+        braced = [k for k, d in enumerate(var.dimensions) if k > 0 and d in dims and dims[d].unlimited]
+        var.data = _values(var, _unbrace(var, vname, braced, values, 0))
         written.add(id(var))
     for _, group in dataset.root.walk():
         for var in group.variables.values():
             if id(var) not in written:
                 var.data = _values(var, [])
+
+
+def _unbrace(var: Variable, name: str, braced: list[int], tokens: list[Token], depth: int) -> list[Token]:
+    """Flatten ``{…}`` groups as ncgen reads them: the group at depth d holds the values of the dimensions
+    from the d-th unlimited one after the first dimension on, one index of those before; a short
+    group is padded with fill (char: NUL bytes)."""
+    out: list[Token] = []
+    for tok in tokens:
+        if tok.kind != "braces":
+            out.append(tok)
+            continue
+        if depth >= len(braced):
+            raise FormatError(f"CDL: data of {name}: more {{…}} levels than unlimited dimensions after the first")
+        size = math.prod(var.shape[braced[depth]:])
+        inner = _unbrace(var, name, braced, tok.items or [], depth + 1)
+        if var.type == "char":
+            raw = b"".join(b"" if t.kind == "fill" else _char_bytes(t.text) for t in inner)[:size]
+            out.append(Token("string", (raw + bytes(size - len(raw))).decode("latin-1")))
+        else:
+            out += inner[:size] + [Token("fill", "_")] * (size - len(inner))
+    return out
 
 
 def _char_bytes(text: str) -> bytes:
@@ -343,7 +461,7 @@ def _values(var: Variable, tokens: list[Token]) -> np.ndarray:
         buf = buf[:n] + bytes(max(0, n - len(buf)))
         return np.frombuffer(bytes(buf), dtype="S1").reshape(var.shape).copy()
     if var.type == "string":
-        items: list[Any] = [("" if t.kind == "fill" else t.text) for t in tokens]
+        items: list[Any] = [(fill if t.kind == "fill" else t.text) for t in tokens]  # ncdump prints `_` for the fill
         items += [fill] * (n - len(items))
         arr = np.empty(n, dtype=object)
         arr[:] = items[:n]

@@ -50,28 +50,32 @@ def _outside_model(nc: Any, src: str, skip: bool) -> tuple[set[str], list[str]]:
             [f"{src}: {where} left out: {kind} is outside the NCZarr model" for where, kind in found])
 
 
-def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[str] | set[str] = frozenset()) -> Group:
+def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[str] | set[str] = frozenset(),
+            skip_outside: bool = False) -> Group:
+    """The model header of ``ncgroup``; ``skip`` names variables left out, ``skip_outside`` leaves out
+    attributes of user-defined types (a file may have those and no such variable)."""
     from .model import Dimension
 
     group = Group()
     for name, dim in ncgroup.dimensions.items():
         group.dimensions[name] = Dimension(len(dim), dim.isunlimited())
-    group.attributes = nc4._read_attributes(ncgroup, ncgroup._grpid, nc4.NC_GLOBAL, skip_outside=bool(skip))
+    group.attributes = nc4._read_attributes(ncgroup, ncgroup._grpid, nc4.NC_GLOBAL, skip_outside=skip_outside)
     for name, var in ncgroup.variables.items():
         if keys.join(path, name) in skip:
             continue
-        group.variables[name] = nc4.variable_header(var, path, skip_outside=bool(skip))
+        group.variables[name] = nc4.variable_header(var, path, skip_outside=skip_outside)
         variables[keys.join(path, name)] = var
         if var.chunking() not in ("contiguous", None):
             var.set_var_chunk_cache(size=0, nelems=0)  # each chunk is read once: a cache only costs memory
     for name, sub in ncgroup.groups.items():
-        group.groups[name] = _header(sub, keys.join(path, name), variables, skip)
+        group.groups[name] = _header(sub, keys.join(path, name), variables, skip, skip_outside)
     return group
 
 
 def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
             progress: Progress | None = None, direct: bool = True, threads: int = 0,
-            transforms: Transforms | None = None, skip_unsupported: bool = False) -> ConvertStats:
+            transforms: Transforms | None = None, skip_unsupported: bool = False, consolidate: bool | None = None,
+            char_as: str | None = None) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``dst`` (a path or netcdf-c URL).
 
     Variables and attributes of user-defined types (compound, vlen, opaque, enum) are
@@ -80,7 +84,10 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     ``direct`` copies compressed HDF5 chunks as they are when the codecs agree
     (see direct.py); ``threads`` (0: 2 per core) read and encode chunks, S3 uploads run
     in the store's own pool (stores/s3_upload.py);
-    ``transforms`` (nccopy's -d -s -c -u -V -G, see transforms.py) rewrite the header first.
+    ``transforms`` (nccopy's -d -s -c -u -V -G, see transforms.py) rewrite the header first;
+    ``consolidate`` writes ``.zmetadata`` last (None: unless a char array is ``>S1``, see
+    nczarr/writer.py); ``char_as`` ("S1": ``|S1``, ">S1") overrides the
+    flavor's char dtype (see nczarr/writer.py for the trade-off).
     """
     started = time.perf_counter()
     if not os.path.exists(src):
@@ -98,7 +105,7 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
         variables: dict[str, Any] = {}
         skip, stats.warnings = _outside_model(nc, src, skip_unsupported)
         with nc4.LOCK:
-            dataset = Dataset(_header(nc, "/", variables, skip))
+            dataset = Dataset(_header(nc, "/", variables, skip, skip_unsupported))
         reencode = apply(transforms, dataset, src) if transforms is not None else frozenset()
 
         def source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
@@ -114,15 +121,18 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
         # the HDF5 chunk index is used on both paths (unwritten chunks); copying only when asked
         raw = _direct_source(src, copy=direct and flavor != "nczarr-2-upper")
         workers = threads or 2 * (os.cpu_count() or 2)
-        store = open_store(spec, "w", overwrite=overwrite)
+        store = None
         try:
+            store = open_store(spec, "w", overwrite=overwrite)
             stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
                                          progress=counting, threads=workers,
-                                         raw=without_direct_copy(raw, reencode))
+                                         raw=without_direct_copy(raw, reencode), consolidate=consolidate,
+                                         char_as=char_as)
             stats.objects = store.writes
             store.commit()
         except BaseException:
-            store.abort()
+            if store is not None:
+                store.abort()
             raise
         finally:
             if raw is not None:
@@ -147,7 +157,8 @@ def _direct_source(src: str, *, copy: bool = True):  # type: ignore[no-untyped-d
         return None
 
 
-def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms | None = None) -> int:
+def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms | None = None,
+                char_as: str | None = None) -> int:
     """The bytes a conversion of ``src`` reports to its progress callback (a progress bar's total).
 
     The writer reports every chunk of the plan at its full, unencoded size (edge chunks
@@ -166,7 +177,7 @@ def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms
             dataset = Dataset(_header(nc, "/", variables))
         if transforms is not None:
             apply(transforms, dataset, src)
-        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor,
+        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor, char_as=char_as,
                                source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
         writer.validate()
         writer.plan()

@@ -12,3 +12,5 @@ CHECK_FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr
 #: how char attributes whose text parses as JSON are written (nczarr/attrs.py): lossless (as JSON strings,
 #: the default) or spec (Appendix D case 3, as that JSON)
 JSON_ATTRIBUTE_MODES = ("lossless", "spec")
+#: ``--char-as`` values: the char dtype written, "S1" for ``|S1`` or ">S1" (nczarr/writer.py CHAR_DTYPES)
+CHAR_AS_CHOICES = ("S1", ">S1")

@@ -28,6 +28,7 @@ import re
 import shutil
 import signal
 import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -274,12 +275,23 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         raise Interrupted(signum)
 
 
+def _quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """An :class:`Interrupted` raised where Python cannot propagate it (a weakref callback or
+    ``__del__`` running when the signal arrived) is dropped silently: the signal is remembered
+    and :func:`raise_if_interrupted` (every store put, the CLI's exit) raises it again, so the
+    user still sees one line, not "Exception ignored in ..." plus a traceback."""
+    if isinstance(unraisable.exc_value, Interrupted):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM raise :class:`Interrupted` in the main thread and are remembered."""
     global _received
     _received = None
     if threading.current_thread() is not threading.main_thread():
         return
+    sys.unraisablehook = _quiet_unraisable
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _handler)
 

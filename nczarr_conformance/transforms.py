@@ -226,7 +226,7 @@ def _parse_chunkspec(spec: str, t: Transforms) -> None:
             lengths = tuple(_chunk_length(n, bad) for n in rest.split(","))
         t.var_chunks.setdefault(fqn, VarChunk(lengths, spec))  # nccopy: later specs for a variable are ignored
         return
-    if spec == "/":
+    if spec in ("/", "//"):  # nccopy's chunkspec.c: "//" is treated as equivalent to "/"
         t.unchunk_all = True
         return
     for item in _split(spec, ","):

@@ -2,7 +2,8 @@
 
 netcdf-c takes ``file:///p/x.zip#mode=nczarr,zip``, ``file:///p/x.file#mode=zarr,file``,
 ``s3://bucket/key#mode=nczarr,s3``; the fragment's ``mode`` list names the format
-(nczarr, zarr, noxarray) and the storage (file, zip, s3). Plain paths are accepted
+(nczarr, zarr, xarray, noxarray, consolidated) and the storage (file, zip, s3); see
+``StoreSpec.pure_zarr`` for how the format flags combine. Plain paths are accepted
 too: a ``.zip`` suffix or zip magic bytes mean zip, anything else a directory.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .errors import UsageError
 ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 STORAGE_MODES = ("file", "zip", "s3")
-FORMAT_MODES = ("nczarr", "zarr", "noxarray", "xarray")
+FORMAT_MODES = ("nczarr", "zarr", "noxarray", "xarray", "consolidated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +34,21 @@ class StoreSpec:
 
     @property
     def pure_zarr(self) -> bool:
-        return "zarr" in self.modes and "nczarr" not in self.modes
+        """Pure Zarr (no NCZarr keys) was asked for: ``zarr`` or ``xarray`` in the mode.
+
+        nczarr.md: ``mode=zarr`` is an alias of ``mode=nczarr,zarr`` and restricts the library
+        to pure Zarr, so ``nczarr`` beside ``zarr`` changes nothing. nczarr.md does not name
+        ``xarray``; netcdf-c infers ``zarr`` from it (dinfermodel.c ``modeinferences``) and
+        sets its pure-Zarr flag for it (zarr.c ``applycontrols``), so we do too.
+        ``noxarray`` alone keeps NCZarr: nczarr.md says it only disables the XArray
+        convention; netcdf-c also infers ``zarr`` from it, which its issue #2647 calls a bug
+        (``tests/test_url_modes.py`` pins that difference).
+        """
+        return "zarr" in self.modes or "xarray" in self.modes
 
     @property
     def xarray(self) -> bool:
+        """``_ARRAY_DIMENSIONS`` written and read unless ``noxarray`` is in the mode (it beats ``xarray``)."""
         return "noxarray" not in self.modes
 
 
@@ -91,29 +103,59 @@ def parse(url: str | os.PathLike[str]) -> StoreSpec:
         bucket = parts.netloc
         key = parts.path.strip("/")
         return StoreSpec("s3", f"{bucket}/{key}".rstrip("/"), modes, params, url=text)
+    if scheme == "gs3":  # netcdf-c's Google Cloud Storage form: gs3://bucket/key
+        key = parts.path.strip("/")
+        return StoreSpec("s3", f"{parts.netloc}/{key}".rstrip("/"), modes, params, f"https://{GOOGLE_HOST}", text)
     if scheme in ("http", "https"):
         return _parse_https(parts.netloc, parts.path, modes, params, scheme, text)
     raise UsageError(f"{text}: unsupported URL scheme {scheme!r}")
 
 
+#: netcdf-c's host names (libdispatch/ds3util.c: AWSHOST, GOOGLEHOST)
+AWS_HOST = ".amazonaws.com"
+GOOGLE_HOST = "storage.googleapis.com"
+
+
 def _parse_https(host: str, path: str, modes: tuple[str, ...], params: dict[str, str],
                  scheme: str, text: str) -> StoreSpec:
-    """Path style (host/bucket/key) or virtual-host style (bucket.s3.region.amazonaws.com/key)."""
+    """Bucket, key, region and endpoint of an http(s) S3 URL, by netcdf-c's ``NC_s3urlrebuild`` rules.
+
+    Virtual host (``bucket.s3[.region].amazonaws.com/key``, ``bucket.s3.region.other.host/key``) or
+    path style (``[s3[.region].]host/bucket/key``); ``storage.googleapis.com`` is Google's. The table
+    of cases is netcdf-c's ``unit_test/test_ncuri.c`` (tests/netcdf_c/test_ncuri.py).
+    """
     path = unquote(path).strip("/")
     hostname = host.split(":")[0]
+    port = host[len(hostname):]
     labels = hostname.split(".")
-    if hostname.endswith("amazonaws.com") and len(labels) >= 4 and not labels[0].startswith("s3"):
-        bucket = labels[0]
-        region = labels[2] if labels[1] == "s3" and len(labels) > 4 else None
-        endpoint = f"{scheme}://s3.{region}.amazonaws.com" if region else f"{scheme}://s3.amazonaws.com"
-        if region:
-            params = {**params, "aws.region": params.get("aws.region", region)}
-        return StoreSpec("s3", f"{bucket}/{path}".rstrip("/"), modes, params, endpoint, text)
-    if not path:
-        raise UsageError(f"{text}: no bucket in URL path")
-    if hostname.endswith("amazonaws.com") and len(labels) >= 4 and labels[0] == "s3":
-        params = {**params, "aws.region": params.get("aws.region", labels[1])}
-    return StoreSpec("s3", path, modes, params, f"{scheme}://{host}", text)
+    bucket: str | None = None
+    region: str | None = None
+    if hostname.lower().endswith(AWS_HOST):
+        if len(labels) == 4 and labels[0].lower() != "s3":  # bucket.s3.amazonaws.com
+            bucket = labels[0]
+        elif len(labels) == 4:  # s3.region.amazonaws.com
+            region = labels[1]
+        elif len(labels) == 5 and labels[1].lower() == "s3":  # bucket.s3.region.amazonaws.com
+            bucket, region = labels[0], labels[2]
+        elif len(labels) != 3:  # only s3.amazonaws.com remains
+            raise UsageError(f"{text}: not an S3 host netcdf-c accepts ({hostname})")
+        endpoint = f"{scheme}://s3.{region}.amazonaws.com{port}" if region else f"{scheme}://s3.amazonaws.com{port}"
+    elif hostname.lower() == GOOGLE_HOST:
+        endpoint = f"{scheme}://{host}"
+    elif len(labels) > 3 and labels[1].lower() == "s3":  # bucket.s3.region.other.host
+        bucket, region = labels[0], labels[2]
+        endpoint = f"{scheme}://{'.'.join(labels[1:])}{port}"
+    else:
+        if len(labels) > 2 and labels[0].lower() == "s3":  # s3.region.other.host
+            region = labels[1]
+        endpoint = f"{scheme}://{host}"
+    if bucket is None:
+        bucket, _, path = path.partition("/")
+        if not bucket:
+            raise UsageError(f"{text}: no bucket in URL path")
+    if region:
+        params = {**params, "aws.region": params.get("aws.region", region)}
+    return StoreSpec("s3", f"{bucket}/{path}".rstrip("/"), modes, params, endpoint, text)
 
 
 def _storage_kind(modes: tuple[str, ...], path: str) -> str:

@@ -20,9 +20,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
     from hypothesis import Phase
 
-    settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
-                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                     HealthCheck.function_scoped_fixture])
+    quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
+    # ci: fixed draws (a red CI run reproduces), enough of them to reach the corners
+    settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True, suppress_health_check=quiet)
+    # nightly: fresh draws every run, five times as many (HYPOTHESIS_PROFILE=nightly)
+    settings.register_profile("nightly", max_examples=500, deadline=None, derandomize=False,
+                              suppress_health_check=quiet)
     settings.register_profile("deep", max_examples=2000, deadline=None,
                               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                      HealthCheck.function_scoped_fixture])

@@ -1,6 +1,7 @@
 """nc2nczarr --append: the result equals one conversion of the concatenated input; refusals touch nothing."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ from nczarr_conformance.convert import convert
 from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.errors import UsageError
 from nczarr_conformance.model import diff
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.urls import parse
 
 
 def make(path: Path, t0: int, n: int, *, units: str = "days", dtype: str = "f4", nx: int = 3) -> Path:
@@ -56,6 +59,9 @@ def test_append_equals_single_conversion(series, tmp_path, suffix):
     stats = append(str(second), str(store), "time")
     assert stats.records == 6
     assert diff(open_dataset(str(ref)), open_dataset(str(store))) == []
+    # the appended store's .zmetadata (written last, rewritten in a zip) describes what a single conversion's does
+    zmeta = [json.loads(open_store(parse(str(s))).get("/.zmetadata") or b"null") for s in (ref, store)]
+    assert zmeta[0] is not None and zmeta[0] == zmeta[1]
     # only the changed edge chunks and the new ones: v has 4-row chunks, old data ended in row 5
     # v: time chunks 1-2 × 2 x-chunks; g/w: chunks 1-3; time: chunks 1-2 (chunk 0 untouched everywhere)
     assert stats.chunks_written == 2 * 2 + 3 + 2

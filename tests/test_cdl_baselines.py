@@ -8,28 +8,73 @@ strict xfail that asserts that exact failure (tests/peers/known.py): a fixed pee
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from nczarr_conformance.cdl_parse import parse_cdl
-from nczarr_conformance.model import diff
+from nczarr_conformance.cdl_parse import parse_cdl, storage_stated
+from nczarr_conformance.model import STORAGE_FIELDS, diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from tests.conftest import NETCDF_C_CORPUS, need_tool
 from tests.peers.known import PeerStillWrong, still_wrong
 
 pytestmark = pytest.mark.peer
 BASELINES = sorted(p.name for p in NETCDF_C_CORPUS.glob("ref_*.cdl"))
+
+
+def _ncdump_data_lines(store: Path) -> list[str]:
+    """The ``:data = …`` lines ncdump 4.9.0 prints for the store (its own text, no parser of ours)."""
+    done = subprocess.run([need_tool("ncdump"), f"file://{store}#mode=nczarr,file"], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return [line.strip() for line in done.stdout.splitlines() if line.strip().startswith(":data = ")]
+
+
+def _baseline_data_lines(name: str) -> list[str]:
+    text = (NETCDF_C_CORPUS / name).read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip().startswith(":data = ")]
+
+
+def _json_object_round_trip(name: str, store: Path):
+    right = _baseline_data_lines(name)
+    return _ncdump_data_lines(store), [line.replace(',\\"', ', \\"') for line in right], right
+
+
+def _stored(store: Path, key: str) -> dict:
+    return json.loads((store / key).read_text(encoding="utf-8"))
+
+
+def _nul_char_types(name: str, store: Path):
+    types = _stored(store, "test/.zattrs")["_NCZARR_ATTR"]["types"]
+    return [types["nul0"], types["nul_sng"]], ["<i1", "<i1"], ["<U1", "<U1"]
+
+
+def _default_double_fill(name: str, store: Path):
+    return _stored(store, "time/.zarray")["fill_value"], 9.96921e+36, 9.969209968386869e+36
+
+
+#: baseline → (reason, what netcdf-c 4.9.0 built instead: (seen, wrong, right) from its own output, the paths
+#: where our dump of its store differs from the baseline because of it)
 NCGEN_WRITES_OTHERWISE = {
-    "ref_t_meta_dim1.cdl": "ncgen 4.9.0 applies Appendix D case 3 to JSON-object char attributes and drops their "
-                           "whitespace: '{\"zarr_format\": 2,\"nczarr_version\"…' is stored re-serialised",
-    "ref_t_meta_var1.cdl": "ncgen 4.9.0 applies Appendix D case 3 to JSON-object char attributes and drops their "
-                           "whitespace",
-    "ref_nulls.cdl": "ncgen 4.9.0 stores the char constant '\\0' as the byte 48 (the code of '0'), typed <i1",
-    "ref_perdimspecs.cdl": "ncgen 4.9.0 stores the default double fill as fill_value 9.96921e+36 (printf %g), so "
-                           "unwritten cells read as 9.96921e+36, not NC_FILL_DOUBLE 9.969209968386869e+36",
+    "ref_t_meta_dim1.cdl": ("netcdf-c 4.9.0 stores a JSON-object char attribute as JSON (Appendix D case 3) and "
+                            "prints it re-serialised with ', ': the baseline's text is not kept",
+                            _json_object_round_trip,
+                            ["/root/groups/_nczarr/attributes/data/value", "/root/groups/_nczgroup/attributes/data/value"]),
+    "ref_t_meta_var1.cdl": ("netcdf-c 4.9.0 stores a JSON-object char attribute as JSON (Appendix D case 3) and "
+                            "prints it re-serialised with ', ': the baseline's text is not kept",
+                            _json_object_round_trip,
+                            ["/root/groups/_nczarr/attributes/data/value", "/root/groups/_nczgroup/attributes/data/value",
+                             "/root/groups/var1/groups/_nczvar/attributes/data/value",
+                             "/root/groups/var1/groups/_zarray/attributes/data/value"]),
+    "ref_nulls.cdl": ("ncgen 4.9.0 stores the char constant '\\0' as the byte 48 (the code of '0'), typed <i1",
+                      _nul_char_types,
+                      ["/root/variables/test/attributes/nul0/type", "/root/variables/test/attributes/nul0/value",
+                       "/root/variables/test/attributes/nul_sng/type", "/root/variables/test/attributes/nul_sng/value"]),
+    "ref_perdimspecs.cdl": ("ncgen 4.9.0 stores the default double fill as fill_value 9.96921e+36 (printf %g), so "
+                            "unwritten cells read as 9.96921e+36, not NC_FILL_DOUBLE 9.969209968386869e+36",
+                            _default_double_fill, ["/root/variables/time/data"]),
 }
 
 
@@ -56,11 +101,22 @@ def _build(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path:
     return tmp_path / "b.file"
 
 
-def _our_dump(store: Path):
-    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(store)], capture_output=True,
-                            text=True, timeout=120)
+def _our_dump_text(store: Path, *flags: str) -> str:
+    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", *flags, str(store)],
+                            capture_output=True, text=True, timeout=120)
     assert dumped.returncode == 0, dumped.stderr
-    return parse_cdl(dumped.stdout)[1]
+    return dumped.stdout
+
+
+def _our_dump(store: Path, *flags: str):
+    return parse_cdl(_our_dump_text(store, *flags))[1]
+
+
+def _ignoring_unstated(*texts: str) -> dict[str, str]:
+    """Storage fields not stated by every text (ncdump -s facts), each with the reason it is not compared."""
+    stated = frozenset.intersection(*(storage_stated(t) for t in texts))
+    return {f: why for f, why in CDL_STATES_NO_STORAGE.items() if f not in stated} | \
+        {f: "ncdump -s does not state it" for f in STORAGE_FIELDS - stated - set(CDL_STATES_NO_STORAGE)}
 
 
 @pytest.mark.parametrize("name", BASELINES)
@@ -78,9 +134,42 @@ def test_our_dump_equals_ncdump_490(name, tmp_path, request):
 
 
 @pytest.mark.parametrize("name", BASELINES)
-def test_our_dump_equals_the_baseline(name, tmp_path, request):
+def test_our_dump_s_states_the_storage_ncdump_490_states(name, tmp_path, request):
+    """With -s both state storage: chunks, NOFILL and byte order compare (4.9.0 prints no NCZarr codecs)."""
     store = _build(name, tmp_path, request)
-    if name in NCGEN_WRITES_OTHERWISE:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=NCGEN_WRITES_OTHERWISE[name]))
-    _, expected = parse_cdl((NETCDF_C_CORPUS / name).read_text(encoding="utf-8"))
-    assert diff(expected, _our_dump(store), ignore=CDL_STATES_NO_STORAGE) == []
+    theirs = subprocess.run([need_tool("ncdump"), "-s", "-p", "9,17", f"file://{store}#mode=nczarr,file"],
+                            capture_output=True, timeout=120)
+    if name in NCDUMP_CANNOT_READ:
+        request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=f"ncdump 4.9.0 exits "
+                                              f"{NCDUMP_CANNOT_READ[name]} (SIGSEGV) on what its ncgen wrote"))
+        still_wrong(theirs.returncode, wrong=NCDUMP_CANNOT_READ[name], right=0)
+    assert theirs.returncode == 0, theirs.stderr
+    text, ours = theirs.stdout.decode("utf-8", "surrogateescape"), _our_dump_text(store, "-s")
+    ignore = _ignoring_unstated(text, ours)
+    theirs_model = parse_cdl(text)[1]
+    if any(g.variables for _, g in theirs_model.root.walk()):  # what this test is for
+        assert {"chunks", "no_fill"} <= STORAGE_FIELDS - set(ignore)
+    assert diff(theirs_model, parse_cdl(ours)[1], ignore=ignore) == []
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_our_dump_equals_the_baseline(name, tmp_path, request):
+    """Where ncgen 4.9.0 built something else than the baseline, our dump differs from the baseline exactly
+    there (asserted first, outside any xfail), and the strict xfail holds the peer's own output to its known
+    wrong form."""
+    store = _build(name, tmp_path, request)
+    text = (NETCDF_C_CORPUS / name).read_text(encoding="utf-8")
+    _, expected = parse_cdl(text)
+    if storage_stated(text):  # a baseline ncdump -s printed: what it states about storage compares
+        ours = _our_dump_text(store, "-s")
+        differences = diff(expected, parse_cdl(ours)[1], ignore=_ignoring_unstated(text, ours))
+    else:
+        differences = diff(expected, _our_dump(store), ignore=CDL_STATES_NO_STORAGE)
+    if name not in NCGEN_WRITES_OTHERWISE:
+        assert differences == []
+        return
+    reason, peer_output, paths = NCGEN_WRITES_OTHERWISE[name]
+    assert sorted({d.split(":")[0].split("[")[0] for d in differences}) == sorted(paths), differences
+    request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=reason))
+    seen, wrong, right = peer_output(name, store)
+    still_wrong(seen, wrong=wrong, right=right)

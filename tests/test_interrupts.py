@@ -219,3 +219,27 @@ def test_abort_waits_for_puts_in_flight(tmp_path, monkeypatch):
     store.abort()
     worker.join()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_signal_inside_a_finaliser_prints_nothing_and_is_remembered(tmp_path):
+    """Seen in CI: SIGINT landed while the garbage collector ran a weakref callback, where Python
+    cannot propagate the handler's exception, so it printed "Exception ignored in ..." and a
+    traceback before our one line. The signal must be remembered, silently, and re-raised later."""
+    script = tmp_path / "finaliser.py"
+    script.write_text(
+        "import os, signal\n"
+        "from nczarr_conformance import safety\n"
+        "safety.install_signal_handlers()\n"
+        "class Finalised:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        for _ in range(200_000):\n"
+        "            pass\n"  # the handler runs here, inside __del__
+        "obj = Finalised()\n"
+        "del obj\n"
+        "print('remembered', safety.received())\n"
+        "safety.raise_if_interrupted()\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.stdout == f"remembered {int(signal.SIGINT)}\n"
+    assert "Exception ignored" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "nczarr_conformance.safety.Interrupted: interrupted"

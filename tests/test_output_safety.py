@@ -11,6 +11,7 @@ import resource
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -220,20 +221,31 @@ def test_append_updates_zmetadata(tmp_path):
     import xarray as xr
     import zarr
 
+    from nczarr_conformance.check import check
+
     store = tmp_path / "s.file"
     convert(str(make_nc(tmp_path / "a.nc")), str(store))
-    zarr.consolidate_metadata(str(store), zarr_format=2)
-    assert (store / ".zmetadata").is_file()
+    assert (store / ".zmetadata").is_file()  # our default output is consolidated
     assert cli("--append", "time", str(make_nc(tmp_path / "b.nc", 5, 6)), str(store)).returncode == 0
     meta = json.loads((store / ".zmetadata").read_text())["metadata"]
     assert meta["v/.zarray"]["shape"] == [11, 3]
+    assert [f for f in check(str(store)).findings if f.rule == "NCZ-CONSOLIDATED-MATCH"] == []
+    # and one zarr-python consolidated (it rewrites what it parsed) is kept exact too
+    other = tmp_path / "z.file"
+    convert(str(make_nc(tmp_path / "a.nc")), str(other), consolidate=False)
+    zarr.consolidate_metadata(str(other), zarr_format=2)
+    assert cli("--append", "time", str(make_nc(tmp_path / "b.nc", 5, 6)), str(other)).returncode == 0
+    assert json.loads((other / ".zmetadata").read_text())["metadata"]["v/.zarray"]["shape"] == [11, 3]
+    assert [f for f in check(str(other)).findings if f.rule == "NCZ-CONSOLIDATED-MATCH"] == []
     dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", "--json", str(store)],
                             capture_output=True, text=True, timeout=120)
     assert dumped.returncode == 0, dumped.stderr
     assert json.loads(dumped.stdout)["root"]["dimensions"]["time"]["size"] == 11
-    with xr.open_zarr(str(store), consolidated=True) as ds:
-        assert ds.sizes["time"] == 11
-        assert ds["time"].values.tolist() == list(range(11))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with xr.open_zarr(str(store), consolidated=True) as ds:
+            assert ds.sizes["time"] == 11
+            assert ds["time"].values.tolist() == list(range(11))
 
 
 def test_append_is_invisible_until_commit(tmp_path):

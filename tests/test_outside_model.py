@@ -7,8 +7,10 @@ cannot make opaque types; the expected names and types are the CDL's.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -140,3 +142,50 @@ def test_the_rest_of_a_skipped_file_equals_the_source(user_types: Path, tmp_path
     out = tmp_path / "out.file"
     assert run_cli("--quiet", "--skip-unsupported", str(user_types), str(out)).returncode == 0
     assert differences(plain, out) == []
+
+
+def test_nested_compound_array_netcdf4_python_cannot_open_is_refused_in_one_line(tmp_path: Path) -> None:
+    """netcdf-c's ref_tst_xplatform2_2.nc (an attribute of a compound holding an array of a compound): netCDF4-python
+    raises TypeError opening it; we say so in one line, exit 2, nothing written."""
+    from tests.conftest import REPO
+
+    src = REPO / "corpus" / "real" / "netcdf-c" / "outside" / "ref_tst_xplatform2_2.nc"
+    with pytest.raises(TypeError, match="nested structured dtype arrays not supported"):
+        netCDF4.Dataset(str(src))  # the peer's own limit, asserted so the test notices when it is lifted
+    done = run_cli("--quiet", str(src), str(tmp_path / "out.file"))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"nc2nczarr: {src}: netCDF4-python cannot open this file (nested structured dtype arrays "
+                           "not supported); it is outside the NCZarr model\n")
+    assert not (tmp_path / "out.file").exists()
+
+
+#: netcdf-c reference files whose only user-defined type is a global attribute's → (where, type) as named
+GLOBAL_ONLY = {
+    "ref_tst_compounds4.nc": ("/:a1", "compound d"),
+    "ref_tst_xplatform2_1.nc": ("/:We_will_sell_to_no_man_we_will_not_deny_or_defer_to_any_man_either_Justice_or_"
+                                "Right", "vlen Magna_Carta_VLEN"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GLOBAL_ONLY))
+def test_global_attribute_of_a_user_type(name: str, tmp_path: Path) -> None:
+    """Refused in one line (netCDF4-python's own vlen warning kept off stderr); --skip-unsupported leaves out
+    just that attribute and writes the rest (this file has no variable of a user type)."""
+    from tests.conftest import REPO
+
+    src = REPO / "corpus" / "real" / "netcdf-c" / "outside" / name
+    where, kind = GLOBAL_ONLY[name]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"} | {"PYTHONPATH": str(REPO)}
+    refused = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "--quiet", str(src),
+                              str(tmp_path / "no.file")], capture_output=True, text=True, timeout=120, env=env)
+    assert (refused.returncode, refused.stderr) == (2, f"nc2nczarr: {src}: types outside the NCZarr model: "
+                                                       f"{where} ({kind}); --skip-unsupported converts the rest\n")
+    assert not (tmp_path / "no.file").exists()
+    done = run_cli("--quiet", "--skip-unsupported", str(src), str(tmp_path / "out.file"))
+    assert (done.returncode, done.stderr) == (
+        0, f"nc2nczarr: warning: {src}: {where} left out: {kind} is outside the NCZarr model\n")
+    with netCDF4.Dataset(f"file://{tmp_path / 'out.file'}#mode=nczarr,file") as nc:
+        assert nc.ncattrs() == []
+    checked = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", "--deep", str(tmp_path / "out.file")],
+                             capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert checked.returncode == 0, checked.stdout

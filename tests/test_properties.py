@@ -1,6 +1,7 @@
 """Hypothesis properties: generated netCDF-4 models through every store and every peer.
 
-Profiles: ``ci`` (default) and ``deep`` (``HYPOTHESIS_PROFILE=deep``), see conftest.
+Profiles: ``ci`` (default), ``nightly`` and ``deep`` (``HYPOTHESIS_PROFILE=...``), see conftest.
+Every property also runs ``strategies.corners()``: one model with every corner at once.
 """
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
 from nczarr_conformance.model import Dataset, diff
 from nczarr_conformance.nczarr.reader import read_dataset
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore, ZipStore
 from nczarr_conformance.testing.ignores import CONTIGUOUS
-from nczarr_conformance.testing.strategies import datasets
+from nczarr_conformance.testing.strategies import corners, datasets
 
 
 class Scratch:
@@ -40,6 +41,7 @@ def write_dir_and_zip(model: Dataset, where: Path) -> tuple[Path, Path]:
 
 
 @given(datasets())
+@example(corners())
 def test_write_read_identity_dir_and_zip_and_identical_objects(model):
     with Scratch() as where:
         dpath, zpath = write_dir_and_zip(model, where)
@@ -52,7 +54,8 @@ def test_write_read_identity_dir_and_zip_and_identical_objects(model):
 
 
 @pytest.mark.s3
-@given(model=datasets())
+@given(model=datasets(max_depth=1))  # one level: S3 keys nest like dir/zip ones (tested 2 deep); each PUT is an HTTP call
+@example(model=corners())
 def test_write_read_identity_s3_and_same_objects(model, s3_bucket, request):
     from nczarr_conformance.stores.s3 import S3Store
 

@@ -26,7 +26,7 @@ from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore
 
-COMMANDS = ("convert", "check", "dump", "report")
+COMMANDS = ("convert", "check", "dump", "report", "fix")
 HEAVY = ("numpy", "h5py", "netCDF4", "boto3", "botocore", "tqdm", "numcodecs")
 
 PROBE = """

@@ -271,3 +271,9 @@ def test_names_the_source_lacks_are_one_line_exit_2(args: list[str], named: str,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(RICH) in err and named in err
     assert not (tmp_path / "bad.file").exists()
+
+
+def test_double_slash_is_no_chunking_as_in_nccopy() -> None:
+    # nccopy's chunkspec.c: "Special rule: // is treated as equivalent to /" (netcdf-c run_nccopyz.sh uses -c //)
+    assert parse(chunkspecs=["//"]) == parse(chunkspecs=["/"])
+    assert parse(chunkspecs=["//"]).unchunk_all

@@ -28,10 +28,21 @@ def test_zip_magic_means_zip(tmp_path):
     assert parse(str(target)).kind == "zip"
 
 
-def test_flags():
-    assert parse("file:///a#mode=zarr,file").pure_zarr
-    assert not parse("file:///a#mode=nczarr,zarr,file").pure_zarr
-    assert not parse("file:///a#mode=nczarr,noxarray,file").xarray
+@pytest.mark.parametrize("mode,pure_zarr,xarray", [
+    ("nczarr", False, True),
+    ("zarr", True, True),
+    ("nczarr,zarr", True, True),  # nczarr.md: mode=zarr is an alias of mode=nczarr,zarr
+    ("xarray", True, True),  # netcdf-c infers zarr from xarray (dinfermodel.c)
+    ("noxarray", False, False),  # nczarr.md: noxarray only drops _ARRAY_DIMENSIONS (netcdf-c #2647 differs)
+    ("nczarr,noxarray", False, False),
+    ("zarr,noxarray", True, False),
+    ("xarray,noxarray", True, False),  # noxarray beats xarray, as netcdf-c's modenegations
+    ("", False, True),
+])
+def test_flags(mode, pure_zarr, xarray):
+    """The flags; tests/test_url_modes.py compares each with what netCDF4-python does."""
+    spec = parse(f"file:///a#mode={mode},file")
+    assert (spec.pure_zarr, spec.xarray) == (pure_zarr, xarray)
 
 
 def test_path_and_virtual_host_s3_urls():

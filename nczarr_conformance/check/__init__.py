@@ -1,14 +1,16 @@
 """nczarr-check: run every registered rule over a store and collect findings."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from ..flavor_names import CHECK_FLAVORS
 from ..sniff import netcdf_file_error, zarr_v3_error
 from ..stores import open_store
 from ..urls import parse
-from . import attrs, chunks, interop, layout, metadata  # noqa: F401  (registers the rules)
+from . import attrs, chunks, interop, layout, metadata, readers  # noqa: F401  (registers the rules)
 from .context import CheckContext
 from .report import Report
 from .rules import RULES, Finding, Severity, get, matching, rule
@@ -32,13 +34,23 @@ def crashed(ctx: CheckContext) -> Iterator[Finding]:
     return iter(())
 
 
+def with_fix(finding: Finding) -> Finding:
+    """The finding naming the nczarr-fix fix that cures its rule, when there is one."""
+    from ..fix.registry import for_rule
+    from ..fix import fixes  # noqa: F401  (registers the fixes)
+
+    fix_id = for_rule(finding.rule)
+    return dataclasses.replace(finding, fix=fix_id) if fix_id else finding
+
+
 def check(url: str, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
-          ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR) -> Report:
+          ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR, client: Any = None) -> Report:
     """Check the dataset at ``url``; raises only when the store cannot be opened at all (exit 2).
 
     Every rule runs (``--deep`` ones with ``deep``); ``select``/``ignore`` (ids or id prefixes)
     choose which findings the report keeps, so a selection never changes what a rule sees.
-    A crash of a rule is kept unless NCZ-CHECK-CRASH itself is ignored.
+    A crash of a rule is kept unless NCZ-CHECK-CRASH itself is ignored. ``client`` (a
+    ``distributed.Client``) decodes the chunks of ``deep`` on its cluster; the report is the same.
     """
     keep = set(matching(select)) if select else set(RULES)
     keep -= set(matching(ignore)) if ignore else set()
@@ -50,6 +62,10 @@ def check(url: str, *, deep: bool = False, expect: str | None = None, select: li
     with open_store(spec) as store:
         ctx = CheckContext(store, url, deep=deep)
         ctx.__dict__["expect"] = expect
+        if client is not None and deep:
+            from .parallel import decode_map
+
+            ctx.__dict__["decode_map"] = decode_map(client, spec)
         if ctx.flavor == "unknown":
             v3 = zarr_v3_error(store, url)
             if v3 is not None:
@@ -71,4 +87,5 @@ def check(url: str, *, deep: bool = False, expect: str | None = None, select: li
             findings.extend(expected_flavor(ctx))
         crash_kept = not (ignore and RULES["NCZ-CHECK-CRASH"].matches(ignore))
         findings = [f for f in findings if f.rule in keep or (f.rule == "NCZ-CHECK-CRASH" and crash_kept)]
+        findings = [with_fix(f) for f in findings]
         return Report(url, ctx.flavor, findings, ctx.objects_read, time.perf_counter() - started, fail_on)

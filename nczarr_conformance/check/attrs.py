@@ -43,11 +43,29 @@ def attr_untyped(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.nczarr:
         return
     for node, zattrs, types in _attribute_sets(ctx):
-        missing = [n for n in zattrs if not is_internal_attribute(n) and n not in (types or {})]
+        missing = [n for n in zattrs if not is_internal_attribute(n) and n not in (types or {})
+                   and not n.startswith(QUANTIZE_PREFIX)]
         if missing:
             yield get("NCZ-ATTR-UNTYPED").finding(keys.join(node, ".zattrs"),
                                                   f"no _nczarr_attr type for {', '.join(map(repr, missing))}; "
                                                   "readers infer one")
+
+
+QUANTIZE_PREFIX = "_Quantize"
+
+
+@rule("NCZ-ATTR-QUANTIZE", Severity.INFO, source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
+def attr_quantize(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c writes the _Quantize* attributes of a quantized variable untyped; it reads them back as int,
+    so they are not flagged NCZ-ATTR-UNTYPED."""
+    if not ctx.nczarr:
+        return
+    for node, zattrs, types in _attribute_sets(ctx):
+        untyped = [n for n in zattrs if n.startswith(QUANTIZE_PREFIX) and n not in (types or {})]
+        if untyped:
+            yield get("NCZ-ATTR-QUANTIZE").finding(keys.join(node, ".zattrs"),
+                                                   f"{', '.join(map(repr, untyped))} untyped, as netcdf-c writes "
+                                                   "them: readers infer an integer")
 
 
 @rule("NCZ-ATTR-GHOST", Severity.WARNING, source="nczarr.md App. D")

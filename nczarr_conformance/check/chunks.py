@@ -1,18 +1,27 @@
 """--deep rules: every chunk object is inside its array's grid and decodes to exactly its size.
 
-Chunks are checked one at a time, each read with the byte bound its codecs allow for the
-declared chunk size and decoded no further than that size, so memory stays bounded by one
-chunk whatever the declared shape, and a chunk that inflates past its size is a finding.
+Chunks are checked by one thread per core (zlib and the other codecs release the GIL), each
+read with the byte bound its codecs allow for the declared chunk size and decoded no further
+than that size, so memory stays bounded by one chunk per thread whatever the declared shape,
+and a chunk that inflates past its size is a finding. Outcomes are kept in the order of the
+chunk list, so the report does not depend on the threads (nor on a dask cluster, see
+check/parallel.py).
 """
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterator
+import os
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from .. import keys
 from .. import limits
 from ..codecs import InflateError, Pipeline
 from ..errors import NczarrError
+from ..stores.base import Store
 from .context import METADATA_NAMES, CheckContext, parse_array
 from .rules import Finding, Severity, get, rule
 
@@ -100,8 +109,28 @@ def _decode_findings(ctx: CheckContext, which: str) -> Iterator[Finding]:
             yield get(which).finding(key, message)
 
 
-def _decode_all(ctx: CheckContext) -> Iterator[tuple[str, str, str]]:
-    pipelines: dict[str, Pipeline | None] = {}
+@dataclass(frozen=True, slots=True)
+class DecodeJob:
+    """One chunk to read and decode: all a worker needs, without the context."""
+
+    key: str
+    expected: int  # decoded bytes the declared chunk holds
+    compressor: dict[str, Any] | None
+    filters: list[dict[str, Any]] | None
+    itemsize: int
+    label: str  # "4x90x180 <f4", for messages
+
+
+#: what decoding one chunk found: None (fine or missing), ("read-error", key, message),
+#: or (rule id, key, message)
+Outcome = tuple[str, str, str] | None
+#: runs jobs somewhere (a dask cluster, see check/parallel.py) and gives their outcomes in order
+DecodeMap = Callable[[list[DecodeJob]], list[Outcome]]
+
+
+def _jobs(ctx: CheckContext) -> list[DecodeJob]:
+    jobs: list[DecodeJob] = []
+    pipelines: dict[str, bool] = {}
     for akey, parsed, key, index, _ in _valid_chunks(ctx):
         if index is None or parsed.storage is None:  # type: ignore[attr-defined]
             continue
@@ -109,39 +138,71 @@ def _decode_all(ctx: CheckContext) -> Iterator[tuple[str, str, str]]:
         expected = math.prod(parsed.chunks or (1,)) * storage.numpy.itemsize  # type: ignore[attr-defined]
         if expected > limits.max_in_memory_bytes():
             continue  # a declared chunk this big is not held in memory to be verified
+        z = ctx.arrays[akey].zarray or {}
         if akey not in pipelines:
-            z = ctx.arrays[akey].zarray or {}
             try:
-                pipelines[akey] = Pipeline(z.get("compressor"), z.get("filters"), storage.numpy.itemsize)
+                Pipeline(z.get("compressor"), z.get("filters"), storage.numpy.itemsize)
+                pipelines[akey] = True
             except NczarrError:
-                pipelines[akey] = None
-        pipeline = pipelines[akey]
-        if pipeline is None:
-            continue
-        ctx.objects_read += 1
-        try:
-            raw = ctx.store.get(key, limit=pipeline.max_encoded(expected))
-        except limits.LimitError as exc:
-            yield "NCZ-CHUNK-SIZE", key, f"stored object too big for its declared chunk: {exc}"
-            continue
-        except NczarrError as exc:  # unreadable (symlink, FIFO, refused GET): the same finding as for metadata
-            ctx.read_errors[key] = str(exc)
-            continue
-        if raw is None:
+                pipelines[akey] = False
+        if not pipelines[akey]:
             continue
         shape = "x".join(str(c) for c in parsed.chunks) or "scalar"  # type: ignore[attr-defined]
-        dtype = (ctx.arrays[akey].zarray or {}).get("dtype")
-        try:
-            decoded = pipeline.decode(raw, expected)
-        except InflateError as exc:
-            yield "NCZ-CHUNK-SIZE", key, f"chunk {exc} for {shape} {dtype}"
+        jobs.append(DecodeJob(key, expected, z.get("compressor"), z.get("filters"), storage.numpy.itemsize,
+                              f"{shape} {z.get('dtype')}"))
+    return jobs
+
+
+_PIPELINES: dict[str, Pipeline] = {}
+
+
+def decode_one(store: Store, job: DecodeJob) -> Outcome:
+    """Read one chunk within the bound its codecs allow and decode it no further than its size."""
+    cache_key = json.dumps([job.compressor, job.filters, job.itemsize], sort_keys=True, default=str)
+    pipeline = _PIPELINES.get(cache_key)
+    if pipeline is None:
+        pipeline = _PIPELINES[cache_key] = Pipeline(job.compressor, job.filters, job.itemsize)
+    try:
+        raw = store.get(job.key, limit=pipeline.max_encoded(job.expected))
+    except limits.LimitError as exc:
+        return "NCZ-CHUNK-SIZE", job.key, f"stored object too big for its declared chunk: {exc}"
+    except NczarrError as exc:  # unreadable (symlink, FIFO, refused GET): the same finding as for metadata
+        return "read-error", job.key, str(exc)
+    if raw is None:
+        return None
+    try:
+        decoded = pipeline.decode(raw, job.expected)
+    except InflateError as exc:
+        return "NCZ-CHUNK-SIZE", job.key, f"chunk {exc} for {job.label}"
+    except Exception as exc:  # any codec failure is a corrupt chunk
+        return "NCZ-CHUNK-DECODE", job.key, f"does not decode: {type(exc).__name__}: {exc}"
+    if len(decoded) != job.expected:
+        return "NCZ-CHUNK-SIZE", job.key, (f"chunk holds {len(decoded)} bytes after decoding; {job.expected} "
+                                           f"expected for {job.label}")
+    return None
+
+
+def decode_all(store: Store, jobs: list[DecodeJob]) -> list[Outcome]:
+    """Every job's outcome, in order, decoded by one thread per core."""
+    if len(jobs) < 2:
+        return [decode_one(store, job) for job in jobs]
+    with ThreadPoolExecutor(min(len(jobs), os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda job: decode_one(store, job), jobs))
+
+
+def _decode_all(ctx: CheckContext) -> Iterator[tuple[str, str, str]]:
+    jobs = _jobs(ctx)
+    run: DecodeMap | None = ctx.__dict__.get("decode_map")
+    outcomes = run(jobs) if run is not None else decode_all(ctx.store, jobs)
+    ctx.objects_read += len(jobs)
+    for outcome in outcomes:
+        if outcome is None:
             continue
-        except Exception as exc:  # any codec failure is a corrupt chunk
-            yield "NCZ-CHUNK-DECODE", key, f"does not decode: {type(exc).__name__}: {exc}"
-            continue
-        if len(decoded) != expected:
-            yield "NCZ-CHUNK-SIZE", key, (f"chunk holds {len(decoded)} bytes after decoding; {expected} expected "
-                                          f"for {shape} {dtype}")
+        rule_id, key, message = outcome
+        if rule_id == "read-error":
+            ctx.read_errors[key] = message
+        else:
+            yield rule_id, key, message
 
 
 @rule("NCZ-CHUNK-MISSING", Severity.INFO, deep=True, source="Zarr v2 spec")

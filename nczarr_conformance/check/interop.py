@@ -140,15 +140,93 @@ def c410_bigendian(ctx: CheckContext) -> Iterator[Finding]:
                 keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads wrong values: big-endian array with unwritten chunks")
 
 
-@rule("NCZ-INTEROP-ZARR-CHAR", Severity.WARNING, source="zarr-python 3.1, xarray; tests/check/test_interop.py")
-def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
-    """zarr-python 3.1 rejects the >S1 dtype nczarr.md prescribes for char variables, so xarray's open_zarr
-    refuses the whole dataset over one such array (a warning: the dataset is unopenable there)."""
+# dtypes netcdf-c 4.10.1 has no type for: opening the dataset fails (NC_ENCZARR), whatever the flavor
+C410_REFUSED_KINDS = {"U": "unicode string", "b": "boolean", "c": "complex"}
+# codec ids netcdf-c 4.10.1's plugins decode (netCDF4-python's wheel: lib__nczhdf5filters, lib__nczstdfilters)
+C410_CODECS = frozenset({"zlib", "shuffle", "fletcher32", "szip", "zstd", "blosc", "bz2"})
+
+
+def _refused_by_c410(dtype: str, ctx: CheckContext) -> str | None:
+    """Why netcdf-c 4.10.1 cannot open a dataset holding this dtype, or None."""
+    if len(dtype) < 3 or dtype[0] not in "<>|":
+        return None
+    kind, size = dtype[1], dtype[2:]
+    if kind == "U" and size == "1" and ctx.nczarr:
+        return None  # NCZ-INTEROP-C410-U1CHAR: netcdf-c 4.9.0's char
+    if kind in C410_REFUSED_KINDS:
+        return C410_REFUSED_KINDS[kind]
+    if kind == "f" and size == "2":
+        return "half-precision float"
+    return None
+
+
+@rule("NCZ-INTEROP-C410-DTYPE", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
+def c410_dtype(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 cannot open a dataset holding a <U*, |b1, <f2 or complex array, in any flavor
+    ("NetCDF: NCZarr error"): one such array hides every other variable."""
+    for akey in sorted(ctx.arrays):
+        why = _refused_by_c410(_dtype(ctx, akey), ctx)
+        if why is not None:
+            yield get("NCZ-INTEROP-C410-DTYPE").finding(
+                keys.join(akey, ".zarray"), f"netcdf-c 4.10.1 cannot open this dataset: dtype {_dtype(ctx, akey)} "
+                f"({why}) has no netCDF type")
+
+
+@rule("NCZ-INTEROP-C410-CODEC", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python's plugins); tests/check/test_interop.py")
+def c410_codec(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 lists a variable whose codec it lacks (gzip, lz4, lzma, delta, ...) but fails reading its
+    data ("NetCDF: Filter error: undefined filter encountered")."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        z = rec.zarray or {}
+        codecs = [*(z.get("filters") or []), z.get("compressor")]
+        missing = sorted({str(c.get("id")) for c in codecs if isinstance(c, dict) and c.get("id") not in C410_CODECS})
+        if missing:
+            yield get("NCZ-INTEROP-C410-CODEC").finding(
+                keys.join(akey, ".zarray"), f"netcdf-c 4.10.1 cannot read this variable's data: no codec "
+                f"{', '.join(missing)} (undefined filter)")
+
+
+@rule("NCZ-INTEROP-C410-FORDER", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
+def c410_forder(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 ignores order "F": an array of two or more dimensions reads with its chunks' values
+    in Fortran order taken as C order (wrong values, silently)."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        z = rec.zarray or {}
+        chunks = z.get("chunks")
+        if z.get("order") == "F" and isinstance(chunks, list) and sum(1 for c in chunks if c != 1) >= 2:
+            yield get("NCZ-INTEROP-C410-FORDER").finding(
+                keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads wrong values: order F is read as C")
+
+
+@rule("NCZ-INTEROP-C410-PURECHAR", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python); nczarr.md App. E; tests/check/test_interop.py")
+def c410_purechar(ctx: CheckContext) -> Iterator[Finding]:
+    """In pure Zarr, netcdf-c 4.10.1 reads a >S1 array as string, even one it wrote for char; we read char,
+    the type nczarr.md gives >S1 (App. E)."""
+    if ctx.nczarr:
+        return
     for akey in sorted(ctx.arrays):
         if _dtype(ctx, akey) == ">S1":
-            yield get("NCZ-INTEROP-ZARR-CHAR").finding(keys.join(akey, ".zarray"),
-                                                       "zarr-python 3.1 cannot read this char array (>S1); xarray "
-                                                       "cannot open the dataset")
+            yield get("NCZ-INTEROP-C410-PURECHAR").finding(
+                keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads this >S1 array as string, we as char")
+
+
+@rule("NCZ-INTEROP-ZARR-CHAR", Severity.WARNING, source="zarr-python 3.1, xarray; tests/check/test_interop.py")
+def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
+    """zarr-python 3.1 rejects >S1 (nczarr.md's char), so xarray's open_zarr and open_datatree refuse the dataset.
+
+    A warning: no single char dtype serves both netcdf-c and the Zarr readers; ``nc2nczarr --char-as=S1``
+    writes |S1, which the Zarr readers take and netcdf-c reads as strings."""
+    for akey in sorted(ctx.arrays):
+        if _dtype(ctx, akey) == ">S1":
+            yield get("NCZ-INTEROP-ZARR-CHAR").finding(
+                keys.join(akey, ".zarray"),
+                "zarr-python 3.1 cannot read this char array (>S1), so xarray (open_zarr, open_datatree) cannot open "
+                "the dataset; netcdf-c needs >S1: for Zarr readers, convert with nc2nczarr --char-as=S1 (|S1, which "
+                "netcdf-c then reads as strings)")
 
 
 @rule("NCZ-INTEROP-ZARR-I1", Severity.WARNING, source="zarr-python 3.1; tests/check/test_interop.py")

@@ -166,8 +166,9 @@ def consolidated_match(ctx: CheckContext) -> Iterator[Finding]:
             continue
         stored = ctx.json(entry)
         if stored is not None and _canonical(stored) != _canonical(value):
-            yield finding("/.zmetadata", f"entry {entry} differs from the object: readers using .zmetadata "
-                          "see other metadata than readers that do not")
+            yield finding("/.zmetadata", f"entry {entry} is stale, it differs from the object in "
+                          f"{_differing_keys(value, stored)}: readers using .zmetadata (ours by default, netcdf-c "
+                          "with mode=consolidated) see other metadata than readers that do not (netcdf-c by default)")
     for key in ctx.objects:
         if keys.basename(key) in CONSOLIDATED_NAMES and key not in entries:
             yield finding("/.zmetadata", f"{key} is missing: readers using .zmetadata do not see it")
@@ -175,6 +176,21 @@ def consolidated_match(ctx: CheckContext) -> Iterator[Finding]:
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+def _differing_keys(consolidated: Any, stored: Any) -> str:
+    """The top-level keys whose values differ (``+k`` only in the object, ``-k`` only in .zmetadata)."""
+    if not isinstance(consolidated, dict) or not isinstance(stored, dict):
+        return "its whole value"
+    names = []
+    for k in sorted(set(consolidated) | set(stored)):
+        if k not in consolidated:
+            names.append(f"+{k}")
+        elif k not in stored:
+            names.append(f"-{k}")
+        elif _canonical(consolidated[k]) != _canonical(stored[k]):
+            names.append(k)
+    return ", ".join(names)
 
 
 @rule("NCZ-GROUP-FORMAT", Severity.ERROR, source='Zarr v2 spec "Groups"')

@@ -45,14 +45,16 @@ class Report:
                 f"{self.objects_read} objects read")
 
     def to_text(self) -> str:
-        lines = [f"{f.severity} {f.rule} {f.key if f.key is not None else '-'}: {f.message}" for f in self.findings]
+        lines = [f"{f.severity} {f.rule} {f.key if f.key is not None else '-'}: {f.message}"
+                 + (f" (fix: {f.fix})" if f.fix else "") for f in self.findings]
         lines.append(self.summary_line())
         return "\n".join(lines) + "\n"
 
     def to_html_section(self) -> str:
         e = html.escape
         rows = "".join(f'<tr class="{e(str(f.severity))}"><td>{e(str(f.severity))}</td><td><code>{e(f.rule)}</code>'
-                       f'</td><td><code>{e(f.key or "-")}</code></td><td>{e(f.message)}</td></tr>\n'
+                       f'</td><td><code>{e(f.key or "-")}</code></td><td>{e(f.message)}'
+                       f'{" (fix: <code>" + e(f.fix) + "</code>)" if f.fix else ""}</td></tr>\n'
                        for f in self.findings)
         table = ('<table><tr><th>severity</th><th>rule</th><th>key</th><th>message</th></tr>\n'
                  f"{rows}</table>") if self.findings else "<p>No findings.</p>"

@@ -27,9 +27,14 @@ class Finding:
     severity: Severity
     key: str | None
     message: str
+    fix: str | None = None  # the nczarr-fix fix that cures it (NCZ-FIX-…), when one does
 
     def to_json(self) -> dict[str, object]:
-        return {"rule": self.rule, "severity": str(self.severity), "key": self.key, "message": self.message}
+        doc: dict[str, object] = {"rule": self.rule, "severity": str(self.severity), "key": self.key,
+                                  "message": self.message}
+        if self.fix is not None:
+            doc["fix"] = self.fix
+        return doc
 
 
 RuleFunction = Callable[["CheckContext"], Iterator[Finding]]

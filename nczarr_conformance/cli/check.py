@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nczarr-check", description=__doc__.splitlines()[0])
     p.add_argument("urls", nargs="*", metavar="URL", help="store path or netcdf-c URL (directory, .zip, s3://…)")
     p.add_argument("--deep", action="store_true", help="also decode every chunk and check its size")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --deep: decode the chunks on this dask.distributed cluster (same report)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="with --deep: decode the chunks on a local cluster of N worker processes (same report)")
     p.add_argument("--format", choices=("text", "json", "html"), default="text",
                    help="text (default); json: one report object, an array for several URLs; html: one page")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report(s) to FILE instead of stdout")
@@ -63,21 +67,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.urls and not args.list_rules:
         parser.error("give at least one URL, or --list-rules")
+    if (args.scheduler or args.workers) and not args.deep:
+        parser.error("--scheduler and --workers go with --deep (only chunk decoding is distributed)")
 
     def body() -> int:
         from ..check.docs import render_list
-        from ..check.report import render_reports
-        from ..check.rules import Severity
 
         if args.list_rules:
             _write(render_list(args.format), args.output)
             return 0
+        if args.scheduler or args.workers:
+            from ..cluster import open_client
+
+            with open_client(args.scheduler, args.workers) as client:
+                return check_all(client)
+        return check_all(None)
+
+    def check_all(client: Any) -> int:
+        from ..check.report import render_reports
+        from ..check.rules import Severity
+
         reports: list[Report] = []
         worst = 0
         for url in args.urls:
             try:
                 report = check(url, deep=args.deep, expect=args.expect, select=args.select, ignore=args.ignore,
-                               fail_on=Severity(args.fail_on))
+                               fail_on=Severity(args.fail_on), client=client)
             except NczarrError as exc:
                 if len(args.urls) == 1:
                     raise

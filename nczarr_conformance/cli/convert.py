@@ -2,6 +2,7 @@
 
 Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
 transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
+``--concat DIM`` writes many files into one store along DIM on dask.distributed (concat.py).
 Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..flavor_names import FLAVOR_ALIASES, JSON_ATTRIBUTE_MODES
+from ..flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES, JSON_ATTRIBUTE_MODES
 from .common import Parser, run
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
@@ -19,14 +20,27 @@ if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, ne
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nc2nczarr", description=__doc__.splitlines()[0])
-    p.add_argument("input", help="netCDF-4 (or netCDF-3) file")
+    p.add_argument("input", nargs="+", metavar="INPUT",
+                   help="netCDF-4 (or netCDF-3) file; with --concat or --append, several files or quoted glob patterns")
     p.add_argument("output", help="directory, .zip file, or netcdf-c URL (file://…#mode=nczarr,zip, s3://…)")
     p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
                    help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2-upper (netcdf-c 4.9.0), zarr")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--append", metavar="DIM",
                    help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
-                        "with INPUT's records")
+                        "with INPUT's records; several INPUT files (or patterns) are ordered, checked and written "
+                        "as --concat does, on dask.distributed")
+    p.add_argument("--concat", metavar="DIM",
+                   help="write the INPUT files (a list, or quoted glob patterns such as 'archive/*.nc') into one "
+                        "store along DIM, ordered by their DIM coordinate values; every file is checked first (as "
+                        "--append does: overlaps, gaps, differing variables are refused) and converted in parallel "
+                        "on dask.distributed; the metadata is written last")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --concat/--append: an existing dask.distributed scheduler (its workers must see the files)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="with --concat/--append: a local cluster of N worker processes (default: one per core)")
+    p.add_argument("--allow-gaps", action="store_true",
+                   help="with --concat/--append: accept a step between files larger than 1.5 times the usual step")
     p.add_argument("--no-direct-copy", action="store_true",
                    help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
     p.add_argument("--skip-unsupported", action="store_true",
@@ -36,6 +50,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "string, which every reader gives back exactly; spec writes it as that JSON value "
                         "(nczarr.md Appendix D case 3), which netcdf-c 4.10.1 reads back as one character "
                         "(_Unsigned=\"true\" -> \"1\", so ubyte data read signed) and Zarr readers as a number")
+    c = p.add_mutually_exclusive_group()
+    c.add_argument("--no-consolidate", dest="consolidate", action="store_false", default=None,
+                   help="do not write the consolidated .zmetadata (written last by default, so xarray opens the "
+                        "store without a warning and S3 readers need one GET for all metadata; left out by default "
+                        "when a char array is >S1, because zarr-python then refuses the whole group through it)")
+    c.add_argument("--consolidate", dest="consolidate", action="store_true", default=None,
+                   help="write .zmetadata even when a char array is >S1")
+    p.add_argument("--char-as", choices=CHAR_AS_CHOICES,
+                   help="char variables' dtype: >S1 (nczarr default, nczarr.md Appendix E: netcdf-c reads char, "
+                        "zarr-python 3 and xarray refuse the dataset) or S1 (|S1, zarr default: zarr-python, "
+                        "xarray, TensorStore read it, netcdf-c reads strings)")
     p.add_argument("--threads", type=int, default=0, help="threads reading and encoding chunks (default: 2 per core); "
                         "S3 uploads run in a pool of their own, 16 PUTs at once")
     t = p.add_argument_group("nccopy's transforms (re-encode only the variables they change)")
@@ -113,6 +138,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     transforms = _transforms(parser, args)
+    if args.append and (args.char_as or args.consolidate is not None):
+        parser.error("--append keeps the store's layout: it takes no --char-as, --consolidate or --no-consolidate "
+                     "(.zmetadata is updated when the store has one)")
+    if args.concat and args.append:
+        parser.error("--concat writes a new store, --append extends one: give one of them")
+    if not args.concat and not args.append and len(args.input) > 1:
+        parser.error("several inputs need --concat DIM (or --append DIM)")
+    if (args.scheduler or args.workers) and not (args.concat or args.append):
+        parser.error("--scheduler and --workers go with --concat or --append")
+    many = bool(args.concat) or (bool(args.append) and (len(args.input) > 1 or bool(args.scheduler or args.workers)))
+    if args.concat and (args.char_as or args.consolidate is not None):
+        parser.error("--concat writes each flavor's default layout (.zmetadata unless a char is >S1); "
+                     "--char-as, --consolidate and --no-consolidate are not supported with it yet")
+    if args.concat and transforms is not None:
+        parser.error("--concat copies the files' layout as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
+    if not many:
+        args.input = args.input[0]
     _return_big_buffers_to_the_os(to_s3=_is_s3(args.output))
 
     def body() -> int:
@@ -124,6 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     def convert_or_append() -> int:
         from ..convert import convert, total_bytes
 
+        if many:
+            from ..concat import concat
+
+            stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor,
+                             overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
+                             direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append))
+            if not args.quiet:
+                print(f"nc2nczarr: {stats_c.files} files, {stats_c.records} records "
+                      f"{'appended ' if args.append else ''}along {args.concat or args.append}: "
+                      f"{stats_c.objects} objects ({stats_c.chunks} chunks, {stats_c.copied} copied compressed), "
+                      f"{stats_c.seconds:.2f} s", file=sys.stderr)
+            return 0
         if args.append:
             from ..append import append
 
@@ -137,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         if show:
             from tqdm import tqdm
 
-            total = total_bytes(args.input, flavor=args.flavor, transforms=transforms)  # what progress() adds up
+            total = total_bytes(args.input, flavor=args.flavor, transforms=transforms, char_as=args.char_as)  # what progress() adds up
             bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
                        mininterval=0.5, delay=0 if args.progress else 1.0, dynamic_ncols=True, desc="nc2nczarr")
         done = [0]
@@ -151,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress,
                             direct=not args.no_direct_copy, threads=args.threads, transforms=transforms,
-                            skip_unsupported=args.skip_unsupported)
+                            skip_unsupported=args.skip_unsupported, consolidate=args.consolidate,
+                            char_as=args.char_as)
         finally:
             if bar is not None:
                 bar.close()

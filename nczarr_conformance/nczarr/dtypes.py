@@ -1,7 +1,8 @@
 """netCDF atomic types and their Zarr dtype strings (nczarr.md Appendix E).
 
 Write mapping: byte ``|i1``, ubyte ``|u1`` (zarr-python 3.1 rejects the ``<i1`` netcdf-c
-writes; every reader takes ``|``), other numbers ``<``/``>`` by endianness, char ``>S1``,
+writes; every reader takes ``|``), other numbers ``<``/``>`` by endianness, char ``>S1``
+(``|S1`` in pure Zarr, see nczarr/writer.py),
 string ``|Sn`` with n the maximum string length. Reading accepts every spelling
 seen in the wild, including netcdf-c 4.9.0's ``<U1`` for char (one byte per element).
 """
@@ -73,11 +74,13 @@ def nctype_of_numpy(dtype: np.dtype) -> str:
     return BY_CODE[code]
 
 
-def parse_dtype(text: object, *, u1_is_char: bool = False) -> StorageType:
+def parse_dtype(text: object, *, u1_is_char: bool = False, s1_is_char: bool = False) -> StorageType:
     """Map a Zarr v2 dtype string to the netCDF type and the chunk dtype.
 
     ``u1_is_char`` reads ``<U1`` as netcdf-c 4.9.0 wrote it for char: one byte
-    per element, not UTF-32.
+    per element, not UTF-32. ``s1_is_char`` reads ``|S1`` as char (one byte, numpy's
+    ``S1``, what zarr-python and xarray store and our pure-Zarr writer writes for char)
+    instead of Appendix E's string of length 1 (how netcdf-c reads it).
     """
     if not isinstance(text, str):
         raise UnsupportedError(f"dtype {text!r} is not a simple dtype string (structured dtypes are not netCDF)")
@@ -95,7 +98,7 @@ def parse_dtype(text: object, *, u1_is_char: bool = False) -> StorageType:
     if kind == "S":
         if size < 1:
             raise UnsupportedError(f"dtype {text!r}: zero-length strings")
-        if size == 1 and order == ">":
+        if size == 1 and (order == ">" or s1_is_char):
             return StorageType("char", np.dtype("S1"))
         return StorageType("string", np.dtype(f"S{size}"), size)
     if kind == "U":

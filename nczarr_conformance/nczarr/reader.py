@@ -279,7 +279,9 @@ class DatasetReader:
                                    f"xarray, hold at most {MAX_NDIM}")
         if len(chunks) != len(zshape):
             raise FormatError(f"{zkey}: chunks {list(chunks)} do not match shape {list(zshape)}")
-        st = parse_dtype(zarray.get("dtype"), u1_is_char=self.nczarr)
+        # pure Zarr has no netCDF types: |S1 is numpy's char (zarr-python, xarray, our zarr flavor); in NCZarr it is
+        # Appendix E's string of length 1, as netcdf-c reads it
+        st = parse_dtype(zarray.get("dtype"), u1_is_char=self.nczarr, s1_is_char=not self.nczarr)
         order = zarray.get("order", "C")
         if order not in ("C", "F"):
             raise FormatError(f"{zkey}: order must be 'C' or 'F', not {order!r}")
@@ -377,24 +379,21 @@ class DatasetReader:
 
     @staticmethod
     def _define_dim(groups: dict[str, Group], where: str, name: str, size: int, vkey: str) -> str:
+        """The dimension ``name`` of group ``where``, defined there on first use.
+
+        A name from ``_ARRAY_DIMENSIONS`` is local to the array's group, as netcdf-c 4.10
+        reads it (``/g/x`` even when the root has an ``x`` of the same size; netcdf-c PR
+        #3218); anonymous dimensions live in the root group.
+        """
         try:
             keys.validate(name)
         except FormatError:
             raise FormatError(f"{vkey}: dimension name {name!r} is not a valid netCDF name") from None
-        probe = where
-        while True:
-            dim = groups[probe].dimensions.get(name)
-            if dim is not None:
-                if dim.size != size:
-                    if probe == where:
-                        raise FormatError(f"{vkey}: dimension {name!r} has size {size} here but "
-                                          f"{dim.size} elsewhere in {probe}")
-                else:
-                    return keys.join(probe, name)
-            if probe == "/":
-                break
-            probe = keys.parent(probe)
-        groups[where].dimensions[name] = Dimension(size, False)
+        dim = groups[where].dimensions.get(name)
+        if dim is None:
+            groups[where].dimensions[name] = Dimension(size, False)
+        elif dim.size != size:
+            raise FormatError(f"{vkey}: dimension {name!r} has size {size} here but {dim.size} elsewhere in {where}")
         return keys.join(where, name)
 
     # ---- data ------------------------------------------------------------------------------

@@ -7,9 +7,21 @@ uncompressed chunks because 4.9.0 returns compressed bytes as data;
 it refuses strings, scalars and unlimited dimensions, on which 4.9.0 fails);
 ``zarr`` writes pure Zarr v2 with xarray's ``_ARRAY_DIMENSIONS``.
 
+``nczarr-4.10`` and ``zarr`` put ``_ARRAY_DIMENSIONS`` on the variables of every group,
+as netcdf-c 4.10.1 does (nczarr.md names only the root group, but xarray, its datatree
+and GDAL need it in every group they open); ``xarray=False`` (``noxarray``) leaves it out.
+Char is ``>S1`` in NCZarr (Appendix E; netcdf-c needs it, zarr-python 3 refuses it) and
+``|S1`` in pure Zarr (what zarr-python and xarray read; netcdf-c then sees strings);
+``char_as`` picks the other one.
+
 Chunks come from a :data:`ChunkSource` so a converter can stream them; all data
-chunks are put before any metadata object, and the root metadata is put last,
-so a reader never sees metadata pointing at chunks that are not there yet.
+chunks are put before any metadata object, the root metadata after the rest, and the
+consolidated ``.zmetadata`` last of all, so a reader never sees metadata pointing at chunks
+that are not there yet, nor a ``.zmetadata`` that disagrees with the objects it summarises.
+``consolidate=None`` (the default) writes it unless an array is ``>S1``: zarr-python 3
+parses every entry of a ``.zmetadata`` when it opens the group, so one ``>S1`` would make it
+refuse the whole dataset, where without ``.zmetadata`` it reads every other array
+(``True`` writes it anyway, ``False`` never).
 """
 from __future__ import annotations
 
@@ -29,10 +41,11 @@ import numpy as np
 from .. import keys
 from ..codecs import Pipeline, shuffle_config
 from ..errors import UnsupportedError, UsageError
-from ..flavor_names import FLAVOR_ALIASES as FLAVOR_ALIASES, WRITE_FLAVORS as WRITE_FLAVORS
+from ..flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES as FLAVOR_ALIASES, WRITE_FLAVORS as WRITE_FLAVORS
 from ..model import Attribute, Dataset, Group, Variable, is_internal_attribute
 from ..stores.base import Store
 from . import attrs as attr_codec
+from .consolidated import CONSOLIDATED_KEY, consolidated_bytes
 from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, dtype_string, numpy_dtype
 
 SUPERBLOCK = {"version": "2.0.0"}
@@ -41,6 +54,10 @@ SUPERBLOCK = {"version": "2.0.0"}
 COMPRESSOR_IDS = frozenset({"zlib", "gzip", "blosc", "zstd", "bz2", "lzma", "lz4", "fletcher32"})
 AUTO_CHUNK_BYTES = 4 * 1024**2
 SCALAR_DIM = "_scalar_"
+#: ``char_as`` values → the char dtype written
+CHAR_DTYPES = dict(zip(CHAR_AS_CHOICES, ("|S1", ">S1")))
+#: the char dtype each flavor writes unless told otherwise
+DEFAULT_CHAR_AS = {"nczarr-4.10": ">S1", "zarr": "S1"}
 
 #: (variable key, variable, region) → the region's values in model dtype.
 ChunkSource = Callable[[str, Variable, tuple[slice, ...]], np.ndarray]
@@ -105,13 +122,20 @@ def auto_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 class DatasetWriter:
     def __init__(self, dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
                  source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4,
-                 raw: RawSource | None = None) -> None:
+                 raw: RawSource | None = None, consolidate: bool | None = None, char_as: str | None = None) -> None:
         if flavor not in FLAVOR_ALIASES:
             raise UsageError(f"unknown flavor {flavor!r}; choose one of {', '.join(WRITE_FLAVORS)}")
         self.ds = dataset
         self.store = store
         self.flavor = FLAVOR_ALIASES[flavor]
         self.xarray = xarray
+        self.consolidate = consolidate
+        if char_as is not None and char_as not in CHAR_DTYPES:
+            raise UsageError(f"char_as {char_as!r}: choose one of {', '.join(CHAR_DTYPES)}")
+        if char_as is not None and self.flavor not in DEFAULT_CHAR_AS:
+            raise UsageError(f"{self.flavor} writes char as <U1 (what netcdf-c 4.9.0 reads); it takes no char_as")
+        self.char_dtype = CHAR_DTYPES[char_as or DEFAULT_CHAR_AS.get(self.flavor, ">S1")]
+        self.metadata: dict[str, Any] = {}  # every metadata object put, as JSON: the .zmetadata entries
         self.source = source
         self.progress = progress
         self.threads = max(1, threads)
@@ -184,6 +208,8 @@ class DatasetWriter:
             dtype_text = dtype_string("string", maxstrlen=maxstrlen)
         elif var.type == "char" and self.flavor == "nczarr-2-upper":
             dtype_text = "<U1"
+        elif var.type == "char":
+            dtype_text = self.char_dtype
         else:
             dtype_text = dtype_string(var.type, endianness)
         storage = np.dtype(f"S{maxstrlen}") if var.type == "string" else (
@@ -208,7 +234,7 @@ class DatasetWriter:
             compressor, filters = None, None
         # NOFILL: netcdf-c writes fill_value null (and reads it back as NOFILL); the default fill
         # still pads edge chunks, where no value is ever read
-        fill_json = None if var.no_fill else self._fill_json(var.type, fill)
+        fill_json = None if var.no_fill else self._fill_json(var.type, fill, dtype_text)
         return ArrayPlan(akey, var, zshape, chunks, dtype_text, storage, fill_json,
                          _to_storage(np.array(fill, dtype=numpy_dtype(var.type)), var.type, storage),
                          compressor, filters, maxstrlen)
@@ -225,10 +251,13 @@ class DatasetWriter:
                 longest = max(longest, len(str(v).encode("utf-8")))
         return longest
 
-    def _fill_json(self, nctype: str, fill: Any) -> Any:
+    def _fill_json(self, nctype: str, fill: Any, dtype_text: str) -> Any:
         if nctype == "char":
-            text = fill.decode("latin-1") if isinstance(fill, bytes) else str(fill)
-            return "" if text in ("", "\x00") else text
+            raw = (fill if isinstance(fill, bytes) else str(fill).encode("latin-1")) or b"\x00"
+            if self.flavor == "zarr" and dtype_text == "|S1":
+                # a Zarr v2 bytes fill is base64 of exactly one byte (TensorStore refuses "" for |S1)
+                return base64.b64encode(raw).decode("ascii")
+            return "" if raw == b"\x00" else raw.decode("latin-1")  # netcdf-c writes a NUL char fill as ""
         if nctype == "string":
             text = str(fill)
             if self.flavor == "zarr" and text:
@@ -254,13 +283,38 @@ class DatasetWriter:
         self.plan()
         for plan in self.plans.values():
             self._write_chunks(plan)
+        self.write_metadata()
+
+    def write_metadata(self) -> None:
+        """Every metadata object after the chunks: arrays, then groups children first and the root
+        last, then ``.zmetadata`` (``--concat`` calls this on the client once the workers are done)."""
         for akey, plan in self.plans.items():
             self._write_array_metadata(akey, plan)
         groups = list(self.ds.root.walk())
         for gkey, group in reversed(groups):  # children first, root last
             self._write_group_metadata(gkey, group)
+        if self.consolidated:  # last of all: never a .zmetadata ahead of the objects it summarises
+            self.store.put(CONSOLIDATED_KEY, consolidated_bytes(self.metadata))
 
-    def _write_chunks(self, plan: ArrayPlan) -> None:
+    @property
+    def consolidated(self) -> bool:
+        """Whether ``.zmetadata`` is written (after :meth:`plan`): see the module docstring."""
+        if self.consolidate is not None:
+            return self.consolidate
+        return all(p.dtype_text != ">S1" for p in self.plans.values())
+
+    def _put_metadata(self, key: str, doc: dict[str, Any]) -> None:
+        payload = _dumps(doc)
+        self.metadata[key] = json.loads(payload)  # exactly what the object holds
+        self.store.put(key, payload)
+
+    def _write_chunks(self, plan: ArrayPlan,
+                      select: Callable[[tuple[int, ...]], tuple[int, ...] | None] | None = None) -> None:
+        """Encode (or copy) and put every chunk of ``plan``.
+
+        ``select`` maps a chunk index of ``plan`` to the index it is put at, or None to leave
+        it out (``--concat``: one file's chunks at their place in the target, see concat.py).
+        """
         pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
         fill_chunk = np.full(plan.chunks or (1,), plan.fill_storage, dtype=plan.storage)
         # netcdf-c 4.10.1 reads a missing chunk of a big-endian variable as byte-swapped
@@ -273,7 +327,9 @@ class DatasetWriter:
 
         def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[int, int]:
             index, region = item
-            ckey = keys.join(plan.key, ".".join(str(i) for i in index) if index else "0")
+            at = index if select is None else select(index)
+            assert at is not None
+            ckey = keys.join(plan.key, ".".join(str(i) for i in at) if at else "0")
             if raw_copy is not None:
                 payload = raw_copy(index)
                 if payload == NOT_STORED:  # all fill (NOFILL: undefined) in the source; nothing to read
@@ -306,6 +362,8 @@ class DatasetWriter:
         with ThreadPoolExecutor(self.threads) as pool:
             try:
                 for item in plan.regions():
+                    if select is not None and select(item[0]) is None:
+                        continue
                     pending.append(pool.submit(encode, item))
                     if len(pending) >= window:
                         self._done(pending.popleft().result())
@@ -390,12 +448,18 @@ class DatasetWriter:
         if var.type == "string" and self.flavor != "zarr":
             zattrs["_nczarr_maxstrlen"] = plan.maxstrlen
             types["_nczarr_maxstrlen"] = "<i4"
+        elif plan.dtype_text == "|S1" and self.flavor != "zarr":
+            # char_as="S1": netcdf-c reads a string of length 1; declared as for strings (App. E's maxstrlen)
+            zattrs["_nczarr_maxstrlen"] = 1
+            types["_nczarr_maxstrlen"] = "<i4"
         dims_basenames = [keys.basename(d) for d in var.dimensions]
-        # nczarr.md "XArray": only root-group variables whose dimensions are all in the root group
+        # nczarr.md "XArray" names root-group variables whose dimensions are all in the root group; netcdf-c
+        # 4.10.1 writes it in every group, and xarray (open_datatree, a sub-group's open_zarr) needs it there.
+        # The 4.9.0 layout keeps the nczarr.md rule: it is what netcdf-c 4.9.0 wrote.
         in_root = keys.parent(akey) == "/" and all(keys.parent(d) == "/" for d in var.dimensions)
         array_info: dict[str, Any] = {}
         if self.flavor == "nczarr-4.10":
-            if self.xarray and in_root:
+            if self.xarray:
                 zattrs["_ARRAY_DIMENSIONS"] = [SCALAR_DIM] if var.is_scalar else dims_basenames
             array_info = {"dimension_references": list(var.dimensions), "storage": "chunked"}
             if var.is_scalar:
@@ -409,10 +473,10 @@ class DatasetWriter:
             zarray["_NCZARR_ARRAY"] = {"dimrefs": list(var.dimensions),
                                        "storage": "scalar" if var.is_scalar else "chunked"}
             zattrs["_NCZARR_ATTR"] = {"types": types}
-        elif self.xarray and in_root:
+        elif self.xarray:
             zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
-        self.store.put(keys.join(akey, ".zarray"), _dumps(zarray))
-        self.store.put(keys.join(akey, ".zattrs"), _dumps(zattrs))
+        self._put_metadata(keys.join(akey, ".zarray"), zarray)
+        self._put_metadata(keys.join(akey, ".zattrs"), zattrs)
 
     def _user_attributes(self, attributes: dict[str, Attribute]) -> tuple[dict[str, Any], dict[str, str]]:
         zattrs: dict[str, Any] = {}
@@ -449,8 +513,8 @@ class DatasetWriter:
                 zgroup["_NCZARR_SUPERBLOCK"] = dict(SUPERBLOCK)
             zgroup["_NCZARR_GROUP"] = {"dims": dims, "vars": list(group.variables), "groups": list(group.groups)}
             zattrs["_NCZARR_ATTR"] = {"types": types}
-        self.store.put(keys.join(gkey, ".zattrs"), _dumps(zattrs))
-        self.store.put(keys.join(gkey, ".zgroup"), _dumps(zgroup))
+        self._put_metadata(keys.join(gkey, ".zattrs"), zattrs)
+        self._put_metadata(keys.join(gkey, ".zgroup"), zgroup)
 
 
 def _all_fill(chunk: np.ndarray, fill_chunk: np.ndarray) -> bool:
@@ -497,9 +561,13 @@ def _to_storage(values: np.ndarray, nctype: str, storage: np.dtype, where: str =
 
 def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
                   source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4,
-                  raw: RawSource | None = None) -> int:
-    """Write ``dataset`` into ``store`` (the caller commits or aborts the store); return the chunks copied raw."""
+                  raw: RawSource | None = None, consolidate: bool | None = None, char_as: str | None = None) -> int:
+    """Write ``dataset`` into ``store`` (the caller commits or aborts the store); return the chunks copied raw.
+
+    ``consolidate``: write ``.zmetadata`` (last) always, never, or (None) unless an array is ``>S1``;
+    ``char_as`` ("S1" or ">S1") overrides the flavor's char dtype.
+    """
     writer = DatasetWriter(dataset, store, flavor=flavor, xarray=xarray, source=source, progress=progress,
-                           threads=threads, raw=raw)
+                           threads=threads, raw=raw, consolidate=consolidate, char_as=char_as)
     writer.write()
     return writer.copied

@@ -11,8 +11,9 @@ import ctypes.util
 import glob
 import os
 import threading
+import warnings
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -285,12 +286,17 @@ def open_nc(path: str) -> Any:
     import netCDF4
 
     try:
-        with LOCK:
+        with LOCK, warnings.catch_warnings():
+            # netCDF4-python warns (stderr) on a vlen type it cannot represent; outside_model names it instead
+            warnings.filterwarnings("ignore", message="WARNING: unsupported", category=UserWarning)
             return netCDF4.Dataset(path, "r")
     except FileNotFoundError as exc:
         raise StoreError(f"{path}: no such file or directory") from exc
     except OSError as exc:
         raise FormatError(f"{path}: not a netCDF file netCDF4-python can open ({exc.strerror or exc})") from exc
+    except TypeError as exc:  # a user type numpy cannot express, e.g. an array of a nested compound
+        raise FormatError(f"{path}: netCDF4-python cannot open this file ({exc}); it is outside the NCZarr "
+                          "model") from exc
 
 
 def read(path: str, *, data: bool = True) -> Dataset:
@@ -314,7 +320,11 @@ def _set_attribute(obj: Any, name: str, attr: Attribute) -> None:
         obj.setncattr(name, np.asarray(attr.value, dtype=numpy_dtype(attr.type).newbyteorder("=")))
 
 
-def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str) -> None:
+#: the part of a variable a writer writes (``None``: all of it; ``()``: nothing)
+Region = Callable[[str, Variable], "tuple[slice, ...] | None"]
+
+
+def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str, region: Region | None) -> None:
     for name, dim in group.dimensions.items():
         dims_by_path[f"{path.rstrip('/')}/{name}"] = nc.createDimension(name, None if dim.unlimited else dim.size)
     for name, attr in group.attributes.items():
@@ -361,18 +371,26 @@ def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str)
             elif values.ndim == 0:
                 ncvar.assignValue(values[()])
             elif values.size:
-                ncvar[...] = values
+                part = region(f"{path.rstrip('/')}/{name}", var) if region else None
+                if part is None:
+                    ncvar[...] = values
+                elif part:
+                    ncvar[part] = values[part]
     for name, sub in group.groups.items():
-        _write_group(nc.createGroup(name), sub, dims_by_path, f"{path.rstrip('/')}/{name}")
+        _write_group(nc.createGroup(name), sub, dims_by_path, f"{path.rstrip('/')}/{name}", region)
 
 
-def write(dataset: Dataset, path: str) -> None:
-    """Write the model with netCDF4-python (a .nc path or a netcdf-c NCZarr URL)."""
+def write(dataset: Dataset, path: str, *, region: Region | None = None) -> None:
+    """Write the model with netCDF4-python (a .nc path or a netcdf-c NCZarr URL).
+
+    ``region(path, variable)``: write only that hyperslab of a non-scalar variable, as a program
+    writing part of a variable does (the rest is never written: netcdf-c reads it as fill).
+    """
     import netCDF4
 
     with LOCK:
         nc = netCDF4.Dataset(path, "w", format="NETCDF4")
         try:
-            _write_group(nc, dataset.root, {}, "/")
+            _write_group(nc, dataset.root, {}, "/", region)
         finally:
             nc.close()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from .. import safety
 from ..errors import UsageError
 from ..urls import StoreSpec, parse
 from .base import Store
@@ -14,7 +15,23 @@ __all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store"]
 
 
 def open_store(url: str | os.PathLike[str] | StoreSpec, mode: str = "r", overwrite: bool = False) -> Store:
-    """Open the store a netcdf-c URL or plain path names (mode 'r', 'w' or 'a')."""
+    """Open the store a netcdf-c URL or plain path names (mode 'r', 'w' or 'a').
+
+    A store opened for writing makes its private temporary (directory, zip file) while
+    opening: a SIGINT/SIGTERM arriving then is held until the store exists, and the store
+    is aborted at once, so an interrupt can never leave that temporary behind unowned.
+    """
+    if mode == "r":
+        return _open(url, mode, overwrite)
+    with safety.critical():
+        store = _open(url, mode, overwrite)
+    if safety.received() is not None:
+        store.abort()
+        safety.raise_if_interrupted()
+    return store
+
+
+def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -> Store:
     spec = url if isinstance(url, StoreSpec) else parse(url)
     if spec.kind == "file":
         return DirectoryStore(spec.path, mode, overwrite)

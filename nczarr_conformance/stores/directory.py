@@ -8,6 +8,8 @@ one. Appending builds the new tree the same way from hard links to the old objec
 (cheap, and the old files are never written: every put is a new file renamed into
 place). ``--overwrite`` replaces only a directory that holds nothing but a dataset.
 Leftovers of dead writers on the same target are removed when a writer opens.
+Mode ``u`` (nczarr-fix's in-place metadata update) writes into the live tree, each object
+through a temporary file renamed over it: atomic per object, no transaction.
 """
 from __future__ import annotations
 
@@ -68,6 +70,12 @@ class DirectoryStore(Store):
             except (OSError, shutil.Error) as exc:
                 shutil.rmtree(self.root, ignore_errors=True)
                 raise StoreError(f"{self.target}: cannot prepare the append: {exc}") from exc
+        elif mode == "u":  # update in place (nczarr-fix): each put replaces one object atomically; no transaction
+            self.writable = True
+            if not self.target.is_dir():
+                raise StoreError(f"{self.target}: no such directory")
+            self._umask = safety.umask()
+            self.root = self.target
         else:
             raise ValueError(f"bad mode {mode!r}")
 
@@ -132,7 +140,10 @@ class DirectoryStore(Store):
                 return
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
             with os.fdopen(fd, "wb") as fh:
-                os.fchmod(fh.fileno(), 0o666 & ~self._umask)
+                mode = 0o666 & ~self._umask
+                if self.mode == "u" and os.path.isfile(path):  # a replaced object keeps its permissions
+                    mode = stat.S_IMODE(os.lstat(path).st_mode)
+                os.fchmod(fh.fileno(), mode)
                 fh.write(data)
             os.replace(tmp, path)
         except OSError as exc:

@@ -30,6 +30,9 @@ Writing, and why in this order (S3 has no rename, so readers see each PUT at onc
   root ``.zgroup``/``.zmetadata``, PUTs the new metadata and the root last. ``abort()`` during
   that phase puts the old metadata back.
 
+Mode ``u`` (nczarr-fix's in-place update) PUTs each object at once and nothing else: an S3 PUT
+replaces one object atomically, which is all an in-place metadata fix needs.
+
 So an interrupted overwrite leaves an unreadable prefix (old dataset gone, marker present),
 an interrupted append leaves the old dataset or, killed during its metadata phase, an
 unreadable one — never a readable mix. ``abort()`` removes everything the writer put and,
@@ -141,6 +144,8 @@ class S3Store(Store):
         if mode in ("w", "a"):
             self.writable = True
             self._open_for_writing(mode, overwrite)
+        elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once; no marker, no deletes
+            self.writable = True
 
     def _open_for_writing(self, mode: str, overwrite: bool) -> None:
         existing = set(self._list_prefix("/"))
@@ -265,6 +270,9 @@ class S3Store(Store):
             raise self._fail(exc, f"get {key}") from exc
 
     def _put(self, key: str, data: bytes) -> None:
+        if self.mode == "u":
+            self._put_now(key, data)
+            return
         if keys.basename(key) in safety.META_NAMES:
             with self._lock:
                 self._held[key] = data

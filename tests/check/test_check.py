@@ -36,7 +36,8 @@ REPORT_SCHEMA = {
             "properties": {"rule": {"type": "string", "pattern": "^NCZ-[A-Z0-9-]+$"},
                            "severity": {"enum": ["error", "warning", "info"]},
                            "key": {"type": ["string", "null"], "pattern": "^/"},
-                           "message": {"type": "string", "minLength": 1}}}},
+                           "message": {"type": "string", "minLength": 1},
+                           "fix": {"type": "string", "pattern": "^NCZ-FIX-[A-Z0-9-]+$"}}}},
         "summary": {"type": "object", "required": ["errors", "warnings", "infos", "objects_read"],
                     "properties": {k: {"type": "integer", "minimum": 0}
                                    for k in ("errors", "warnings", "infos", "objects_read")}},
@@ -152,7 +153,9 @@ def _base(tmp_path: Path) -> Path:
                                                np.arange(6, dtype="u1").reshape(3, 2))
     path = tmp_path / "base.file"
     with DirectoryStore(path, "w") as store:
-        write_dataset(Dataset(root), store)
+        # each corruption edits one object; a .zmetadata would flag every edit as stale too
+        # (NCZ-CONSOLIDATED-MATCH has its own corruption below)
+        write_dataset(Dataset(root), store, consolidate=False)
     return path
 
 

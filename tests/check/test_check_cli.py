@@ -108,7 +108,13 @@ def test_select_naming_no_rule_is_a_usage_error(rich_store, pattern):
 
 # ---- --fail-on --------------------------------------------------------------------------------
 
-def test_fail_on_levels(rich_store):
+def test_fail_on_levels(rich_store, tmp_path):
+    doc = json.loads(run("--format", "json", str(rich_store)).stdout)
+    assert doc["summary"]["errors"] == 0 and doc["summary"]["warnings"] > 0 and doc["summary"]["infos"] == 0
+    # written with noxarray: no _ARRAY_DIMENSIONS, so one info (NCZ-INTEROP-XARRAY-NODIMS) per array
+    rich_store = tmp_path / "noxarray.file"
+    converted = run(str(RICH_NC), f"file://{rich_store}#mode=nczarr,file,noxarray", module="convert")
+    assert converted.returncode == 0, converted.stderr
     doc = json.loads(run("--format", "json", str(rich_store)).stdout)
     assert doc["summary"]["errors"] == 0 and doc["summary"]["warnings"] > 0 and doc["summary"]["infos"] > 0
     assert run(str(rich_store)).returncode == 0

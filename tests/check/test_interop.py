@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import warnings
 import zlib
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from nczarr_conformance.check import RULES, check
+from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.errors import FormatError
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.nczarr.attrs import json_attributes
@@ -45,9 +47,11 @@ def _ints() -> Group:
 
 
 def _edit(path: Path, key: str, change) -> None:
+    """Change one object; the .zmetadata goes (it would still show the old object to readers that use it)."""
     doc = json.loads((path / key).read_text())
     change(doc)
     (path / key).write_text(json.dumps(doc))
+    (path / ".zmetadata").unlink(missing_ok=True)
 
 
 def _ncdump(path: Path) -> subprocess.CompletedProcess[str]:
@@ -169,6 +173,11 @@ def test_c490_char(tmp_path, flavor):
         out = _ncdump(path)
         assert (out.returncode, ' c = "abcd" ;' in out.stdout) == (0, True), out.stdout
         _edit(path, "c/.zarray", lambda d: d.update(dtype=">S1"))
+    if flavor == "zarr":  # pure Zarr writes char as |S1, which 4.9.0 takes for a string and crashes on as well
+        assert json.loads((path / "c" / ".zarray").read_text())["dtype"] == "|S1"
+        assert "NCZ-INTEROP-C490-CHAR" not in _rules(path) and "NCZ-INTEROP-C490-STRING" in _rules(path)
+        assert _ncdump(path).returncode == SIGSEGV
+        _edit(path, "c/.zarray", lambda d: d.update(dtype=">S1"))
     assert json.loads((path / "c" / ".zarray").read_text())["dtype"] == ">S1"
     assert "NCZ-INTEROP-C490-CHAR" in _rules(path)
     assert _ncdump(path).returncode == SIGSEGV
@@ -246,25 +255,248 @@ def test_c410_bigendian(tmp_path):
     assert data.tolist() == [0.5, 1.0, swapped, swapped]
 
 
+def _zarr_python_store(path: Path, dtype: str, values, **kw) -> Path:
+    """A zarr-python store: an int array ``ok`` and one array ``bad`` of ``dtype``."""
+    zarr = pytest.importorskip("zarr")
+    g = zarr.open_group(str(path), mode="w", zarr_format=2)
+    ok = g.create_array("ok", shape=(3,), dtype="<i4", compressors=None)
+    ok[...] = [1, 2, 3]
+    ok.attrs["_ARRAY_DIMENSIONS"] = ["x"]
+    bad = g.create_array("bad", shape=np.shape(values), dtype=dtype, **kw)
+    bad[...] = values
+    bad.attrs["_ARRAY_DIMENSIONS"] = ["bx", "by"][:np.ndim(values)]
+    return path
+
+
+C410_OPEN_FAILS = r"not a netCDF file netCDF4-python can open \(NetCDF: NCZarr error\)$"
+REFUSED_DTYPES = {"<U5": np.array(["ab", "cde", "f"]), "<U1": np.array(["a", "b", "c"]),
+                  "|b1": np.array([True, False, True]), "<f2": np.array([1, 2, 3], "<f2"),
+                  "<c8": np.array([1, 2, 3], "<c8")}
+
+
+@pytest.mark.parametrize("dtype", REFUSED_DTYPES)
+def test_c410_dtype_pure_zarr(tmp_path, dtype):
+    path = _zarr_python_store(tmp_path / "d.zarr", dtype, REFUSED_DTYPES[dtype], compressors=None)
+    assert "NCZ-INTEROP-C410-DTYPE" in _rules(path)
+    with pytest.raises(FormatError, match=C410_OPEN_FAILS):
+        netcdf4.read(_url(path, "zarr"))  # the whole dataset, for one array
+    silent = _zarr_python_store(tmp_path / "i.zarr", "<i2", np.array([1, 2, 3], "<i2"), compressors=None)
+    assert "NCZ-INTEROP-C410-DTYPE" not in _rules(silent)
+    assert netcdf4.read(_url(silent, "zarr")).root.variables["bad"].data.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("dtype,raw", [("|b1", b"\x01\x00\x01\x00"), ("<f2", np.arange(4, dtype="<f2").tobytes()),
+                                       ("<U1", "abcd".encode("utf-32-le"))])
+def test_c410_dtype_nczarr(tmp_path, dtype, raw):
+    path = _write(tmp_path, _ints(), "nczarr-4.10", "d")
+    _edit(path, "v/.zarray", lambda d: d.update(dtype=dtype, fill_value=None))
+    (path / "v" / "0").write_bytes(raw)
+    rules = _rules(path)
+    # <U1 in NCZarr is netcdf-c 4.9.0's char: NCZ-INTEROP-C410-U1CHAR says it, once
+    assert ("NCZ-INTEROP-C410-DTYPE" in rules, "NCZ-INTEROP-C410-U1CHAR" in rules) == (dtype != "<U1", dtype == "<U1")
+    with pytest.raises(FormatError, match=C410_OPEN_FAILS):
+        netcdf4.read(_url(path))
+
+
+@pytest.mark.parametrize("codec", ["gzip", "lz4", "lzma", "delta"])
+def test_c410_codec(tmp_path, codec):
+    numcodecs = pytest.importorskip("numcodecs")
+    made = {"gzip": numcodecs.GZip(1), "lz4": numcodecs.LZ4(), "lzma": numcodecs.LZMA(), "delta": numcodecs.Delta("<i4")}
+    kw = {"filters": [made[codec]], "compressors": None} if codec == "delta" else {"compressors": made[codec]}
+    path = _zarr_python_store(tmp_path / "c.zarr", "<i4", np.array([4, 5, 6], "<i4"), **kw)
+    findings = [f.message for f in check(str(path), deep=True).findings if f.rule == "NCZ-INTEROP-C410-CODEC"]
+    assert findings == [f"netcdf-c 4.10.1 cannot read this variable's data: no codec {codec} (undefined filter)"]
+    import netCDF4
+
+    with netCDF4.Dataset(_url(path, "zarr")) as nc:
+        assert sorted(nc.variables) == ["bad", "ok"]  # listed: only its data fail
+        assert nc["ok"][:].tolist() == [1, 2, 3]
+        with pytest.raises(RuntimeError, match="NetCDF: Filter error: undefined filter encountered"):
+            nc["bad"][:]
+
+
+@pytest.mark.parametrize("codec", ["zlib", "zstd", "blosc", "bz2", "shuffle"])
+def test_c410_codec_is_silent_on_codecs_netcdf_c_has(tmp_path, codec):
+    numcodecs = pytest.importorskip("numcodecs")
+    made = {"zlib": numcodecs.Zlib(1), "zstd": numcodecs.Zstd(1), "blosc": numcodecs.Blosc(), "bz2": numcodecs.BZ2(1),
+            "shuffle": numcodecs.Shuffle(4)}
+    kw = {"filters": [made[codec]], "compressors": None} if codec == "shuffle" else {"compressors": made[codec]}
+    path = _zarr_python_store(tmp_path / "c.zarr", "<i4", np.array([4, 5, 6], "<i4"), **kw)
+    assert "NCZ-INTEROP-C410-CODEC" not in _rules(path)
+    assert netcdf4.read(_url(path, "zarr")).root.variables["bad"].data.tolist() == [4, 5, 6]
+
+
+def test_c410_forder(tmp_path):
+    values = np.arange(6, dtype="<i4").reshape(2, 3)
+    path = _zarr_python_store(tmp_path / "f.zarr", "<i4", values, compressors=None, order="F")
+    assert json.loads((path / "bad" / ".zarray").read_text())["order"] == "F"
+    assert "NCZ-INTEROP-C410-FORDER" in _rules(path)
+    # the chunk's Fortran-order bytes taken as C order
+    assert netcdf4.read(_url(path, "zarr")).root.variables["bad"].data.tolist() == \
+        values.ravel(order="F").reshape(2, 3).tolist()
+    for order, shape_values in (("C", values), ("F", np.arange(3, dtype="<i4"))):  # F on one axis is C
+        silent = _zarr_python_store(tmp_path / f"{order}{shape_values.ndim}.zarr", "<i4", shape_values,
+                                    compressors=None, order=order)
+        assert "NCZ-INTEROP-C410-FORDER" not in _rules(silent)
+        assert netcdf4.read(_url(silent, "zarr")).root.variables["bad"].data.tolist() == shape_values.tolist()
+
+
+def test_c410_purechar(tmp_path):
+    import netCDF4
+
+    ours = _write(tmp_path, _chars(), "zarr", "c")
+    theirs = tmp_path / "theirs.file"
+    with netCDF4.Dataset(_url(theirs, "zarr"), "w") as nc:  # netcdf-c's own pure-Zarr char
+        nc.createDimension("x", 4)
+        nc.createVariable("c", "S1", ("x",))[:] = np.array([b"a", b"b", b"c", b"d"])
+    for path in (ours, theirs):
+        assert json.loads((path / "c" / ".zarray").read_text())["dtype"] == ">S1"
+        assert "NCZ-INTEROP-C410-PURECHAR" in _rules(path)
+        var = netcdf4.read(_url(path, "zarr")).root.variables["c"]
+        assert (var.type, var.data.tolist()) == ("string", ["a", "b", "c", "d"])
+        assert open_dataset(str(path)).root.variables["c"].type == "char"
+    nczarr = _write(tmp_path, _chars(), "nczarr-4.10", "c")
+    assert "NCZ-INTEROP-C410-PURECHAR" not in _rules(nczarr)
+    assert netcdf4.read(_url(nczarr)).root.variables["c"].type == "char"
+
+
+@pytest.mark.parametrize("writer", ["xarray", "zarr-python"])
+def test_c490_codec_on_stores_written_by_xarray_and_zarr_python(tmp_path, writer):
+    """netcdf-c issues #2252, #2449, #2484: 4.9.0 shows the compressed bytes of their default codecs as data."""
+    path = tmp_path / "x.zarr"
+    if writer == "xarray":
+        xr = pytest.importorskip("xarray")
+        xr.Dataset({"v": ("x", np.arange(4, dtype="<i4"))}).to_zarr(str(path), mode="w", zarr_format=2)
+    else:
+        zarr = pytest.importorskip("zarr")
+        arr = zarr.open_group(str(path), mode="w", zarr_format=2).create_array("v", shape=(4,), dtype="<i4")
+        arr[...] = np.arange(4)
+    assert json.loads((path / "v" / ".zarray").read_text())["compressor"] is not None  # their default
+    assert "NCZ-INTEROP-C490-CODEC" in _rules(path)
+    out = subprocess.run([need_tool("ncdump"), _url(path, "zarr")], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, " v = 0, 1, 2, 3 ;" in out.stdout, " v = " in out.stdout) == (0, False, True)
+
+
+def test_attr_quantize(tmp_path):
+    import netCDF4
+
+    with netCDF4.Dataset(_url(tmp_path / "q.file"), "w") as nc:
+        nc.createDimension("x", 3)
+        q = nc.createVariable("q", "f4", ("x",), significant_digits=3)
+        q[:] = [1.23456, 2.34567, 3.45678]
+    zattrs = json.loads((tmp_path / "q.file" / "q" / ".zattrs").read_text())
+    assert zattrs["_QuantizeBitGroomNumberOfSignificantDigits"] == 3
+    assert "_QuantizeBitGroomNumberOfSignificantDigits" not in zattrs["_nczarr_attr"]["types"]  # untyped
+    rules = _rules(tmp_path / "q.file")
+    assert ("NCZ-ATTR-QUANTIZE" in rules, "NCZ-ATTR-UNTYPED" in rules) == (True, False)
+    attr = netcdf4.read(_url(tmp_path / "q.file")).root.variables["q"].attributes[
+        "_QuantizeBitGroomNumberOfSignificantDigits"]
+    assert (attr.type, attr.value.tolist()) == ("int", [3])  # netcdf-c reads its untyped value back as int
+    _edit(tmp_path / "q.file", "q/.zattrs", lambda d: d.update(other=3))  # any other untyped one still warns
+    rules = _rules(tmp_path / "q.file")
+    assert ("NCZ-ATTR-QUANTIZE" in rules, "NCZ-ATTR-UNTYPED" in rules) == (True, True)
+
+
+def _consolidated_then_modified(path: Path) -> None:
+    """netCDF4-python writes ``path`` consolidated, then edits it without consolidated (as netcdf-c does by
+    default): .zmetadata keeps the old attributes."""
+    import os
+
+    import netCDF4
+
+    with netCDF4.Dataset(_url(path, "nczarr,consolidated"), "w") as nc:
+        nc.createDimension("x", 2)
+        v = nc.createVariable("v", "f4", ("x",))
+        v[:] = [1, 2]
+        v.units = "m"
+        nc.title = "old"
+    exists = os.path.exists
+    try:  # netCDF4-python recreates a file it cannot os.stat: a URL opened "r+" would be clobbered
+        os.path.exists = lambda p: True
+        with netCDF4.Dataset(_url(path), "r+") as nc:
+            nc.title = "new"
+            nc["v"].units = "km"
+            nc["v"].long_name = "added"
+    finally:
+        os.path.exists = exists
+
+
+def test_consolidated_match_stale_after_netcdf_c_edit(tmp_path):
+    path = tmp_path / "c.file"
+    _consolidated_then_modified(path)
+    findings = [(f.severity.value, f.key, f.message) for f in check(str(path), deep=True).findings
+                if f.rule == "NCZ-CONSOLIDATED-MATCH"]
+    tail = ": readers using .zmetadata (ours by default, netcdf-c with mode=consolidated) see other metadata than " \
+           "readers that do not (netcdf-c by default)"
+    assert findings == [
+        ("error", "/.zmetadata", "entry /.zattrs is stale, it differs from the object in title" + tail),
+        ("error", "/.zmetadata", "entry /v/.zattrs is stale, it differs from the object in _nczarr_attr, "
+                                 "+long_name, units" + tail)]
+    by_default = netcdf4.read(_url(path)).root
+    consolidated = netcdf4.read(_url(path, "nczarr,consolidated")).root
+    assert (by_default.attributes["title"].value, by_default.variables["v"].attributes["units"].value) == ("new", "km")
+    assert (consolidated.attributes["title"].value, consolidated.variables["v"].attributes["units"].value) == \
+        ("old", "m")
+    ours = open_dataset(str(path)).root  # .zmetadata by default: what netcdf-c shows with mode=consolidated
+    assert (ours.attributes["title"].value, ours.variables["v"].attributes["units"].value) == ("old", "m")
+
+
+def test_consolidated_match_is_silent_when_fresh(tmp_path):
+    import netCDF4
+
+    with netCDF4.Dataset(_url(tmp_path / "c.file", "nczarr,consolidated"), "w") as nc:
+        nc.title = "t"
+    assert (tmp_path / "c.file" / ".zmetadata").exists()
+    assert "NCZ-CONSOLIDATED-MATCH" not in _rules(tmp_path / "c.file")
+
+
 # ---- zarr-python, xarray ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("flavor", ("nczarr-4.10", "zarr"))
-def test_zarr_char(tmp_path, flavor):
+def test_zarr_char(tmp_path):
+    """NCZarr char (>S1, Appendix E): zarr-python 3, xarray's open_zarr and open_datatree refuse the dataset;
+    |S1 (our pure-Zarr default, or --char-as=S1) opens in all three, and the rule is silent there."""
     zarr = pytest.importorskip("zarr")
     xr = pytest.importorskip("xarray")
     root = _chars()
     root.variables["v"] = Variable("int", ["/x"], (4,), {}, np.arange(4, dtype="i4"))
-    path = _write(tmp_path, root, flavor, "c")
-    assert "NCZ-INTEROP-ZARR-CHAR" in _rules(path)
+    path = _write(tmp_path, root, "nczarr-4.10", "c")
+    found = [f for f in check(str(path), deep=True).findings if f.rule == "NCZ-INTEROP-ZARR-CHAR"]
+    assert [f.key for f in found] == ["/c/.zarray"]
     assert RULES["NCZ-INTEROP-ZARR-CHAR"].severity.value == "warning"
+    assert all(name in found[0].message for name in ("zarr-python", "xarray", "--char-as=S1"))
+    # no .zmetadata by default here: zarr-python opens the group and reads every other array ...
+    assert not (path / ".zmetadata").exists()
     group = zarr.open_group(str(path), mode="r", zarr_format=2)
     assert group["v"][...].tolist() == [0, 1, 2, 3]
-    with pytest.raises(ValueError, match=r"No Zarr data type found that matches \{'name': '>S1'"):
+    refused = r"No Zarr data type found that matches \{'name': '>S1'"
+    with pytest.raises(ValueError, match=refused):
         group["c"][...]
-    with pytest.raises(ValueError, match=r"No Zarr data type found that matches \{'name': '>S1'"):
-        xr.open_zarr(str(path), consolidated=False, zarr_format=2)  # the whole dataset, for one char array
+    with pytest.raises(ValueError, match=refused):  # xarray refuses the whole dataset, for one char array
+        xr.open_zarr(str(path), consolidated=False, zarr_format=2)
+    with pytest.raises(ValueError, match=refused):
+        xr.open_datatree(str(path), engine="zarr", zarr_format=2)
+    # ... where through a .zmetadata zarr-python refuses the whole group
+    forced = tmp_path / "forced.file"
+    with DirectoryStore(forced, "w") as store:
+        write_dataset(Dataset(root), store, consolidate=True)
+    with pytest.raises(ValueError, match=refused):
+        zarr.open_group(str(forced), mode="r", zarr_format=2)
+    for flavor, char_as in (("nczarr-4.10", "S1"), ("zarr", None)):
+        out = tmp_path / f"s1-{flavor}.file"
+        with DirectoryStore(out, "w") as store:
+            write_dataset(Dataset(root), store, flavor=flavor, char_as=char_as)
+        assert json.loads((out / "c" / ".zarray").read_text())["dtype"] == "|S1"
+        assert "NCZ-INTEROP-ZARR-CHAR" not in _rules(out)
+        expected = [b"a", b"b", b"c", b"d"]
+        assert zarr.open_group(str(out), mode="r", zarr_format=2)["c"][...].tolist() == expected
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # consolidated: no "falling back to non-consolidated" warning
+            ds = xr.open_zarr(str(out), consolidated=True, zarr_format=2, decode_cf=False)
+            assert ds["c"].values.tolist() == expected and ds["v"].values.tolist() == [0, 1, 2, 3]
+            tree = xr.open_datatree(str(out), engine="zarr", zarr_format=2, decode_cf=False)
+            assert tree["c"].values.tolist() == expected
     del root.variables["c"]
-    without = _write(tmp_path, root, flavor, "n")
+    without = _write(tmp_path, root, "nczarr-4.10", "n")
     assert "NCZ-INTEROP-ZARR-CHAR" not in _rules(without)
     assert xr.open_zarr(str(without), consolidated=False, zarr_format=2)["v"].values.tolist() == [0, 1, 2, 3]
 
@@ -319,11 +551,72 @@ def test_xarray_nodims(tmp_path):
     assert xr.open_zarr(str(tmp_path / "z.zarr"), consolidated=False, zarr_format=2)["a"].values.tolist() == [1, 1, 1]
 
 
+# ---- TensorStore and the rounded default fill (rules in check/readers.py) --------------------------
+
+def _ts_open(path: Path, array: str):
+    ts = pytest.importorskip("tensorstore")
+    return ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(path)}, "path": array},
+                   read=True).result()
+
+
+def test_ts_filters(tmp_path):
+    netcdf4.write(Dataset(_shuffled()), to_file_url(str(tmp_path / "s.file"), "file"))
+    assert "NCZ-INTEROP-TS-FILTERS" in _rules(tmp_path / "s.file")
+    with pytest.raises(ValueError, match="filters are not supported"):
+        _ts_open(tmp_path / "s.file", "i")
+    ours = _write(tmp_path, _ints(), "nczarr-4.10", "plain")  # no filters: TensorStore reads it
+    assert "NCZ-INTEROP-TS-FILTERS" not in _rules(ours)
+    assert _ts_open(ours, "v").read().result().tolist() == [0, 1, 2, 3]
+
+
+def _strings() -> Group:
+    root = Group({"x": Dimension(2)})
+    root.variables["s"] = Variable("string", ["/x"], (2,), {}, np.array(["a", "bc"], dtype=object))
+    return root
+
+
+def test_ts_stringfill(tmp_path):
+    netcdf4.write(Dataset(_strings()), to_file_url(str(tmp_path / "n.file"), "file"))
+    assert json.loads((tmp_path / "n.file" / "s" / ".zarray").read_text())["fill_value"] == ""
+    assert "NCZ-INTEROP-TS-STRINGFILL" in _rules(tmp_path / "n.file")
+    with pytest.raises(ValueError, match='Error parsing object member "fill_value": Expected 128 base64'):
+        _ts_open(tmp_path / "n.file", "s")
+    _edit(tmp_path / "n.file", "s/.zarray", lambda d: d.update(fill_value=None))
+    assert "NCZ-INTEROP-TS-STRINGFILL" not in _rules(tmp_path / "n.file")
+    assert _ts_open(tmp_path / "n.file", "s").shape[0] == 2  # opens (its Python binding shows |S bytes as S0)
+
+
+def test_fill_rounded(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    write_partial_double(tmp_path / "n.file")
+    assert json.loads((tmp_path / "n.file" / "d" / ".zarray").read_text())["fill_value"] == 9.96921e36
+    assert "NCZ-FILL-ROUNDED" in _rules(tmp_path / "n.file")
+    values = zarr.open_group(str(tmp_path / "n.file"), mode="r", zarr_format=2)["d"][...]
+    assert values.tolist() == [1.0, 9.96921e36, 9.96921e36, 9.96921e36]  # not netCDF's default 9.969209968386869e36
+    root = Group({"x": Dimension(4)})
+    root.variables["d"] = Variable("double", ["/x"], (4,), {}, np.array([1.0] + [9.969209968386869e36] * 3),
+                                   chunks=[1])
+    ours = _write(tmp_path, root, "nczarr-4.10", "d")
+    assert "NCZ-FILL-ROUNDED" not in _rules(ours)
+    assert zarr.open_group(str(ours), mode="r", zarr_format=2)["d"][...].tolist() == [1.0] + [9.969209968386869e36] * 3
+
+
+def write_partial_double(path: Path) -> None:
+    """netCDF4-python: a double d(x=4) in chunks of 1 with only d[0] written, no _FillValue (the default fill)."""
+    import netCDF4
+
+    with netCDF4.Dataset(to_file_url(str(path), "file"), "w") as nc:
+        nc.createDimension("x", 4)
+        nc.createVariable("d", "f8", ("x",), chunksizes=(1,))[0] = 1.0
+
+
 def test_every_interop_rule_has_a_test_here():
     """Each rule id appears in a test of this module that runs its peer (the tests above, by name)."""
     covered = {"NCZ-INTEROP-C490-UNLIMITED", "NCZ-INTEROP-C490-STRING", "NCZ-INTEROP-C490-SCALAR",
                "NCZ-INTEROP-C490-CODEC", "NCZ-INTEROP-C490-CHAR", "NCZ-INTEROP-C410-U1CHAR",
                "NCZ-INTEROP-C410-JSONCHAR", "NCZ-INTEROP-C410-ZARRSCALAR", "NCZ-INTEROP-C410-UPPER",
                "NCZ-INTEROP-C410-BIGENDIAN", "NCZ-INTEROP-ZARR-CHAR", "NCZ-INTEROP-ZARR-I1", "NCZ-INTEROP-SHUFFLE0",
-               "NCZ-INTEROP-XARRAY-NODIMS"}
+               "NCZ-INTEROP-XARRAY-NODIMS", "NCZ-INTEROP-C410-DTYPE", "NCZ-INTEROP-C410-CODEC",
+               "NCZ-INTEROP-C410-FORDER", "NCZ-INTEROP-C410-PURECHAR", "NCZ-INTEROP-TS-FILTERS",
+               "NCZ-INTEROP-TS-STRINGFILL"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered

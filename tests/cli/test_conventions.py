@@ -12,6 +12,7 @@ MODULES = {
     "nczarr-dump": "nczarr_conformance.cli.dump",
     "nczarr-check": "nczarr_conformance.cli.check",
     "nczarr-conformance": "nczarr_conformance.cli.report",
+    "nczarr-fix": "nczarr_conformance.cli.fix",
 }
 
 

@@ -55,7 +55,7 @@ def test_installed_package_is_the_wheel_not_the_checkout(installed: Path, tmp_pa
 def test_every_cli_runs_from_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
     sample = tmp_path / "sample.nc"
     shutil.copy(REPO / "corpus" / "rich.nc", sample)
-    for cli in ("nc2nczarr", "nczarr-dump", "nczarr-check", "nczarr-conformance"):
+    for cli in ("nc2nczarr", "nczarr-dump", "nczarr-check", "nczarr-fix", "nczarr-conformance"):
         version = _run(installed, cli, "--version", cwd=tmp_path)
         assert version.returncode == 0 and version.stdout.startswith(f"{cli} "), (cli, version.stderr)
     converted = _run(installed, "nc2nczarr", "-q", str(sample), str(tmp_path / "out.zip"), cwd=tmp_path)

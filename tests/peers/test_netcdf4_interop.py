@@ -15,13 +15,14 @@ from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.testing.ignores import CONTIGUOUS
 from nczarr_conformance.urls import to_file_url
+from nczarr_conformance.testing.source import read_source
 from tests.peers.known import PeerStillWrong, still_wrong
 
 pytestmark = pytest.mark.peer
 
 
 def test_rich_file_round_trips_through_our_store_and_netcdf_c(rich_nc, tmp_path):
-    source = netcdf4.read(str(rich_nc))
+    source = read_source(str(rich_nc))
     out = tmp_path / "rich.file"
     convert(str(rich_nc), str(out))
     assert diff(source, open_dataset(str(out)), ignore=CONTIGUOUS) == []

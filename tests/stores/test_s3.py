@@ -12,10 +12,10 @@ from nczarr_conformance.errors import StoreError
 from nczarr_conformance.model import diff
 from nczarr_conformance.nczarr.reader import read_dataset
 from nczarr_conformance.nczarr.writer import write_dataset
-from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.s3 import S3Store
 from nczarr_conformance.testing.ignores import CONTIGUOUS
+from nczarr_conformance.testing.source import read_source
 from tests.stores.test_stores import StoreContract
 
 pytestmark = pytest.mark.s3
@@ -52,7 +52,7 @@ def test_rich_dataset_to_s3_and_back(rich_nc, s3_bucket, tmp_path):
     from nczarr_conformance.model import Dataset
     import json
 
-    assert diff(netcdf4.read(str(rich_nc)), Dataset.from_json(json.loads(dumped.stdout)), ignore=CONTIGUOUS) == []
+    assert diff(read_source(str(rich_nc)), Dataset.from_json(json.loads(dumped.stdout)), ignore=CONTIGUOUS) == []
 
 
 def test_s3_holds_the_same_objects_as_a_directory(small, s3_bucket, tmp_path):
@@ -70,7 +70,7 @@ def test_s3_holds_the_same_objects_as_a_directory(small, s3_bucket, tmp_path):
 def test_opening_nczarr_sends_no_list_and_only_needed_gets(rich_nc, s3_bucket):
     from nczarr_conformance.convert import convert
 
-    convert(str(rich_nc), f"s3://{s3_bucket}/budget#mode=nczarr,s3")
+    convert(str(rich_nc), f"s3://{s3_bucket}/budget#mode=nczarr,s3", consolidate=False)
     store = S3Store(s3_bucket, "budget")
     model = read_dataset(store, data=False)
     ops = [op for op, _ in store.requests]
@@ -80,6 +80,26 @@ def test_opening_nczarr_sends_no_list_and_only_needed_gets(rich_nc, s3_bucket):
     # /.zmetadata probe, then .zgroup + .zattrs per group and .zarray + .zattrs per array
     assert ops.count("GetObject") == 1 + 2 * len(groups) + 2 * arrays
     assert len(ops) == ops.count("GetObject")
+
+
+def test_our_default_output_opens_in_one_get(rich_nc, small, s3_bucket):
+    """Our default output carries .zmetadata, written last: one GET serves all metadata, and it describes
+    the dataset the objects do (the same model as a store written without it)."""
+    from nczarr_conformance.convert import convert
+
+    del small.root.variables["c"]  # a >S1 char array leaves .zmetadata out by default (nczarr/writer.py)
+    for prefix, consolidate in (("one", None), ("plain", False)):
+        with S3Store(s3_bucket, prefix, mode="w") as s:
+            write_dataset(small, s, consolidate=consolidate)
+    one, plain = S3Store(s3_bucket, "one"), S3Store(s3_bucket, "plain")
+    model = read_dataset(one, data=False)
+    assert one.requests == [("GetObject", "one/.zmetadata")]
+    assert diff(model, read_dataset(plain, data=False), data=False) == [] and len(plain.requests) > 1
+    # rich.nc (char as |S1, what Zarr readers take) through nc2nczarr's default path
+    convert(str(rich_nc), f"s3://{s3_bucket}/rich#mode=nczarr,s3", char_as="S1")
+    rich = S3Store(s3_bucket, "rich")
+    read_dataset(rich, data=False)
+    assert rich.requests == [("GetObject", "rich/.zmetadata")]
 
 
 def test_consolidated_metadata_is_one_get(s3_bucket, tmp_path):
@@ -99,7 +119,7 @@ def test_consolidated_metadata_is_one_get(s3_bucket, tmp_path):
 
 def test_pure_zarr_may_list(s3_bucket, small):
     with S3Store(s3_bucket, "pz", mode="w") as s:
-        write_dataset(small, s, flavor="zarr")
+        write_dataset(small, s, flavor="zarr", consolidate=False)  # with .zmetadata it needs no listing
     store = S3Store(s3_bucket, "pz")
     read_dataset(store, data=False)
     assert any(op == "ListObjectsV2" for op, _ in store.requests)

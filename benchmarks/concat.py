@@ -1,0 +1,266 @@
+"""Benchmark ``nc2nczarr --concat`` and the distributed deep check (issue 16, items 3-5), in one run.
+
+    python benchmarks/concat.py [--nfiles 200] [--out FILE.json]
+
+Makes ``--nfiles`` daily files (one time step each, 10 float32 variables of 90×180, chunk
+1×90×180, zlib 1 + shuffle: the CMIP-style layout) and times, each as its own process:
+
+* the sequential loop users run today: ``nc2nczarr`` on the first file, then
+  ``nc2nczarr --append time`` on each of the others (one process per file);
+* ``nc2nczarr --concat time`` on a LocalCluster of 1, 2 and 4 worker processes (the
+  scaling curve; cluster start-up included);
+* xarray ``open_mfdataset(...).to_zarr`` (dask threads);
+
+checks that the concatenated store equals the sequential one (canonical model with
+storage), then times ``nczarr-check --deep`` serial, on ``--workers 2`` (start-up
+included) and on an already running 2-process cluster (``--scheduler``), against the
+decode-only limit: every chunk read and decoded with numcodecs in a tight loop on one
+thread per core, in this process. Prints a markdown table and the JSON (``--out``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from run import machine, measure, output_size  # noqa: E402
+
+NVARS, NLAT, NLON = 10, 90, 180
+# parallel=False: netCDF4/HDF5 opened from dask threads at once crashes (SIGBUS seen here)
+MFDATASET = ("import sys, xarray as xr; ds = xr.open_mfdataset(sys.argv[1:-1], combine='by_coords'); "
+             "ds.to_zarr(sys.argv[-1], zarr_format=2, consolidated=True)")
+
+
+def make_files(where: Path, n: int) -> list[Path]:
+    """n daily files, written with netCDF4-python (numbered so that name order is time order)."""
+    import netCDF4
+    import numpy as np
+
+    rng = np.random.default_rng(16)
+    lat = np.linspace(-89, 89, NLAT)
+    lon = np.linspace(0, 358, NLON)
+    files = []
+    for day in range(n):
+        path = where / f"day{day:04d}.nc"
+        files.append(path)
+        if path.exists():
+            continue
+        with netCDF4.Dataset(str(path), "w") as nc:
+            nc.createDimension("time", None)
+            nc.createDimension("lat", NLAT)
+            nc.createDimension("lon", NLON)
+            nc.title = "daily benchmark archive"
+            t = nc.createVariable("time", "f8", ("time",))
+            t.units = "days since 2000-01-01"
+            t.calendar = "standard"
+            t[:] = [day]
+            nc.createVariable("lat", "f8", ("lat",))[:] = lat
+            nc.createVariable("lon", "f8", ("lon",))[:] = lon
+            for i in range(NVARS):
+                v = nc.createVariable(f"var{i}", "f4", ("time", "lat", "lon"), chunksizes=(1, NLAT, NLON),
+                                      zlib=True, complevel=1, shuffle=True)
+                v.units = "K"
+                # smooth field plus noise: compresses like model output, not like zeros
+                v[0] = (250 + 30 * np.cos(np.radians(lat))[:, None] + rng.normal(0, 1, (NLAT, NLON))).astype("f4")
+    return files
+
+
+def cli(name: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", f"nczarr_conformance.cli.{name}", *args]
+
+
+def sequential(files: list[Path], out: Path) -> dict[str, object]:
+    started = time.perf_counter()
+    peak = 0.0
+    for i, path in enumerate(files):
+        args = ["-q", str(path), str(out)] if i == 0 else ["-q", "--append", "time", str(path), str(out)]
+        result = measure(cli("convert", *args))
+        peak = max(peak, float(result["peak_rss_mb"]))  # type: ignore[arg-type]
+        if result["exit"] != 0:
+            return {**result, "seconds": round(time.perf_counter() - started, 2)}
+    return {"seconds": round(time.perf_counter() - started, 2), "peak_rss_mb": peak, "exit": 0, "message": ""}
+
+
+def decode_limit(store: Path) -> tuple[float, int]:
+    """Every chunk of the directory store read and decoded by numcodecs, one thread per core (best of 2)."""
+    import numcodecs
+
+    jobs = []
+    for zarray in store.rglob(".zarray"):
+        meta = json.loads(zarray.read_text())
+        codecs = [numcodecs.get_codec(c) for c in (meta.get("filters") or [])]
+        compressor = numcodecs.get_codec(meta["compressor"]) if meta.get("compressor") else None
+        for chunk in zarray.parent.iterdir():
+            if not chunk.name.startswith("."):
+                jobs.append((chunk, compressor, codecs))
+
+    def decode(job: tuple[Path, object, list[object]]) -> int:
+        path, compressor, filters = job
+        data = path.read_bytes()
+        if compressor is not None:
+            data = compressor.decode(data)  # type: ignore[attr-defined]
+        for f in reversed(filters):
+            data = f.decode(data)  # type: ignore[attr-defined]
+        return len(data)
+
+    best = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            sum(pool.map(decode, jobs, chunksize=16))
+        best = min(best, time.perf_counter() - started)
+    return best, len(jobs)
+
+
+def check_json(args: list[str]) -> tuple[dict[str, object], dict[str, object]]:
+    started = time.perf_counter()
+    proc = subprocess.run(cli("check", "--deep", "--format", "json", *args), capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    doc = json.loads(proc.stdout)
+    doc["summary"].pop("seconds")
+    return {"seconds": round(seconds, 2), "exit": proc.returncode}, doc
+
+
+def same_store(a: Path, b: Path) -> list[str]:
+    """model.diff of the headers with storage, then every variable's values compared with numpy
+    (the whole model as JSON would take gigabytes for 200 files)."""
+    import numpy as np
+
+    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.model import diff
+    from nczarr_conformance.nczarr.reader import DatasetReader
+    from nczarr_conformance.stores import open_store
+
+    out = diff(open_dataset(str(a), data=False), open_dataset(str(b), data=False))
+    ra, rb = DatasetReader(open_store(str(a))), DatasetReader(open_store(str(b)))
+    for vkey in ra.arrays:
+        if not np.array_equal(ra.read_variable(vkey), rb.read_variable(vkey), equal_nan=True):
+            out.append(f"{vkey}: values differ")
+    return out
+
+
+def run(nfiles: int, work: Path) -> dict[str, object]:
+    from nczarr_conformance.cluster import open_client
+
+    src = work / "archive"
+    src.mkdir(exist_ok=True)
+    files = make_files(src, nfiles)
+    load = os.getloadavg()
+    rows: list[dict[str, object]] = []
+
+    def add(job: str, result: dict[str, object], out: Path | None = None) -> None:
+        size, objects = output_size(out) if out is not None else (0, 0)
+        rows.append({"job": job, **result, "output_mb": round(size / 1e6, 1), "objects": objects})
+        print(f"{job}: {result}", file=sys.stderr)
+
+    seq = work / "seq.file"
+    add(f"sequential nc2nczarr + --append loop ({nfiles} processes) → dir", sequential(files, seq), seq)
+    for workers in (1, 2, 4):
+        out = work / f"concat{workers}.file"
+        add(f"nc2nczarr --concat --workers {workers} → dir",
+            measure(cli("convert", "-q", "--concat", "time", "--workers", str(workers), str(src / "*.nc"), str(out))),
+            out)
+    out_zip = work / "concat2.zip"
+    add("nc2nczarr --concat --workers 2 → zip",
+        measure(cli("convert", "-q", "--concat", "time", "--workers", "2", str(src / "*.nc"), str(out_zip))), out_zip)
+    xr_out = work / "xarray.zarr"
+    add("xarray open_mfdataset(...).to_zarr (dask threads)",
+        measure([sys.executable, "-c", MFDATASET, *map(str, files), str(xr_out)]), xr_out)
+    equal = same_store(seq, work / "concat2.file")
+    store = work / "concat2.file"
+    serial, serial_doc = check_json([str(store)])
+    local, local_doc = check_json(["--workers", "2", str(store)])
+    from nczarr_conformance.check import check
+
+    def timed(**kw: object) -> float:
+        best = float("inf")
+        for _ in range(2):
+            started = time.perf_counter()
+            check(str(store), **kw)  # type: ignore[arg-type]
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    with open_client(workers=2) as client:
+        address = client.scheduler.address
+        check_json(["--scheduler", address, str(store)])  # the workers' first imports, not measured
+        running, running_doc = check_json(["--scheduler", address, str(store)])
+        shallow = timed()
+        deep_serial = timed(deep=True) - shallow
+        deep_parallel = timed(deep=True, client=client) - shallow
+    limit, nchunks = decode_limit(store)
+    none = {"exit": 0, "peak_rss_mb": None, "message": ""}
+    add("nczarr-check --deep (serial, process)", {**serial, "peak_rss_mb": None, "message": ""})
+    add("nczarr-check --deep --workers 2 (process, cluster start-up included)",
+        {**local, "peak_rss_mb": None, "message": ""})
+    add("nczarr-check --deep --scheduler (process; 2-process cluster already running)",
+        {**running, "peak_rss_mb": None, "message": ""})
+    add("deep phase of check() in-process, serial (deep minus shallow, best of 2)",
+        {"seconds": round(deep_serial, 3), **none})
+    add("deep phase of check() in-process on the running 2-process cluster", {"seconds": round(deep_parallel, 3), **none})
+    add(f"decode-only limit: numcodecs on {nchunks} chunks, {os.cpu_count()} threads, in-process",
+        {"seconds": round(limit, 3), **none})
+    by = {r["job"]: r for r in rows}
+    seq_s = float(by[f"sequential nc2nczarr + --append loop ({nfiles} processes) → dir"]["seconds"])  # type: ignore[arg-type]
+    c2 = float(by["nc2nczarr --concat --workers 2 → dir"]["seconds"])  # type: ignore[arg-type]
+    return {
+        "machine": machine(), "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()],
+        "nfiles": nfiles, "results": rows,
+        "concat_equals_sequential": equal == [], "differences": equal[:5],
+        "reports_identical": serial_doc == local_doc == running_doc,
+        "targets": {
+            "concat 2 workers speed-up over the sequential loop (target >= 1.7)": round(seq_s / c2, 2),
+            "deep phase on a running 2-process cluster as a fraction of the decode-only limit (target >= 0.7)":
+                round(limit / deep_parallel, 2),
+            "deep phase serial as a fraction of the decode-only limit": round(limit / deep_serial, 2),
+        },
+    }
+
+
+def render(doc: dict[str, object]) -> str:
+    lines = [f"Concat benchmark: {doc['nfiles']} daily files × {NVARS} variables {NLAT}×{NLON} "
+             f"(load average before {doc['load_before']}, after {doc['load_after']})", "",
+             "| job | s | peak RSS MB | out MB | objects | exit |", "|---|---|---|---|---|---|"]
+    for r in doc["results"]:  # type: ignore[attr-defined]
+        lines.append(f"| {r['job']} | {r['seconds']} | {r.get('peak_rss_mb') or ''} | {r['output_mb'] or ''} | "
+                     f"{r['objects'] or ''} | {r['exit']} {r.get('message') or ''} |")
+    lines += ["", f"concat equals the sequential append: {doc['concat_equals_sequential']}; "
+              f"deep-check reports identical (serial, --workers, --scheduler): {doc['reports_identical']}"]
+    for k, v in doc["targets"].items():  # type: ignore[attr-defined]
+        lines.append(f"- {k}: {v}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nfiles", type=int, default=200)
+    p.add_argument("--out", help="write the JSON here (reports/ is regenerated by benchmarks/run.py)")
+    p.add_argument("--work", help="directory for the files and outputs (default: a temporary one, removed)")
+    args = p.parse_args()
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="concat-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        for old in ("seq.file", "concat1.file", "concat2.file", "concat4.file", "concat2.zip", "xarray.zarr"):
+            shutil.rmtree(work / old, ignore_errors=True) if (work / old).is_dir() else (work / old).unlink(
+                missing_ok=True)
+        doc = run(args.nfiles, work)
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    sys.stdout.write(render(doc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""``nczarr-fix URL``: rewrite a store's metadata into the form every chosen reader reads right.
+
+Each fix (``nczarr-fix --list-fixes``) is a small registered function with a stable id that
+nczarr-check names beside the findings it cures. Only metadata changes, except where a
+reader needs other chunk bytes (TensorStore reads no filters: those arrays are re-encoded).
+In place, the objects it rewrites are saved first in a backup beside the store
+(``<store>.nczarr-fix-backup-<UTC time>``; ``--no-backup`` skips it); ``--out URL2``
+writes a fixed copy and leaves the input untouched; ``--dry-run`` prints the edits as a
+unified diff per object and writes nothing.
+
+Exit codes: 0 fixed, or nothing to fix; 1 ``--dry-run`` found edits to make (nothing
+written); 2 not done (bad usage, a store that cannot be opened or parsed, an output that
+exists or overlaps the input; one line on stderr, nothing written).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import Parser, run
+
+READERS = ("zarr-python", "xarray", "tensorstore", "gdal", "netcdf-c-4.9")  # fix.registry.READERS, without its imports
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="nczarr-fix", description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+               epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p.add_argument("url", nargs="?", metavar="URL", help="store path or netcdf-c URL (directory, .zip, s3://…)")
+    p.add_argument("--out", metavar="URL2", help="write the fixed store here (a new store); the input is only read")
+    p.add_argument("--dry-run", action="store_true", help="print the planned edits as a unified diff; write nothing")
+    p.add_argument("--for", dest="targets", metavar="READERS",
+                   help=f"comma-separated readers to fix for (default: all of {','.join(READERS)})")
+    p.add_argument("--no-backup", action="store_true", help="in place: do not keep a backup of the rewritten objects")
+    p.add_argument("--list-fixes", action="store_true", help="print every fix: id, readers, what it does")
+    return p
+
+
+def _list_fixes() -> str:
+    from ..fix import FIXES
+
+    lines = []
+    for f in FIXES.values():
+        cures = f" (cures {', '.join(f.cures)})" if f.cures else ""
+        lines.append(f"{f.id} [{','.join(f.readers)}]{cures}: {f.description}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.url and not args.list_fixes:
+        parser.error("give a URL, or --list-fixes")
+    if args.out and args.no_backup:
+        parser.error("--no-backup is for in-place fixes; --out never touches the input")
+
+    def body() -> int:
+        if args.list_fixes:
+            sys.stdout.write(_list_fixes())
+            return 0
+        from ..fix import fix_store
+
+        result = fix_store(args.url, out=args.out, dry_run=args.dry_run, targets=args.targets,
+                           backup=not args.no_backup)
+        sys.stdout.write(result.text)
+        sys.stdout.flush()
+        return 1 if args.dry_run and not result.plan.empty else 0
+
+    return run("nczarr-fix", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

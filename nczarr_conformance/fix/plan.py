@@ -1,0 +1,161 @@
+"""Plan the edits a store needs: run the chosen fixes in memory, diff what they left.
+
+A plan holds every metadata object to write (its old and new bytes and the fixes behind it)
+and the arrays whose chunks must be re-encoded. Nothing is written here; :mod:`.apply`
+carries a plan out, and ``--dry-run`` prints :func:`render_diff`.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import keys
+from ..codecs import Pipeline
+from ..errors import FormatError
+from ..nczarr.dtypes import parse_dtype
+from ..nczarr.flavors import load_json
+from ..stores.base import Store
+from . import fixes  # noqa: F401  (registers the fixes)
+from .context import FixContext, dumps
+from .registry import FIXES, READERS, Change
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEdit:
+    key: str
+    old: bytes | None
+    new: bytes
+    fixes: tuple[str, ...]
+
+
+@dataclass
+class Recode:
+    """An array whose chunks are decoded with the old chain and encoded with the new one."""
+
+    node: str
+    old: dict[str, Any]
+    new: dict[str, Any]
+    chunks: list[str] = field(default_factory=list)
+
+    def pipelines(self) -> tuple[Pipeline, Pipeline, int]:
+        """(old chain, new chain, decoded bytes of one chunk)."""
+        itemsize = parse_dtype(self.old.get("dtype"), u1_is_char=True).numpy.itemsize
+        size = itemsize * math.prod(int(c) for c in self.old.get("chunks") or [])
+        return (Pipeline(self.old.get("compressor"), self.old.get("filters"), itemsize),
+                Pipeline(self.new.get("compressor"), self.new.get("filters"), itemsize), size)
+
+    def reencode(self, key: str, data: bytes) -> bytes:
+        """The chunk encoded with the new chain; FormatError (naming the key) if it does not decode.
+
+        Any exception of the codecs counts: a chunk is untrusted data, and numcodecs' codecs each raise
+        their own types (zlib.error, RuntimeError, ValueError…).
+        """
+        try:
+            old, new, size = self.pipelines()
+            decoded = old.decode(data, limit=size)
+            if len(decoded) != size:
+                raise FormatError(f"decodes to {len(decoded)} bytes, not the {size} its .zarray declares")
+            return new.encode(np.frombuffer(decoded, dtype=np.uint8))
+        except Exception as exc:
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise FormatError(f"{key}: cannot re-encode the chunk without filters: {detail}") from exc
+
+
+@dataclass
+class Plan:
+    flavor: str
+    targets: frozenset[str]
+    edits: list[ObjectEdit]
+    recodes: list[Recode]
+    changes: list[Change]
+    notes: list[str]
+
+    @property
+    def empty(self) -> bool:
+        return not self.edits and not self.recodes
+
+    def chunk_keys(self) -> set[str]:
+        return {k for r in self.recodes for k in r.chunks}
+
+
+def parse_targets(text: str | None) -> frozenset[str]:
+    """``--for`` (comma-separated reader ids); None is every reader."""
+    from ..errors import UsageError
+
+    if text is None:
+        return frozenset(READERS)
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in READERS]
+    if unknown or not names:
+        raise UsageError(f"--for {text!r}: readers are {', '.join(READERS)}")
+    return frozenset(names)
+
+
+def _is_chunk(key: str, node: str) -> bool:
+    rest = key[len(node.rstrip("/")) + 1:]
+    return bool(rest) and not any(part.startswith((".z", ".ncz")) for part in rest.split("/"))
+
+
+def make_plan(store: Store, targets: frozenset[str], *, can_rewrite_chunks: bool = True,
+              only: list[str] | None = None) -> Plan:
+    """Run every fix (``only``: these ids) serving ``targets`` over the store's metadata, in memory."""
+    ctx = FixContext(store, targets, can_rewrite_chunks=can_rewrite_chunks)
+    changes: list[Change] = []
+    for fix_id, f in FIXES.items():
+        if only is not None and fix_id not in only:
+            continue
+        if f.always or targets & set(f.readers):
+            changes.extend(f.function(ctx))
+    by_key: dict[str, list[str]] = {}
+    for c in changes:
+        by_key.setdefault(c.key, [])
+        if c.fix not in by_key[c.key]:
+            by_key[c.key].append(c.fix)
+    edits = [ObjectEdit(key, ctx.raw.get(key), dumps(ctx.docs[key]), tuple(by_key.get(key, ())))
+             for key in sorted(ctx.docs) if ctx.changed(key)]
+    recodes = []
+    for node, new in sorted(ctx.recode.items()):
+        old = ctx.original[keys.join(node, ".zarray")]
+        prefix = node.rstrip("/") + "/"
+        chunks = [k for k in ctx.all_keys if k.startswith(prefix) and _is_chunk(k, node)]
+        recodes.append(Recode(node, old, new, chunks))
+    return Plan(ctx.flavor, targets, edits, recodes, changes, ctx.notes)
+
+
+def _pretty(data: bytes | None, key: str) -> list[str]:
+    if data is None:
+        return []
+    try:
+        doc = load_json(data, key)
+        text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+    except FormatError:
+        text = data.decode("utf-8", "replace")
+    return [line + "\n" for line in text.splitlines()]
+
+
+def render_diff(plan: Plan) -> str:
+    """The planned edits as one unified diff per object (pretty-printed JSON), then the chunk rewrites."""
+    out: list[str] = []
+    for edit in plan.edits:
+        name = edit.key.lstrip("/")
+        out.append(f"# {edit.key}: {', '.join(edit.fixes)}\n")
+        out.extend(difflib.unified_diff(_pretty(edit.old, edit.key), _pretty(edit.new, edit.key),
+                                        fromfile="/dev/null" if edit.old is None else f"a/{name}",
+                                        tofile=f"b/{name}"))
+    for r in plan.recodes:
+        out.append(f"# {r.node}: {len(r.chunks)} chunk(s) re-encoded without filters (NCZ-FIX-NO-FILTERS)\n")
+    return "".join(out)
+
+
+def iter_changes(plan: Plan) -> Iterator[str]:
+    """One line per change, then the notes (what a fix could not do)."""
+    for c in plan.changes:
+        yield f"{c.fix} {c.key}: {c.message}"
+    for note in plan.notes:
+        yield f"note: {note}"

@@ -1,0 +1,345 @@
+"""nc2nczarr --concat on a real dask LocalCluster (2 worker processes, shared by the module).
+
+The expected store is the sequential ``convert`` of the first file and ``append`` of the
+others, one by one (the code path users had before), compared in the canonical model with
+storage; refusals name the file and the cause and write nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nczarr_conformance import safety
+from nczarr_conformance.append import append
+from nczarr_conformance.concat import concat
+from nczarr_conformance.convert import convert
+from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.errors import UsageError
+from nczarr_conformance.model import diff
+from tests.test_append import make
+
+pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client(moto_server):
+    """One LocalCluster of 2 worker processes for the module, started after moto so workers inherit its env."""
+    from nczarr_conformance.cluster import open_client
+
+    with open_client(workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """Three files whose name order is not their time order; lengths 5, 6, 3 with 4-row chunks: the
+    second and third start mid-chunk, so some chunks straddle two files and some are misaligned."""
+    d = tmp_path_factory.mktemp("archive")
+    files = [make(d / "c_first.nc", 0, 5), make(d / "a_second.nc", 5, 6), make(d / "b_third.nc", 11, 3)]
+    ref = d.parent / "ref.file"
+    convert(str(files[0]), str(ref))
+    for f in files[1:]:
+        append(str(f), str(ref), "time")
+    return d, files, ref
+
+
+@pytest.mark.parametrize("kind", ["file", "zip", "s3"])
+def test_concat_equals_the_sequential_append(client, archive, tmp_path, kind, request):
+    d, files, ref = archive
+    if kind == "s3":
+        import boto3
+
+        bucket = "concat-" + str(os.getpid())
+        boto3.client("s3").create_bucket(Bucket=bucket)
+        out = f"s3://{bucket}/ds#mode=nczarr,s3"
+    else:
+        out = str(tmp_path / f"out.{kind}")
+    stats = concat([str(d / "*.nc")], out, "time", client=client)
+    assert stats.files == 3 and stats.records == 14
+    assert stats.copied > 0  # the first file's aligned chunks went across compressed, as convert copies them
+    assert diff(open_dataset(str(ref)), open_dataset(out)) == []
+    if kind == "file":  # the same metadata objects: .zmetadata too (the model has no place for it)
+        def metadata(root: Path) -> dict[str, object]:
+            return {str(p.relative_to(root)): json.loads(p.read_bytes()) for p in root.rglob(".z*")}
+
+        ours, expected = metadata(Path(out)), metadata(ref)
+        assert ours == expected and ".zmetadata" in expected
+        for key, doc in expected.items():  # attribute order is netCDF's creation order
+            if key.endswith(".zattrs"):
+                assert list(ours[key]) == list(doc), key  # type: ignore[call-overload]
+    if kind != "s3":
+        assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.{kind}"]  # nothing left aside
+    else:
+        import boto3
+
+        left = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket=bucket).get("Contents", [])]
+        assert "ds/.nczarr-partial" not in left and "ds/.zgroup" in left
+
+
+def test_aligned_daily_files_are_copied_compressed(client, tmp_path):
+    """One record per file, chunk 1 along time: every chunk is the file's own, copied as stored."""
+    import netCDF4
+
+    files = []
+    for day in range(6):
+        path = tmp_path / f"day{5 - day}.nc"  # names in reverse time order
+        with netCDF4.Dataset(str(path), "w") as nc:
+            nc.createDimension("time", None)
+            nc.createDimension("y", 4)
+            t = nc.createVariable("time", "f8", ("time",))
+            t.units = "days since 2000-01-01"
+            v = nc.createVariable("v", "f4", ("time", "y"), chunksizes=(1, 4), zlib=True, complevel=1)
+            t[:] = [day]
+            v[:] = np.arange(4, dtype="f4")[None, :] + day
+        files.append(path)
+    files.sort()  # by name: day0.nc (holding day 5) first
+    ref = tmp_path / "ref.file"
+    convert(str(tmp_path / "day5.nc"), str(ref))  # day5.nc holds day 0
+    for day in range(1, 6):
+        append(str(tmp_path / f"day{5 - day}.nc"), str(ref), "time")
+    stats = concat([str(p) for p in files], str(tmp_path / "out.file"), "time", client=client)
+    # v: one chunk per file, each copied as stored; time (netCDF's default chunk of 1024 records, no
+    # codec) is one chunk straddling every file, assembled once
+    assert stats.copied == 6 and stats.chunks == 7
+    assert diff(open_dataset(str(ref)), open_dataset(str(tmp_path / "out.file"))) == []
+    values = np.asarray(open_dataset(str(tmp_path / "out.file")).root.variables["v"].data)
+    assert values[:, 0].tolist() == list(range(6))  # time order, not name order
+
+
+def _refused(client, tmp_path, files, match, **kw):
+    out = tmp_path / "out.file"
+    with pytest.raises(UsageError, match=match):
+        concat([str(f) for f in files], str(out), "time", client=client, **kw)
+    assert not out.exists() and [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_overlap_is_refused_naming_the_file(client, tmp_path):
+    _refused(client, tmp_path, [make(tmp_path / "a.nc", 0, 5), make(tmp_path / "b.nc", 4, 3)],
+             r"b\.nc: coordinate /time values from 4\.0 overlap .*a\.nc")
+
+
+def test_gap_is_refused_unless_allowed(client, tmp_path):
+    files = [make(tmp_path / "a.nc", 0, 3), make(tmp_path / "b.nc", 3, 3), make(tmp_path / "c.nc", 9, 3)]
+    _refused(client, tmp_path, files, r"c\.nc: gap in coordinate /time before it")
+    stats = concat([str(f) for f in files], str(tmp_path / "ok.file"), "time", client=client, allow_gaps=True)
+    assert stats.records == 9
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(dtype="f8"), r"b\.nc: differs from .*a\.nc: /v: type double in the first file, float in the new file"
+                       r"|b\.nc: differs from .*a\.nc: /v: type float in the first file, double in the new file"),
+    (dict(units="hours"), r"b\.nc: differs from .*a\.nc: /time: attributes differ"),
+    (dict(nx=4), r"b\.nc: differs from .*a\.nc: /x: size 3 in the first file, 4 in the new file"),
+])
+def test_mismatched_files_are_refused(client, tmp_path, change, match):
+    _refused(client, tmp_path, [make(tmp_path / "a.nc", 0, 5), make(tmp_path / "b.nc", 5, 3, **change)], match)
+
+
+def test_values_of_a_variable_without_the_dimension_must_agree(client, tmp_path):
+    import netCDF4
+
+    b = make(tmp_path / "b.nc", 5, 3)
+    with netCDF4.Dataset(str(b), "a") as nc:
+        nc["x"][0] = 99
+    _refused(client, tmp_path, [make(tmp_path / "a.nc", 0, 5), b],
+             r"b\.nc: /x does not use /time but its values differ from .*a\.nc")
+
+
+def test_chunking_mismatch_is_refused(client, tmp_path):
+    import netCDF4
+
+    b = tmp_path / "b.nc"
+    with netCDF4.Dataset(str(b), "w") as nc:  # as make() but v chunked (2, 3)
+        nc.createDimension("time", None)
+        nc.createDimension("x", 3)
+        nc.title = "series"
+        t = nc.createVariable("time", "f8", ("time",), chunksizes=(4,))
+        t.units = "days"
+        x = nc.createVariable("x", "i4", ("x",))
+        x[:] = np.arange(3) * 10
+        v = nc.createVariable("v", "f4", ("time", "x"), chunksizes=(2, 3), zlib=True, shuffle=True, fill_value=-1)
+        t[:] = [5.0]
+        v[:] = np.zeros((1, 3), "f4")
+        g = nc.createGroup("g")
+        w = g.createVariable("w", "i2", ("time",), chunksizes=(3,))
+        w[:] = [5]
+    _refused(client, tmp_path, [make(tmp_path / "a.nc", 0, 5), b], r"b\.nc: differs from .*a\.nc: /v: chunks")
+
+
+def cli(*args: str, **kw) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "nczarr_conformance.cli.convert", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
+
+
+def test_cli_refusal_is_one_line_exit_2(tmp_path):
+    make(tmp_path / "a.nc", 0, 5)
+    make(tmp_path / "b.nc", 2, 5)
+    proc = cli("--concat", "time", "--workers", "1", str(tmp_path / "*.nc"), str(tmp_path / "out.zip"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "b.nc: coordinate /time values from 2.0 overlap" in err
+    assert not (tmp_path / "out.zip").exists()
+
+
+# ---- interrupts: the client killed mid-run leaves no readable store -----------------------------------
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """60 files of 4 records (slow enough to interrupt mid-run on 2 workers with --no-direct-copy)."""
+    d = tmp_path_factory.mktemp("many")
+    for i in range(60):
+        make(d / f"f{i:03d}.nc", 4 * i, 4, nx=2000)
+    return d
+
+
+def aside(parent: Path) -> list[Path]:
+    return sorted(p for p in parent.iterdir() if p.name.startswith("."))
+
+
+def chunk_files(parent: Path) -> int:
+    return sum(len(files) for p in aside(parent) if p.is_dir() for _, _, files in os.walk(p))
+
+
+def wait_for(cond, proc, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert proc.poll() is None, f"finished before the signal: {proc.returncode} {proc.stderr.read()}"
+        assert time.monotonic() < deadline, "never reached the point"
+        time.sleep(0.01)
+
+
+def readable(url: str) -> bool:
+    try:
+        open_dataset(url)
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("kind", ["file", "zip"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig):
+    out = tmp_path / f"out.{kind}"
+    proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", "2", str(many / "*.nc"), str(out))
+    try:
+        wait_for(lambda: chunk_files(tmp_path) >= 20, proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+        assert not out.exists() and not readable(str(out))
+        if sig == signal.SIGINT:
+            assert proc.returncode == 130, err
+            assert len(err.strip().splitlines()) == 1 and "interrupted" in err and "Traceback" not in err, err
+            assert aside(tmp_path) == []  # the tree built aside is removed (after the workers stopped)
+        else:
+            assert proc.returncode == -signal.SIGKILL
+            left = safety.find_leftovers(out)
+            assert left and all(str(proc.pid) in p.name for p in left)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # orphaned workers of a killed client
+        except ProcessLookupError:
+            pass
+    if sig == signal.SIGKILL:
+        time.sleep(0.5)
+        again = cli("-q", "--concat", "time", "--workers", "1", str(many / "f00[0-2].nc"), str(out))
+        _, err = again.communicate(timeout=120)
+        assert again.returncode == 0, err
+        assert safety.find_leftovers(out) == [] and readable(str(out))
+
+
+# ---- --append of several files: the same machinery against an existing store ---------------------------
+@pytest.mark.parametrize("kind", ["file", "zip", "s3"])
+def test_append_of_several_files_equals_the_sequential_append(client, archive, tmp_path, kind):
+    import boto3
+
+    d, files, ref = archive
+    if kind == "s3":
+        bucket = f"append-many-{os.getpid()}"
+        boto3.client("s3").create_bucket(Bucket=bucket)
+        out = f"s3://{bucket}/ds#mode=nczarr,s3"
+    else:
+        out = str(tmp_path / f"out.{kind}")
+    convert(str(files[0]), out)
+    stats = concat([str(files[2]), str(files[1])], out, "time", client=client, append=True)  # given out of order
+    assert stats.records == 9
+    assert diff(open_dataset(str(ref)), open_dataset(out)) == []
+    if kind != "s3":
+        assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.{kind}"]
+
+
+def test_append_of_several_files_refuses_records_already_there(client, archive, tmp_path):
+    from tests.test_append import snapshot
+
+    d, files, ref = archive
+    out = tmp_path / "out.file"
+    convert(str(files[0]), str(out))
+    append(str(files[1]), str(out), "time")
+    before = snapshot(out)
+    with pytest.raises(UsageError, match=r"a_second\.nc: coordinate /time values \[5\.0, 6\.0, 7\.0\]… are already"):
+        concat([str(files[1]), str(files[2])], str(out), "time", client=client, append=True)
+    assert snapshot(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out.file"]
+
+
+def test_cli_append_of_several_files(archive, tmp_path):
+    d, files, ref = archive
+    out = tmp_path / "out.zip"
+    convert(str(files[0]), str(out))
+    proc = cli("--append", "time", "--workers", "1", str(files[1]), str(files[2]), str(out))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "2 files, 9 records appended along time" in err, err
+    assert diff(open_dataset(str(ref)), open_dataset(str(out))) == []
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_interrupted_concat_to_s3_never_reads_as_a_dataset(tmp_path, moto_server, sig):
+    import boto3
+
+    s3 = boto3.client("s3")
+    bucket = f"concat-int-{sig}-{os.getpid()}"
+    s3.create_bucket(Bucket=bucket)
+    url = f"s3://{bucket}/ds#mode=nczarr,s3"
+
+    def names() -> list[str]:
+        return [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+    for i in range(30):  # 100 chunks a file: a few thousand PUTs in all, slow enough to interrupt
+        make(tmp_path / f"f{i:03d}.nc", 4 * i, 4, nx=200)
+    proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", "2", str(tmp_path / "*.nc"), url)
+    try:
+        wait_for(lambda: len(names()) >= 20, proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    left = names()
+    assert "ds/.zgroup" not in left and "ds/.zattrs" not in left and not readable(url)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130 and "Traceback" not in err, err
+        assert left == []  # every chunk a worker put, and the marker, removed
+    else:
+        assert "ds/.nczarr-partial" in left
+        again = cli("-q", "--concat", "time", "--workers", "1", str(tmp_path / "f000.nc"), url)
+        _, err = again.communicate(timeout=120)
+        assert again.returncode == 0, err  # the dead writer's leftovers are removed, no --overwrite needed
+        assert readable(url) and "ds/.nczarr-partial" not in names()
+
+
+def test_existing_output_is_refused_before_a_cluster_starts(archive, tmp_path):
+    from nczarr_conformance.errors import StoreError
+
+    d, files, ref = archive
+    out = tmp_path / "out.file"
+    out.mkdir()
+    with pytest.raises(StoreError, match="exists"):
+        concat([str(f) for f in files], str(out), "time", scheduler="tcp://127.0.0.1:1")  # never reached
