@@ -82,7 +82,8 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     refused, or with ``skip_unsupported`` left out with a warning in ``stats.warnings``.
 
     ``direct`` copies compressed HDF5 chunks as they are when the codecs agree
-    (see direct.py); ``threads`` 0 picks 2 per core for files, 16 for S3;
+    (see direct.py); ``threads`` (0: 2 per core) read and encode chunks, S3 uploads run
+    in the store's own pool (stores/s3_upload.py);
     ``transforms`` (nccopy's -d -s -c -u -V -G, see transforms.py) rewrite the header first;
     ``consolidate`` writes ``.zmetadata`` last (None: unless a char array is ``>S1``, see
     nczarr/writer.py); ``char_as`` ("S1": ``|S1``, ">S1") overrides the
@@ -119,7 +120,7 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
 
         # the HDF5 chunk index is used on both paths (unwritten chunks); copying only when asked
         raw = _direct_source(src, copy=direct and flavor != "nczarr-2-upper")
-        workers = threads or (16 if spec.kind == "s3" else 2 * (os.cpu_count() or 2))
+        workers = threads or 2 * (os.cpu_count() or 2)
         store = None
         try:
             store = open_store(spec, "w", overwrite=overwrite)

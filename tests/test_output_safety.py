@@ -307,28 +307,20 @@ def test_s3_overwrite_replaces_only_the_datasets_objects(tmp_path, s3_bucket):
 
 
 @pytest.mark.s3
-def test_s3_failed_put_is_the_message_not_the_cleanup(tmp_path, s3_bucket, monkeypatch):
-    import botocore.exceptions as bx
+def test_s3_failed_put_is_the_message_not_the_cleanup(tmp_path, s3_bucket, moto_server, monkeypatch):
+    """A chunk PUT is refused, and so is the cleanup's DeleteObjects: the PUT's failure is reported."""
+    from tests.stores.faulty_s3 import Fault, FaultyS3
 
-    from nczarr_conformance.stores.s3 import S3Store
-
-    real_put = S3Store._put_now
-    calls = [0]
-
-    def failing_put(self, key, data):
-        calls[0] += 1
-        if calls[0] > 3:
-            raise self._fail(bx.ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "PutObject"),
-                             f"put {key}")
-        real_put(self, key, data)
-
-    def failing_delete(self, keys_):
-        raise StoreError("s3://x: access denied while trying to delete objects")
-
-    monkeypatch.setattr(S3Store, "_put_now", failing_put)
-    monkeypatch.setattr(S3Store, "_delete_many", failing_delete)
-    with pytest.raises(StoreError, match=r"access denied \(AccessDenied\) while trying to put /"):
-        convert(str(make_nc(tmp_path / "a.nc", n=20)), f"s3://{s3_bucket}/p#mode=nczarr,s3", threads=1)
+    proxy = FaultyS3(moto_server)  # a real HTTP server in front of moto, answering 403 to these
+    proxy.faults = [Fault("PUT", r"/p/v/1\.0$", 403, "AccessDenied", times=99),
+                    Fault("POST", rf"^{s3_bucket}$", 403, "AccessDenied", times=99, query="^delete")]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    try:
+        with pytest.raises(StoreError, match=r"access denied \(AccessDenied\) while trying to put /v/1\.0"):
+            convert(str(make_nc(tmp_path / "a.nc", n=20)), f"s3://{s3_bucket}/p#mode=nczarr,s3", threads=1)
+        assert proxy.requests("POST", 403)  # the cleanup was tried, and failed
+    finally:
+        proxy.close()
 
 
 # ---- messages ------------------------------------------------------------------------------------

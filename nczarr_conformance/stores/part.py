@@ -149,7 +149,7 @@ class S3Part(_Part):
 
         self._check_chunk(key)
         try:
-            self.reader.client.put_object(Bucket=self.bucket, Key=self._name(key), Body=data)
+            self.reader.write_client.put_object(Bucket=self.bucket, Key=self._name(key), Body=data)  # 8 attempts
         except (bx.ClientError, bx.BotoCoreError) as exc:
             raise StoreError(f"s3://{self.bucket}/{self._name(key)}: cannot put: {exc}") from exc
 

@@ -19,10 +19,12 @@ Writing, and why in this order (S3 has no rename, so readers see each PUT at onc
   An overwrite then deletes the old dataset's root metadata (``.zmetadata``, ``.zgroup``,
   ``.zattrs``, then every other metadata object), so during the write the prefix reads as
   "no dataset", never as old metadata over new chunks.
-* Chunks are PUT as they come; metadata objects are held back and PUT at ``commit()``,
-  after the old dataset's objects that were not rewritten are deleted (a chunk the new
-  dataset leaves out as all-fill must not show the old one's data), children first and the
-  root ``.zgroup`` (then ``.zmetadata``) last; the marker is deleted last of all.
+* Chunks are PUT as they come, many at once (see s3_upload.py: a bounded pool, a byte
+  budget, multipart above 16 MiB); metadata objects are held back and PUT at ``commit()``
+  once every chunk is up, after the old dataset's objects that were not rewritten are
+  deleted (a chunk the new dataset leaves out as all-fill must not show the old one's
+  data), children first (one depth at a time, in parallel) and the root ``.zgroup`` (then
+  ``.zmetadata``) last; the marker is deleted last of all.
 * An append PUTs its chunks (new ones lie outside the old shapes, the rewritten edge chunk
   keeps the old values, so the old dataset reads the same), then at ``commit()`` deletes the
   root ``.zgroup``/``.zmetadata``, PUTs the new metadata and the root last. ``abort()`` during
@@ -36,6 +38,12 @@ an interrupted append leaves the old dataset or, killed during its metadata phas
 unreadable one — never a readable mix. ``abort()`` removes everything the writer put and,
 for an overwrite, what is left of the old dataset. The next writer on the prefix removes a
 dead writer's leftovers (marker present, its PID gone): they hold only dataset-shaped keys.
+
+Retries are botocore's "standard" mode (exponential backoff with jitter on throttling,
+5xx and dropped connections): 3 attempts a request for reading, 8 for writing, so a
+throttled upload rides out S3's ``SlowDown`` while an unreachable endpoint is still
+reported at once. ``AWS_MAX_ATTEMPTS`` and ``AWS_RETRY_MODE`` (or ``max_attempts`` and
+``retry_mode`` in the profile) override both, as for every AWS tool.
 """
 from __future__ import annotations
 
@@ -50,42 +58,61 @@ from .. import keys, limits, safety
 from ..errors import StoreError
 from ..urls import StoreSpec
 from .base import Store
+from .s3_upload import Uploader
 
 MISSING_KEY_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
-_CLIENTS: dict[tuple[str | None, str | None, str | None, str | None], Any] = {}
+READ_ATTEMPTS = 3  # per request, the first one included
+WRITE_ATTEMPTS = 8
+UPLOAD_CONCURRENCY = 16
+UPLOAD_IN_FLIGHT_BYTES = 64 * 1024**2
+MULTIPART_THRESHOLD = 16 * 1024**2
+PART_SIZE = 8 * 1024**2
+_CLIENTS: dict[tuple[str | None, str | None, str | None, str | None], tuple[Any, Any]] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def _client(endpoint: str | None, profile: str | None, region: str | None) -> Any:
-    """One boto3 client per (endpoint, profile, region, AWS_ENDPOINT_URL): making one costs ~0.1 s."""
-    import os
+def _clients(endpoint: str | None, profile: str | None, region: str | None) -> tuple[Any, Any]:
+    """A reading and a writing boto3 client per (endpoint, profile, region, AWS_ENDPOINT_URL).
 
+    Making the first costs ~0.1 s, the second ~5 ms. They differ in retries only (see the
+    module docstring); both keep enough connections for every upload thread.
+    """
     import boto3
     import botocore.config
+    import botocore.session
 
     cache_key = (endpoint, profile, region, os.environ.get("AWS_ENDPOINT_URL"))
     with _CLIENTS_LOCK:
         if cache_key in _CLIENTS:
             return _CLIENTS[cache_key]
-        session = boto3.Session(profile_name=profile, region_name=region)
-        config = botocore.config.Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5,
-                                        read_timeout=60, max_pool_connections=32,
-                                        s3={"addressing_style": "path"})
-        kwargs: dict[str, Any] = {"config": config}
+        core = botocore.session.Session(profile=profile)
+        session = boto3.Session(botocore_session=core, region_name=region)
+        scoped = core.get_scoped_config()  # raises ProfileNotFound for an unknown profile
+        attempts = core.get_config_variable("max_attempts")
+        mode = os.environ.get("AWS_RETRY_MODE") or scoped.get("retry_mode") or "standard"
+        kwargs: dict[str, Any] = {}
         if endpoint:
             kwargs["endpoint_url"] = endpoint
         if session.region_name is None:
             kwargs["region_name"] = "us-east-1"
-        client = session.client("s3", **kwargs)
-        _CLIENTS[cache_key] = client
-        return client
+        pair = tuple(
+            session.client("s3", config=botocore.config.Config(
+                retries={"total_max_attempts": int(attempts or default), "mode": mode}, connect_timeout=5,
+                read_timeout=60, max_pool_connections=UPLOAD_CONCURRENCY + 16, s3={"addressing_style": "path"}),
+                **kwargs)
+            for default in (READ_ATTEMPTS, WRITE_ATTEMPTS))
+        _CLIENTS[cache_key] = (pair[0], pair[1])
+        return _CLIENTS[cache_key]
 
 
 class S3Store(Store):
     kind = "s3"
 
     def __init__(self, bucket: str, prefix: str, *, mode: str = "r", overwrite: bool = False,
-                 endpoint: str | None = None, profile: str | None = None, region: str | None = None) -> None:
+                 endpoint: str | None = None, profile: str | None = None, region: str | None = None,
+                 concurrency: int = UPLOAD_CONCURRENCY, in_flight_bytes: int = UPLOAD_IN_FLIGHT_BYTES,
+                 multipart_threshold: int = MULTIPART_THRESHOLD, part_size: int = PART_SIZE) -> None:
+        """``concurrency`` PUTs at once, holding at most ``in_flight_bytes`` (see s3_upload.py)."""
         super().__init__()
         if not bucket:
             raise StoreError("S3 URL names no bucket")
@@ -99,11 +126,16 @@ class S3Store(Store):
         import botocore.exceptions as bx
 
         try:
-            self.client = _client(endpoint, profile, region)
+            self.client, self.write_client = _clients(endpoint, profile, region)
         except bx.BotoCoreError as exc:  # ProfileNotFound and friends
             raise StoreError(f"s3://{bucket}/{self.prefix}: {exc}") from exc
         self._recorder = self._record
-        self.client.meta.events.register("before-parameter-build.s3.*", self._recorder)
+        for client in (self.client, self.write_client):
+            client.meta.events.register("before-parameter-build.s3.*", self._recorder)
+        self._upload_options = {"concurrency": concurrency, "in_flight_bytes": in_flight_bytes,
+                                "multipart_threshold": multipart_threshold, "part_size": part_size}
+        self._uploader: Uploader | None = None
+        self._dead_uploads = False
         self._held: dict[str, bytes] = {}  # metadata, PUT at commit
         self._old: list[str] = []  # the old dataset's objects ('w') or every object ('a')
         self._begun = False
@@ -131,6 +163,7 @@ class S3Store(Store):
                 raise StoreError(f"{where}: holds {foreign[0].lstrip('/')}, which is not part of a Zarr dataset; "
                                  "not replaced")
             self._old = sorted(existing)  # a dead writer's leftovers: ours to remove
+            self._dead_uploads = True  # and its unfinished multipart uploads, at _begin()
             return
         if mode == "a":
             self._old = sorted(existing)
@@ -174,8 +207,9 @@ class S3Store(Store):
             self.requests.append((model.name, str(params.get("Key", params.get("Prefix", "")))))
 
     def close(self) -> None:
-        """Stop recording requests on the shared client."""
-        self.client.meta.events.unregister("before-parameter-build.s3.*", self._recorder)
+        """Stop recording requests on the shared clients."""
+        for client in (self.client, self.write_client):
+            client.meta.events.unregister("before-parameter-build.s3.*", self._recorder)
 
     def _name(self, key: str) -> str:
         rel = key.lstrip("/")
@@ -196,7 +230,10 @@ class S3Store(Store):
                 return StoreError(f"{where}: no such bucket {self.bucket!r}")
             if code in ("AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
                 return StoreError(f"{where}: access denied ({code}) while trying to {what}")
-            return StoreError(f"{where}: {code or 'error'} while trying to {what}: {err.get('Message', '')}".rstrip(": "))
+            retried = exc.response.get("ResponseMetadata", {}).get("RetryAttempts")
+            tries = f" (gave up after {retried + 1} attempts)" if isinstance(retried, int) and retried else ""
+            return StoreError(f"{where}: {code or 'error'} while trying to {what}{tries}: "
+                              f"{err.get('Message', '')}".rstrip(": "))
         if isinstance(exc, bx.NoCredentialsError):
             return StoreError(f"{where}: no AWS credentials (set AWS_PROFILE, AWS_ACCESS_KEY_ID or ~/.aws/credentials)")
         if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ConnectionClosedError)):
@@ -241,15 +278,28 @@ class S3Store(Store):
                 self._held[key] = data
             return
         self._begin()
-        self._put_now(key, data)
         with self._lock:
-            self._put_keys.append(key)
+            self._put_keys.append(key)  # before the PUT: an abort deletes whatever may have landed
+        self._uploads().submit(self._name(key), data)
+
+    def _uploads(self) -> Uploader:
+        with self._begin_lock:
+            if self._uploader is None:
+                self._uploader = Uploader(self.write_client, self.bucket, self._upload_error, **self._upload_options)
+            return self._uploader
+
+    def _upload_error(self, name: str, exc: Exception) -> Exception:
+        """An upload's failure as the one line to report (anything unexpected as it is)."""
+        try:
+            return self._fail(exc, f"put {self._key(name)}")
+        except Exception as other:
+            return other
 
     def _put_now(self, key: str, data: bytes) -> None:
         import botocore.exceptions as bx
 
         try:
-            self.client.put_object(Bucket=self.bucket, Key=self._name(key), Body=data)
+            self.write_client.put_object(Bucket=self.bucket, Key=self._name(key), Body=data)
         except (bx.ClientError, bx.BotoCoreError) as exc:
             raise self._fail(exc, f"put {key}") from exc
 
@@ -265,7 +315,27 @@ class S3Store(Store):
                 root = [k for k in safety.ROOT_META if k in meta]
                 self._delete_many(root)
                 self._delete_many(sorted(set(meta) - set(root)))
+            if self._dead_uploads:
+                self._abort_dead_uploads()
             self._begun = True
+
+    def _abort_dead_uploads(self) -> None:
+        """Abort the multipart uploads a killed writer left open under the prefix (unseen, yet billed).
+
+        Only dataset-shaped keys, and only when the marker says the writer is dead.
+        """
+        import botocore.exceptions as bx
+
+        prefix = f"{self.prefix}/" if self.prefix else ""
+        try:
+            for page in self.write_client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
+                                                                                          Prefix=prefix):
+                for upload in page.get("Uploads", []):
+                    if safety.is_dataset_shaped(self._key(upload["Key"])):
+                        self.write_client.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"],
+                                                                 UploadId=upload["UploadId"])
+        except (bx.ClientError, bx.BotoCoreError) as exc:
+            raise self._fail(exc, "abort a dead writer's multipart uploads") from exc
 
     def _delete(self, key: str) -> None:
         self._delete_many([key])
@@ -276,7 +346,7 @@ class S3Store(Store):
         for i in range(0, len(keys_), 1000):
             batch = [{"Key": self._name(k)} for k in keys_[i:i + 1000]]
             try:
-                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+                self.write_client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
             except (bx.ClientError, bx.BotoCoreError) as exc:
                 raise self._fail(exc, "delete objects") from exc
 
@@ -315,6 +385,12 @@ class S3Store(Store):
         if self.mode not in ("w", "a"):
             return
         self._quiesce()
+        try:
+            if self._uploader is not None:
+                self._uploader.drain()  # every chunk is up before any metadata; interruptible
+        except BaseException:
+            self.abort()
+            raise
         with safety.critical():
             try:
                 safety.raise_if_interrupted()
@@ -331,19 +407,44 @@ class S3Store(Store):
                     root = [k for k in safety.ROOT_META if self._restore.get(k) is not None
                             and keys.basename(k) in (".zgroup", ".zmetadata")]
                     self._delete_many(root)
-                for key in self._metadata_order():
-                    self._put_now(key, self._held[key])
-                    with self._lock:
-                        self._put_keys.append(key)
+                self._put_metadata()
                 if self.mode == "a":  # the old root .zgroup, when the append did not rewrite it
                     zgroup = self._restore.get("/.zgroup")
                     if "/.zgroup" not in self._held and zgroup is not None:
                         self._put_now("/.zgroup", zgroup)
                 self._delete_many([safety.S3_MARKER])
             except BaseException:
+                self._cancel_uploads()
                 self._abort_writes()
                 raise
             self.mode = "done"
+            if self._uploader is not None:
+                self._uploader.close()
+
+    def _put_metadata(self) -> None:
+        """The held metadata, deepest first: each depth in parallel, the root's objects one by one, in order."""
+        order = self._metadata_order()
+        root = [k for k in order if len(keys.split(k)) == 1]
+        levels: dict[int, list[str]] = {}
+        for key in order:
+            if key not in root:
+                levels.setdefault(len(keys.split(key)), []).append(key)
+        for depth in sorted(levels, reverse=True):
+            uploads = self._uploads()
+            for key in levels[depth]:
+                with self._lock:
+                    self._put_keys.append(key)
+                uploads.submit(self._name(key), self._held[key], interruptible=False)
+            uploads.drain(interruptible=False)  # in commit's critical section: finish what was begun
+        for key in root:
+            with self._lock:
+                self._put_keys.append(key)
+            self._put_now(key, self._held[key])
+
+    def _cancel_uploads(self) -> None:
+        """Stop the upload pool: queued PUTs dropped, the running ones waited for, multipart uploads aborted."""
+        if self._uploader is not None:
+            self._uploader.cancel()
 
     def _metadata_order(self) -> list[str]:
         """Held metadata: deepest first, the root's last with .zgroup then .zmetadata at the very end."""
@@ -355,6 +456,7 @@ class S3Store(Store):
         if self.mode in ("w", "a"):
             self._quiesce()
             with safety.critical():
+                self._cancel_uploads()
                 self._abort_writes()
 
     def _abort_writes(self) -> None:
