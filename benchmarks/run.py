@@ -302,15 +302,25 @@ def render(doc: dict[str, object]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ntime", type=int, default=256)
-    ap.add_argument("--only", choices=("all", "s3"), default="all", help="s3: the S3 rows alone")
+    ap.add_argument("--only", choices=("all", "s3", "concat"), default="all",
+                    help="s3: the S3 rows alone; concat: the many-files rows alone (benchmarks/concat.py)")
+    ap.add_argument("--nfiles", type=int, default=200, help="daily files for the --concat rows")
     ap.add_argument("--out", default=str(REPO / "reports"))
     args = ap.parse_args()
-    doc = run(args.ntime, args.only)
+    doc = run(args.ntime, args.only) if args.only != "concat" else {}
+    text = render(doc) if doc else ""
+    if args.only in ("all", "concat"):  # many files → one store: --concat, the append loop, xarray
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import concat as concat_bench
+
+        with tempfile.TemporaryDirectory(prefix="concat-bench-") as work:
+            doc["concat"] = concat_bench.run(args.nfiles, Path(work))
+        text += "\n## Many files → one store\n\n" + concat_bench.render(doc["concat"])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (out / "bench.md").write_text(render(doc))
-    print(render(doc))
+    (out / "bench.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    (out / "bench.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
