@@ -17,10 +17,15 @@ CONSOLIDATED_KEY = "/.zmetadata"
 
 def consolidated_bytes(objects: Mapping[str, Any]) -> bytes:
     """The ``.zmetadata`` for ``objects`` (zmap key of a ``.zgroup``, ``.zarray`` or ``.zattrs`` → its parsed
-    JSON); keys are stored without the leading ``/``, as zarr-python writes them."""
-    meta = {key.lstrip("/"): doc for key, doc in objects.items()}
+    JSON); keys are stored without the leading ``/``, as zarr-python writes them, in key order.
+
+    Only the entry keys are sorted: each entry keeps its object's key order, because a ``.zattrs``
+    lists the attributes in creation order (the order ``ncdump`` prints) and a reader that takes its
+    metadata from ``.zmetadata`` (ours, by default) must see that order, not the alphabet's.
+    """
+    meta = {key.lstrip("/"): objects[key] for key in sorted(objects, key=lambda k: k.lstrip("/"))}
     return json.dumps({"metadata": meta, "zarr_consolidated_format": 1}, ensure_ascii=False, allow_nan=False,
-                      indent=4, sort_keys=True).encode("utf-8")
+                      indent=4).encode("utf-8")
 
 
 def with_updates(raw: bytes, updated: Mapping[str, bytes]) -> bytes:

@@ -121,6 +121,30 @@ def test_zmetadata_is_written_last_and_equals_zarr_pythons_consolidation(tmp_pat
     assert sorted(name for name, _ in group.arrays()) == sorted(dataset.root.variables)
 
 
+@pytest.mark.peer
+@pytest.mark.parametrize("flavor", ["nczarr-4.10", "zarr"])
+def test_zmetadata_keeps_attribute_creation_order(tmp_path, flavor):
+    """Our reader takes metadata from .zmetadata; each entry must keep its object's key order, so that
+    attributes come out in creation order (ncdump's), as netCDF4-python lists them from the source file."""
+    nc4 = pytest.importorskip("netCDF4")
+    src = tmp_path / "order.nc"
+    with nc4.Dataset(src, "w") as ds:
+        ds.createDimension("x", 2)
+        v = ds.createVariable("v", "i4", ("x",))
+        for name in ("zeta", "alpha", "mid", "beta"):
+            ds.setncattr(name, name)
+            v.setncattr(name, 1)
+    with nc4.Dataset(src) as ds:
+        expected = {"/": ds.ncattrs(), "/v": ds["v"].ncattrs()}
+    out = tmp_path / "order.file"
+    assert nc2nczarr(["--quiet", "--flavor", flavor, str(src), str(out)]) == 0
+    meta = json.loads((out / ".zmetadata").read_text())["metadata"]
+    for key, doc in meta.items():  # every entry in its object's own order
+        assert list(doc) == list(json.loads((out / key).read_text())), key
+    got = open_dataset(str(out), data=False)
+    assert {"/": list(got.root.attributes), "/v": list(got.root.variables["v"].attributes)} == expected
+
+
 def test_consolidate_keyword_and_the_char_exception():
     dataset = _nested()
     assert "/.zmetadata" not in _written(dataset, consolidate=False)
