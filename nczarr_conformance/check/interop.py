@@ -204,14 +204,15 @@ def c410_forder(ctx: CheckContext) -> Iterator[Finding]:
 @rule("NCZ-INTEROP-C410-PURECHAR", Severity.WARNING,
        source="netcdf-c 4.10.1 (netCDF4-python); nczarr.md App. E; tests/check/test_interop.py")
 def c410_purechar(ctx: CheckContext) -> Iterator[Finding]:
-    """In pure Zarr, netcdf-c 4.10.1 reads a >S1 array as string, even one it wrote for char; we read char,
-    the type nczarr.md gives >S1 (App. E)."""
+    """In pure Zarr, netcdf-c 4.10.1 reads a >S1 or |S1 array as string, even one it wrote for char; we read char
+    (>S1 is App. E's char, |S1 numpy's: what zarr-python, xarray and nc2nczarr --flavor zarr store)."""
     if ctx.nczarr:
         return
     for akey in sorted(ctx.arrays):
-        if _dtype(ctx, akey) == ">S1":
+        dtype = _dtype(ctx, akey)
+        if dtype in (">S1", "|S1"):
             yield get("NCZ-INTEROP-C410-PURECHAR").finding(
-                keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads this >S1 array as string, we as char")
+                keys.join(akey, ".zarray"), f"netcdf-c 4.10.1 reads this {dtype} array as string, we as char")
 
 
 @rule("NCZ-INTEROP-ZARR-CHAR", Severity.WARNING, source="zarr-python 3.1, xarray; tests/check/test_interop.py")

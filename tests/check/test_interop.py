@@ -342,19 +342,31 @@ def test_c410_forder(tmp_path):
 
 
 def test_c410_purechar(tmp_path):
+    """Every pure-Zarr char layout the rule fires on, netCDF4-python reads as string and we as char: ours
+    (``--flavor zarr``: |S1; ``char_as=">S1"``: App. E's >S1), netcdf-c's own (>S1) and zarr-python's (|S1)."""
     import netCDF4
+    zarr = pytest.importorskip("zarr")
 
-    ours = _write(tmp_path, _chars(), "zarr", "c")
-    theirs = tmp_path / "theirs.file"
-    with netCDF4.Dataset(_url(theirs, "zarr"), "w") as nc:  # netcdf-c's own pure-Zarr char
+    layouts = {"ours-zarr": _write(tmp_path, _chars(), "zarr", "c")}
+    with DirectoryStore(tmp_path / "ours-gt.file", "w") as store:
+        write_dataset(Dataset(_chars()), store, flavor="zarr", char_as=">S1")
+    layouts["ours-zarr->S1"] = tmp_path / "ours-gt.file"
+    layouts["netcdf-c"] = tmp_path / "theirs.file"
+    with netCDF4.Dataset(_url(layouts["netcdf-c"], "zarr"), "w") as nc:  # netcdf-c's own pure-Zarr char
         nc.createDimension("x", 4)
         nc.createVariable("c", "S1", ("x",))[:] = np.array([b"a", b"b", b"c", b"d"])
-    for path in (ours, theirs):
-        assert json.loads((path / "c" / ".zarray").read_text())["dtype"] == ">S1"
-        assert "NCZ-INTEROP-C410-PURECHAR" in _rules(path)
+    layouts["zarr-python"] = tmp_path / "zp.zarr"
+    group = zarr.open_group(str(layouts["zarr-python"]), mode="w", zarr_format=2)
+    arr = group.create_array("c", shape=(4,), dtype="S1", fill_value=b"", compressors=None,
+                             attributes={"_ARRAY_DIMENSIONS": ["x"]})
+    arr[...] = np.array([b"a", b"b", b"c", b"d"])
+    dtypes = {name: json.loads((path / "c" / ".zarray").read_text())["dtype"] for name, path in layouts.items()}
+    assert dtypes == {"ours-zarr": "|S1", "ours-zarr->S1": ">S1", "netcdf-c": ">S1", "zarr-python": "|S1"}
+    for name, path in layouts.items():
+        assert "NCZ-INTEROP-C410-PURECHAR" in _rules(path), name
         var = netcdf4.read(_url(path, "zarr")).root.variables["c"]
-        assert (var.type, var.data.tolist()) == ("string", ["a", "b", "c", "d"])
-        assert open_dataset(str(path)).root.variables["c"].type == "char"
+        assert (var.type, var.data.tolist()) == ("string", ["a", "b", "c", "d"]), name
+        assert open_dataset(str(path)).root.variables["c"].type == "char", name
     nczarr = _write(tmp_path, _chars(), "nczarr-4.10", "c")
     assert "NCZ-INTEROP-C410-PURECHAR" not in _rules(nczarr)
     assert netcdf4.read(_url(nczarr)).root.variables["c"].type == "char"

@@ -254,15 +254,15 @@ def sanitised(outcome: Any, *urls: str) -> Any:
 KNOWN_DIR = Path(__file__).parent / "known"
 
 
+KINDS = ("peer", "ours-by-design")
+
+
 @dataclass(frozen=True, slots=True)
 class Known:
     """A cell known not to pass: ``outcome`` exactly, and why.
 
     ``kind="peer"``: the peer (netcdf-c 4.9.0 or 4.10.1) is wrong against nczarr.md or its own
-    baseline: a strict xfail raising PeerStillWrong on exactly ``outcome``. ``kind="sem"``: our
-    code awaits a behaviour another branch brings (``TEMP awaiting branch sem: …``): the cell
-    asserts ``outcome`` (PASS, or the documented difference that remains once that behaviour is
-    in) under a strict xfail that the integrator removes on merge. ``kind="ours-by-design"``:
+    baseline: a strict xfail raising PeerStillWrong on exactly ``outcome``. ``kind="ours-by-design"``:
     ours differs from netcdf-c's baseline by a documented choice: the cell asserts exactly that
     difference (and passes), so any other change shows.
     """
@@ -278,6 +278,8 @@ def load_known(script: str) -> dict[str, Known]:
     if not path.exists():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
+    bad = {cell: v["kind"] for cell, v in data.items() if v["kind"] not in KINDS}
+    assert not bad, f"{path.name}: kind must be one of {KINDS}: {bad}"
     return {cell: Known(v["outcome"], v["reason"], v["kind"]) for cell, v in data.items()}
 
 
@@ -300,16 +302,12 @@ def settle(request: pytest.FixtureRequest, outcome: Callable[[], Any], known_cel
     The cell's entry in ``known/<script>.json`` is keyed by the test's name (``test_x[params]``).
     """
     known = known_cells.get(request.node.name)
-    if known is not None and known.kind == "sem":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"TEMP awaiting branch sem: {known.reason}"))
-    elif known is not None and known.kind == "peer":
+    if known is not None and known.kind == "peer":
         request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=known.reason))
     seen = as_json(outcome())
     _record(request, seen)
     if known is None:
         assert seen == PASS, seen
-    elif known.kind == "sem":
-        assert seen == known.outcome, seen
     elif known.kind == "ours-by-design":
         assert seen == known.outcome, f"ours changed: {seen!r} (documented: {known.reason})"
     else:
