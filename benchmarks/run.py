@@ -87,6 +87,8 @@ def run(ntime: int, only: str = "all") -> dict[str, object]:
     jobs = [] if only == "s3" else [
         ("cp of the .nc (copy limit)", src, ["cp", str(src), str(work / "copy.nc")], work / "copy.nc"),
         ("nc2nczarr --version (startup)", src, nc2[:-1] + ["--version"], work / "none"),
+        ("imports a conversion needs (numpy, numcodecs, netCDF4, h5py; the floor before the first byte)", src,
+         [sys.executable, "-c", "import numpy, numcodecs, netCDF4, h5py"], work / "none"),
         ("nc2nczarr (direct chunk copy) → dir", src, nc2 + [str(src), str(work / "ours.file")], work / "ours.file"),
         ("nc2nczarr (direct chunk copy) → zip", src, nc2 + [str(src), str(work / "ours.zip")], work / "ours.zip"),
         ("nc2nczarr (direct) fixed-dim → dir", fixed, nc2 + [str(fixed), str(work / "oursf.file")], work / "oursf.file"),
@@ -275,6 +277,21 @@ def render(doc: dict[str, object]) -> str:
                   f"`cp -r` of the same 7300-file tree takes {cp_r['seconds']} s here, the floor for any directory "
                   f"writer on this file system; `nc2nczarr --version` {startup.get('seconds')} s (target < 0.15 s; "
                   "process wall time from spawn to exit)."]
+        imports = rows.get("imports a conversion needs (numpy, numcodecs, netCDF4, h5py; the floor before the "
+                           "first byte)", {})
+        if imports.get("seconds"):
+            floor = float(imports["seconds"]) + float(cp_big["seconds"])
+            lines += ["", f"Where the copy-limit gap goes: the libraries a conversion needs take {imports['seconds']} s "
+                      f"to import in this run, so imports + `cp` is already {floor:.2f} s "
+                      f"({floor / float(cp_big['seconds']):.1f}× `cp`) on the big-chunk file before any chunk moves; "
+                      "then one copied chunk per variable is decoded and compared with netCDF4's values (the "
+                      "guarantee that a codec mismatch re-encodes: for one 22 MB chunk about 0.45 s, pyinstrument "
+                      "profile of 2026-11-24: 0.28 s zlib + unshuffle, 0.18 s netCDF4 reading the slab, which "
+                      "decompresses the whole HDF5 chunk), and the chunks are written through page cache from "
+                      "Python threads (`cp` uses in-kernel `copy_file_range`). On many small chunks the file "
+                      f"count is the floor: `cp -r` of the output tree alone takes "
+                      f"{float(cp_r['seconds']) / float(cp_many['seconds']):.1f}× `cp` of the .nc, and imports "
+                      f"+ `cp -r` {(float(imports['seconds']) + float(cp_r['seconds'])) / float(cp_many['seconds']):.1f}×."]
     for label in ("", "many: "):
         ours_s3 = rows.get(f"{label}nc2nczarr (direct) → s3 (moto server)", {})
         alone = [r for name, r in rows.items() if name.startswith(f"{label}boto3 alone") and r.get("exit") == 0]
