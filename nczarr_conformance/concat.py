@@ -180,6 +180,10 @@ def order_and_check(infos: list[FileInfo], *, allow_gaps: bool = False) -> list[
     if with_coord:
         for info in infos:
             assert info.coord is not None
+            if info.coord.dtype.kind not in "iuf":  # strings, chars: no order along the dimension to keep
+                what = "text" if info.coord.dtype.kind in "OSU" else str(info.coord.dtype)
+                raise UsageError(f"{info.path}: coordinate {dim} holds {what}, not numbers; "
+                                 "--concat orders files by numeric coordinate values")
             if info.coord.size > 1 and not bool(np.all(np.diff(info.coord) > 0)):
                 raise UsageError(f"{info.path}: coordinate {dim} is not increasing within the file")
         ordered.sort(key=lambda i: i.coord[0].item() if i.coord is not None else 0)

@@ -174,6 +174,24 @@ def test_chunking_mismatch_is_refused(client, tmp_path):
     _refused(client, tmp_path, [make(tmp_path / "a.nc", 0, 5), b], r"b\.nc: differs from .*a\.nc: /v: chunks")
 
 
+def test_a_string_coordinate_is_refused_in_one_line(tmp_path):
+    """Files ordered by a string coordinate have no numeric order to keep: refused before any write
+    (was an "unexpected error" line asking for a bug report)."""
+    import netCDF4
+
+    for name, label in (("a.nc", "jan"), ("b.nc", "feb")):
+        with netCDF4.Dataset(str(tmp_path / name), "w") as nc:
+            nc.createDimension("time", None)
+            nc.createVariable("time", str, ("time",))[0] = label
+            nc.createVariable("v", "f4", ("time",))[0] = 1.0
+    proc = cli("--concat", "time", "--workers", "1", str(tmp_path / "*.nc"), str(tmp_path / "out.file"))
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err
+    assert err.strip().splitlines() == [f"nc2nczarr: {tmp_path / 'a.nc'}: coordinate /time holds text, not numbers; "
+                                        "--concat orders files by numeric coordinate values"]
+    assert not (tmp_path / "out.file").exists()
+
+
 def cli(*args: str, **kw) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "nczarr_conformance.cli.convert", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
