@@ -603,13 +603,15 @@ def open_target(spec: StoreSpec, overwrite: bool, append: bool = False) -> Targe
 def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
            scheduler: str | None = None, workers: int | None = None, direct: bool = True,
            allow_gaps: bool = False, progress: Progress | None = None,
-           client: Any = None, append: bool = False) -> ConcatStats:
+           client: Any = None, append: bool = False, consolidate: bool | None = None,
+           char_as: str | None = None) -> ConcatStats:
     """Concatenate the netCDF files ``inputs`` (paths or glob patterns) along ``dim_name`` into ``dst``.
 
     ``client``: an open ``distributed.Client`` to use (else one on ``scheduler``, or a
     LocalCluster of ``workers`` processes, closed at the end). ``append``: extend the
     existing store ``dst`` instead (``--append`` of several files): the same checks as
-    append.py against the store, then the same machinery.
+    append.py against the store, then the same machinery. ``consolidate`` and ``char_as`` are
+    :func:`~nczarr_conformance.nczarr.writer.write_dataset`'s (a new store only).
     """
     from .cluster import open_client
     from .nczarr.writer import FLAVOR_ALIASES
@@ -627,7 +629,10 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     if spec.kind in ("file", "zip") and not append and not overwrite and os.path.lexists(spec.path):
         raise StoreError(f"{spec.path}: exists (use --overwrite to replace it)")  # before starting a cluster
     stats = ConcatStats(files=len(files))
-    job = _Job(files, spec, dim_name, flavor, overwrite, direct, allow_gaps, progress, stats, append=append)
+    if append and (consolidate is not None or char_as is not None):
+        raise UsageError("--append keeps the store's layout: it takes no consolidate or char_as")
+    job = _Job(files, spec, dim_name, flavor, overwrite, direct, allow_gaps, progress, stats, append=append,
+               consolidate=consolidate, char_as=char_as)
     try:
         if client is not None:
             job.run(client)
@@ -641,7 +646,8 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     return stats
 
 
-def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool) -> DatasetWriter:
+def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool, *, consolidate: bool | None = None,
+                 char_as: str | None = None) -> DatasetWriter:
     """The writer ``convert`` would use on the first file, its arrays stretched to ``total`` along DIM."""
     from .convert import _header
     from .peers import netcdf4 as nc4
@@ -652,8 +658,8 @@ def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool) -> Data
         variables: dict[str, Any] = {}
         with nc4.LOCK:
             dataset = Dataset(_header(nc, "/", variables))
-        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor, xarray=xarray,
-                               source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
+        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor, xarray=xarray, consolidate=consolidate,
+                               char_as=char_as, source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
         writer.validate()
         writer.plan()
     finally:
@@ -682,6 +688,8 @@ class _Job:
     progress: Progress | None
     stats: ConcatStats
     append: bool = False
+    consolidate: bool | None = None
+    char_as: str | None = None
     target: Target | None = None
     plans: dict[str, ArrayPlan] = field(default_factory=dict)
 
@@ -705,7 +713,8 @@ class _Job:
             if base is not None:
                 self.plans = base.plans(total)
             else:
-                writer = _plan_target(ordered[0], total, self.flavor, spec.xarray)
+                writer = _plan_target(ordered[0], total, self.flavor, spec.xarray, consolidate=self.consolidate,
+                                      char_as=self.char_as)
                 self.plans = writer.plans
             dim = ordered[0].dim
             along = {vkey: plan.var.dimensions.index(dim) for vkey, plan in self.plans.items()

@@ -174,6 +174,31 @@ def test_chunking_mismatch_is_refused(client, tmp_path):
     _refused(client, tmp_path, [make(tmp_path / "a.nc", 0, 5), b], r"b\.nc: differs from .*a\.nc: /v: chunks")
 
 
+@pytest.mark.parametrize("kw,dtype,zmetadata", [({}, ">S1", False), ({"char_as": "S1"}, "|S1", True),
+                                                 ({"char_as": "S1", "consolidate": False}, "|S1", False)])
+def test_concat_takes_the_writers_layout_options(client, tmp_path, kw, dtype, zmetadata):
+    """--char-as and --(no-)consolidate mean for --concat what they mean for one file: the store equals the
+    conversion, with those options, of one file holding both days."""
+    import netCDF4
+
+    def day_file(path: Path, days: list[int]) -> Path:
+        with netCDF4.Dataset(str(path), "w") as nc:
+            nc.createDimension("time", None)
+            nc.createDimension("n", 2)
+            nc.createVariable("time", "f8", ("time",))[:] = days
+            nc.createVariable("c", "S1", ("time", "n"), chunksizes=(1, 2))[:] = np.array([[b"a", b"b"]] * len(days))
+        return path
+
+    files = [day_file(tmp_path / f"d{day}.nc", [day]) for day in range(2)]
+    ref = tmp_path / "ref.file"
+    convert(str(day_file(tmp_path / "both.nc.src", [0, 1])), str(ref), **kw)
+    out = tmp_path / "out.file"
+    concat([str(p) for p in files], str(out), "time", client=client, **kw)
+    assert json.loads((out / "c" / ".zarray").read_text())["dtype"] == dtype
+    assert (out / ".zmetadata").exists() is zmetadata is (ref / ".zmetadata").exists()
+    assert diff(open_dataset(str(ref)), open_dataset(str(out))) == []
+
+
 def test_a_string_coordinate_is_refused_in_one_line(tmp_path):
     """Files ordered by a string coordinate have no numeric order to keep: refused before any write
     (was an "unexpected error" line asking for a bug report)."""

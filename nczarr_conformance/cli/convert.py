@@ -148,9 +148,6 @@ def main(argv: list[str] | None = None) -> int:
     if (args.scheduler or args.workers) and not (args.concat or args.append):
         parser.error("--scheduler and --workers go with --concat or --append")
     many = bool(args.concat) or (bool(args.append) and (len(args.input) > 1 or bool(args.scheduler or args.workers)))
-    if args.concat and (args.char_as or args.consolidate is not None):
-        parser.error("--concat writes each flavor's default layout (.zmetadata unless a char is >S1); "
-                     "--char-as, --consolidate and --no-consolidate are not supported with it yet")
     if args.concat and transforms is not None:
         parser.error("--concat copies the files' layout as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
     if not many:
@@ -171,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
 
             stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor,
                              overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
-                             direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append))
+                             direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append),
+                             consolidate=args.consolidate, char_as=args.char_as)
             if not args.quiet:
                 print(f"nc2nczarr: {stats_c.files} files, {stats_c.records} records "
                       f"{'appended ' if args.append else ''}along {args.concat or args.append}: "
