@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from . import keys, safety
+from .append import MAX_COMPARE_BYTES
 from .errors import StoreError, UsageError
 from .model import Dataset
 from .nczarr.writer import ArrayPlan, DatasetWriter, Progress, _all_fill, _to_storage
@@ -53,7 +54,6 @@ from .stores.part import PartSpec, open_part
 from .urls import StoreSpec, parse
 
 GAP_FACTOR = 1.5  # a step between two files this many times the median step is a gap
-MAX_FINGERPRINT_BYTES = 64 * 1024**2  # variables without DIM compared up to this size (as append does)
 WORKER_THREADS = 2  # copy threads inside one task (a worker process runs one task at a time)
 
 
@@ -148,7 +148,7 @@ def describe(path: str, dim_name: str) -> FileInfo:
             for vname, var in group.variables.items():
                 vkey = keys.join(gkey, vname)
                 if dim not in var.dimensions:
-                    if math.prod(var.shape) * 8 <= MAX_FINGERPRINT_BYTES:
+                    if math.prod(var.shape) * 8 <= MAX_COMPARE_BYTES:  # compared up to append's size
                         info.fingerprints[vkey] = _fingerprint(nc4.read_values(variables[vkey]))
                 elif var.type == "string":
                     values = nc4.read_values(variables[vkey])

@@ -254,15 +254,10 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         group: str | None = None,
         max_bytes: int | None = None,
     ) -> xr.Dataset:
-        store = NCZarrDataStore.open(filename_or_obj, group, max_bytes)
-        try:
-            return StoreBackendEntrypoint().open_dataset(
-                store, mask_and_scale=mask_and_scale, decode_times=decode_times,
-                concat_characters=concat_characters, decode_coords=decode_coords, drop_variables=drop_variables,
-                use_cftime=use_cftime, decode_timedelta=decode_timedelta)
-        except BaseException:
-            store.close()
-            raise
+        return _decoded(NCZarrDataStore.open(filename_or_obj, group, max_bytes), dict(
+            mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
+            decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
+            decode_timedelta=decode_timedelta))
 
     def open_groups_as_dict(  # type: ignore[override]
         self,
@@ -279,21 +274,16 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         max_bytes: int | None = None,
     ) -> dict[str, xr.Dataset]:
         """Every group under ``group`` (default the root) as a Dataset, keyed by its path from there."""
+        decoding: dict[str, Any] = dict(
+            mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
+            decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
+            decode_timedelta=decode_timedelta)
         top = NCZarrDataStore.open(filename_or_obj, group, max_bytes)
         out: dict[str, xr.Dataset] = {}
         try:
             for node in top.group.walk():
-                store = top.child(node)
-                try:
-                    ds = StoreBackendEntrypoint().open_dataset(
-                        store, mask_and_scale=mask_and_scale, decode_times=decode_times,
-                        concat_characters=concat_characters, decode_coords=decode_coords,
-                        drop_variables=drop_variables, use_cftime=use_cftime, decode_timedelta=decode_timedelta)
-                except BaseException:
-                    store.close()
-                    raise
                 relative = node.path[len(top.group.path):].strip("/")
-                out["/" + relative] = ds
+                out["/" + relative] = _decoded(top.child(node), decoding)
         except BaseException:
             for ds in out.values():
                 ds.close()
@@ -323,3 +313,12 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
             concat_characters=concat_characters, decode_coords=decode_coords, drop_variables=drop_variables,
             use_cftime=use_cftime, decode_timedelta=decode_timedelta, group=group, max_bytes=max_bytes)
         return datatree_from_dict_with_io_cleanup(groups)
+
+
+def _decoded(store: NCZarrDataStore, decoding: dict[str, Any]) -> xr.Dataset:
+    """xarray's CF decoding of one group's store (closed again if decoding fails)."""
+    try:
+        return StoreBackendEntrypoint().open_dataset(store, **decoding)
+    except BaseException:
+        store.close()
+        raise

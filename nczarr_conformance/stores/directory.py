@@ -124,31 +124,18 @@ class DirectoryStore(Store):
 
     def _put(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        tmp: str | None = None
         try:
             if path.parent not in self._made:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._made.add(path.parent)
-            if self.mode == "w":
-                # A fresh write builds a private tree (mkdtemp, mode 0700) that is swapped in whole at
-                # commit and removed whole on abort, so an object is written in place: no temporary
-                # file and rename per chunk (the cost of many small chunks). O_NOFOLLOW all the same.
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             0o666 & ~self._umask)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                return
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-            with os.fdopen(fd, "wb") as fh:
-                mode = 0o666 & ~self._umask
-                if self.mode == "u" and os.path.isfile(path):  # a replaced object keeps its permissions
-                    mode = stat.S_IMODE(os.lstat(path).st_mode)
-                os.fchmod(fh.fileno(), mode)
-                fh.write(data)
-            os.replace(tmp, path)
+            mode = 0o666 & ~self._umask
+            if self.mode == "u" and os.path.isfile(path):  # a replaced object keeps its permissions
+                mode = stat.S_IMODE(os.lstat(path).st_mode)
+            # A fresh write builds a private tree (mkdtemp, mode 0700) that is swapped in whole at
+            # commit and removed whole on abort, so an object is written in place: no temporary
+            # file and rename per chunk (the cost of many small chunks).
+            write_object(path, data, mode, in_place=self.mode == "w")
         except OSError as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
             raise StoreError(f"{self.target}: cannot write {key.lstrip('/')}: {exc.strerror or exc}") from exc
 
     def _delete(self, key: str) -> None:
@@ -273,3 +260,26 @@ def _link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst, follow_symlinks=False)
     except OSError:
         shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def write_object(path: Path, data: bytes, mode: int, *, in_place: bool) -> None:
+    """Write one object file, never through a symlink (O_NOFOLLOW, mkstemp).
+
+    ``in_place`` inside a private tree nobody reads yet; otherwise (an append's or a fix's tree,
+    whose files may be hard links to the live store's) into a temporary file renamed over the
+    object, so a reader sees the old bytes or the new ones and a linked file is never written into.
+    """
+    if in_place:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from .. import keys, safety
 from ..errors import StoreError
 from .base import Store
+from .directory import write_object
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,22 +90,8 @@ class DirectoryPart(_Part):
                     where.mkdir()
                 except FileExistsError:
                     pass
-            if self.in_place:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             0o666 & ~self.umask)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                return
-            # an append's tree holds hard links to the old store's files: replace, never write into one
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    os.fchmod(fh.fileno(), 0o666 & ~self.umask)
-                    fh.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            # an append's tree holds hard links to the old store's files: replaced, never written into
+            write_object(path, data, 0o666 & ~self.umask, in_place=self.in_place)
         except FileNotFoundError as exc:
             raise StoreError(f"{self.root}: the tree being written is gone (the run was aborted)") from exc
         except OSError as exc:
