@@ -197,3 +197,29 @@ def test_an_s3_reader_of_a_stable_store_makes_no_extra_requests(s3_bucket, two_f
         np.testing.assert_array_equal(np.asarray(ds["v"][:]), expected(0.0))
         ops = [op for op, _ in ds.store.requests[before:]]
     assert ops == ["GetObject"] * (N_TIME // 4), ops
+
+
+def test_an_s3_open_racing_an_overwrite_refuses_metadata_from_two_datasets(s3_bucket, two_files):
+    """A store without .zmetadata is opened object by object; an overwrite that starts between
+    two of them (root first, then every metadata object, deleted) must not leave the reader
+    with a structure missing arrays or with the next dataset's metadata."""
+    import boto3
+
+    from nczarr_conformance.nczarr.reader import read_dataset
+    from nczarr_conformance.stores.s3 import S3Store
+
+    old, _ = two_files
+    ncz.convert(str(old), f"s3://{s3_bucket}/store#mode=nczarr,s3", consolidate=False)
+    client = boto3.client("s3")
+
+    class OverwrittenAfterTheRoot(S3Store):
+        def _get(self, key: str, limit: int | None = None) -> bytes | None:
+            data = super()._get(key, limit)
+            if key == "/.zgroup":  # the overwrite begins: old root metadata first, then the arrays'
+                for name in ("store/.zgroup", "store/.zattrs", "store/v/.zarray", "store/v/.zattrs"):
+                    client.delete_object(Bucket=s3_bucket, Key=name)
+            return data
+
+    store = OverwrittenAfterTheRoot(s3_bucket, "store")
+    with pytest.raises(StoreError, match="replaced by another writer while being read"):
+        read_dataset(store, data=False)

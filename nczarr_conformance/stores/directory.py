@@ -199,7 +199,7 @@ class DirectoryStore(Store):
             return
         try:
             for dirpath, _dirnames, filenames, _dirfd in os.fwalk(".", dir_fd=fd):
-                rel = [*rel_parts, *Path(dirpath).parts[1:]] if dirpath != "." else rel_parts
+                rel = [*rel_parts, *Path(dirpath).parts]  # fwalk names them "./a/b"; Path drops the "."
                 for name in filenames:
                     if name.endswith(".partial"):
                         continue

@@ -276,6 +276,10 @@ class S3Store(Store):
         except bx.BotoCoreError as exc:
             raise self._fail(exc, f"get {key}") from exc
 
+    def metadata_read(self) -> None:
+        if self._generation is not None:
+            self._generation.settle()
+
     def _head(self, key: str) -> dict[str, Any] | None:
         """HEAD one object: its response, None when it is missing."""
         import botocore.exceptions as bx

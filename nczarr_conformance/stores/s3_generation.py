@@ -16,7 +16,12 @@ chunk of another generation without any cooperation from the writer beyond that 
   or the same dataset, whose old elements are what they were, and the clock moves on to the
   HEAD's, so later chunks older than it are read without asking again;
 * a chunk that is missing may be a never-written one (fill) or one the writer deleted, so the
-  root is asked again too.
+  root is asked again too;
+* metadata objects are read while opening, one after another: rather than ask after each
+  (a young store's objects are all "newer" than a one-second clock), the reader asks once
+  when it has read them all (:meth:`Generation.settle`). An overwrite deletes the root before
+  any other object, so a root still unchanged then proves every object read before it was
+  the opened dataset's. A consolidated store (one ``.zmetadata``) needs no question at all.
 
 A store nobody writes pays nothing: its chunks are older than the open. The limit: S3's
 Last-Modified has one-second resolution, so on an unversioned bucket a dataset written,
@@ -47,6 +52,7 @@ class Generation:
         self._key: str | None = None
         self._identity: tuple[object, ...] | None = None
         self._clock: dt.datetime | None = None
+        self._unsettled = False  # metadata objects read besides the pinned one, not yet confirmed
 
     @staticmethod
     def _identity_of(response: Mapping[str, Any]) -> tuple[object, ...]:
@@ -71,6 +77,9 @@ class Generation:
                 return
             if key == self._key:
                 return
+            if keys.basename(key) in safety.META_NAMES:
+                self._unsettled = True
+                return
             modified = response.get("LastModified")
             if self._clock is not None and isinstance(modified, dt.datetime) and modified < self._clock:
                 return  # written before the open (or before the last check): the opened dataset's
@@ -78,9 +87,20 @@ class Generation:
 
     def missing(self, key: str) -> None:
         """A chunk was missing: fill in the opened dataset, or deleted by a writer replacing it."""
-        if self._key is None or keys.basename(key) in safety.META_NAMES:
+        if self._key is None:
+            return
+        if keys.basename(key) in safety.META_NAMES:
+            with self._lock:
+                self._unsettled = True
             return
         self._confirm(key)
+
+    def settle(self) -> None:
+        """Every metadata object is read: confirm, once, that they came from the dataset pinned."""
+        with self._lock:
+            unsettled, self._unsettled = self._unsettled, False
+        if unsettled:
+            self._confirm("its metadata")
 
     def _confirm(self, key: str) -> None:
         pinned = self._key
