@@ -171,6 +171,7 @@ class DatasetReader:
             self._place_pure_zarr_dims()
         else:
             self._check_dimrefs()
+        store.metadata_read()  # every metadata object read: one dataset's (see Store.metadata_read)
 
     @property
     def nczarr(self) -> bool:

@@ -114,6 +114,13 @@ class Store(ABC):
         if not self.writable:
             raise StoreError(f"{self!r} is read-only")
 
+    def metadata_read(self) -> None:
+        """A reader has read every metadata object it needs (the dataset's structure).
+
+        A store that cannot hold a reader to one tree (S3) checks here, once, that those
+        objects all came from one dataset; local stores need nothing.
+        """
+
     def commit(self) -> None:
         """Make what was written visible at the target; a no-op for read stores."""
 

@@ -13,12 +13,13 @@ through a temporary file renamed over it: atomic per object, no transaction.
 """
 from __future__ import annotations
 
-import sys
 import errno
 import os
 import shutil
 import stat
+import sys
 import tempfile
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,11 +37,13 @@ class DirectoryStore(Store):
         self.target = Path(path)
         self.mode = mode
         self.overwrite = overwrite
+        self._root_fd: int | None = None
         if mode == "r":
             if not self.target.is_dir():
                 reason = "not a directory" if self.target.exists() else "no such file or directory"
                 raise StoreError(f"{self.target}: {reason}")
             self.root = self.target
+            self._pin_generation()
         elif mode == "w":
             self.writable = True
             self._real = Path(os.path.realpath(self.target))
@@ -79,6 +82,46 @@ class DirectoryStore(Store):
         else:
             raise ValueError(f"bad mode {mode!r}")
 
+    def _pin_generation(self) -> None:
+        """Hold the tree this reader opened by a descriptor and read every object relative to it.
+
+        A writer replaces a directory store by swapping a whole new tree in (``safety.swap_in``)
+        and then deleting the old one. Reading by path would, after the swap, take the new
+        tree's chunks under the old tree's metadata: two datasets mixed, no error. Reading
+        relative to the opened root keeps every object of the old tree that still exists; an
+        object found missing is checked against the target (:meth:`_check_generation`), so a
+        chunk deleted with the old tree raises one clear error instead of reading as fill.
+        """
+        try:
+            fd = os.open(self.target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise StoreError(f"{self.target}: {exc.strerror}") from exc
+        self._root_fd = fd
+        self._root_id = _identity(os.fstat(fd))
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    def _check_generation(self, key: str) -> None:
+        """Raise when the tree this reader opened is no longer the one at the target.
+
+        Called when an object is missing: in the dataset opened it may be a never-written
+        chunk (read as fill), or one a writer that swapped a new tree in has deleted since.
+        """
+        if self._root_fd is None:
+            return
+        try:
+            current = _identity(os.stat(self.target))
+        except OSError:
+            current = None
+        if current != self._root_id:
+            raise StoreError(f"{self.target}: replaced by another writer while being read ({key.lstrip('/')} of the "
+                             "dataset opened is gone); nothing mixed was returned, open it again")
+
+    def close(self) -> None:
+        """Release the descriptor a reader holds on the tree it opened."""
+        if self._root_fd is not None:
+            self._finalizer()
+            self._root_fd = None
+
     def _path(self, key: str) -> Path:
         return self.root.joinpath(*keys.split(key))
 
@@ -93,14 +136,16 @@ class DirectoryStore(Store):
         limit = sys.maxsize if limit is None else limit
         path = self._path(key)
         try:
-            fd = _open_inside(self.root, keys.split(key))
+            fd = _open_inside(self.root, keys.split(key), root_fd=self._root_fd)
         except OSError as exc:
             raise StoreError(f"{path}: {_why(exc)}") from exc
         if fd is None:
+            self._check_generation(key)
             return None
         try:
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
+                self._check_generation(key)
                 return None
             if not stat.S_ISREG(info.st_mode):
                 raise StoreError(f"{path}: {_kind(info.st_mode)}, not a regular file; refused")
@@ -143,25 +188,24 @@ class DirectoryStore(Store):
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         """Objects under ``prefix``; a symlinked directory is never entered (a symlinked file is
-        listed, and refused when read, so nczarr-check names it)."""
-        base = self._path(prefix)
+        listed, and refused when read, so nczarr-check names it). A reader lists the tree it
+        opened (relative to its root descriptor), as it reads it."""
         rel_parts = keys.split(prefix)
         try:
-            fd = _open_inside(self.root, rel_parts, directory=True) if rel_parts else None
+            fd = _open_inside(self.root, rel_parts, directory=True, root_fd=self._root_fd)
         except OSError:
             return  # a symlink or something else than a directory: nothing listed under it
-        if fd is not None:
+        if fd is None:
+            return
+        try:
+            for dirpath, _dirnames, filenames, _dirfd in os.fwalk(".", dir_fd=fd):
+                rel = [*rel_parts, *Path(dirpath).parts]  # fwalk names them "./a/b"; Path drops the "."
+                for name in filenames:
+                    if name.endswith(".partial"):
+                        continue
+                    yield keys.join(*rel, name)
+        finally:
             os.close(fd)
-        elif rel_parts:
-            return
-        if not base.is_dir():
-            return
-        for dirpath, _dirnames, filenames in os.walk(base):
-            rel = Path(dirpath).relative_to(self.root)
-            for name in filenames:
-                if name.endswith(".partial"):
-                    continue
-                yield keys.join(*rel.parts, name)
 
     def commit(self) -> None:
         if self.mode not in ("w", "a"):
@@ -208,14 +252,18 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-def _open_inside(root: Path, parts: list[str], *, directory: bool = False) -> int | None:
+def _open_inside(root: Path, parts: list[str], *, directory: bool = False, root_fd: int | None = None) -> int | None:
     """A descriptor for ``root/parts…`` opened one component at a time with O_NOFOLLOW.
 
     None when a component is missing or is a file where a directory is needed (a missing
     key); OSError (ELOOP) when a component is a symlink. The root itself may be a symlink:
-    the user named it.
+    the user named it. ``root_fd``, when given, is the root already opened (a reader's
+    pinned tree), used instead of looking ``root`` up again.
     """
-    current = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    if root_fd is not None:
+        current = os.dup(root_fd)
+    else:
+        current = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
@@ -238,6 +286,10 @@ def _open_inside(root: Path, parts: list[str], *, directory: bool = False) -> in
     finally:
         if current >= 0:
             os.close(current)
+
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
 
 
 def _why(exc: OSError) -> str:

@@ -58,6 +58,7 @@ from .. import keys, limits, safety
 from ..errors import StoreError
 from ..urls import StoreSpec
 from .base import Store
+from .s3_generation import Generation
 from .s3_upload import Uploader
 
 MISSING_KEY_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
@@ -146,6 +147,8 @@ class S3Store(Store):
             self._open_for_writing(mode, overwrite)
         elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once; no marker, no deletes
             self.writable = True
+        # a reader pins the dataset it opened (see s3_generation.py); writers read their own objects
+        self._generation = Generation(f"s3://{bucket}/{self.prefix}", self._head) if mode == "r" else None
 
     def _open_for_writing(self, mode: str, overwrite: bool) -> None:
         existing = set(self._list_prefix("/"))
@@ -259,15 +262,37 @@ class S3Store(Store):
                 body: bytes = stream.read(limit + 1)  # never more than the bound, whatever is sent
                 if len(body) > limit:
                     raise limits.too_big(where, None, limit)
+                if self._generation is not None:
+                    self._generation.seen(key, response)
                 return body
             finally:
                 stream.close()
         except bx.ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code")) in MISSING_KEY_CODES:
+                if self._generation is not None:
+                    self._generation.missing(key)
                 return None
             raise self._fail(exc, f"get {key}") from exc
         except bx.BotoCoreError as exc:
             raise self._fail(exc, f"get {key}") from exc
+
+    def metadata_read(self) -> None:
+        if self._generation is not None:
+            self._generation.settle()
+
+    def _head(self, key: str) -> dict[str, Any] | None:
+        """HEAD one object: its response, None when it is missing."""
+        import botocore.exceptions as bx
+
+        try:
+            response: dict[str, Any] = self.client.head_object(Bucket=self.bucket, Key=self._name(key))
+            return response
+        except bx.ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code")) in MISSING_KEY_CODES:
+                return None
+            raise self._fail(exc, f"head {key}") from exc
+        except bx.BotoCoreError as exc:
+            raise self._fail(exc, f"head {key}") from exc
 
     def _put(self, key: str, data: bytes) -> None:
         if self.mode == "u":

@@ -1,0 +1,117 @@
+"""Which dataset an S3 reader opened, and whether a later object still belongs to it.
+
+S3 has no rename, so a writer replacing a dataset under a prefix (``nc2nczarr --overwrite``)
+changes objects one by one while readers may hold the old metadata. Our writers follow one
+protocol (see :mod:`.s3`): an overwrite deletes the root metadata *before* its first chunk,
+and puts the new root metadata *after* its last one; an append puts its chunks (which leave
+every old element as it was) before it replaces the root metadata. So a reader can tell a
+chunk of another generation without any cooperation from the writer beyond that order:
+
+* at open it pins the root metadata object it read first (``.zmetadata`` or ``.zgroup``):
+  its ETag, Last-Modified and VersionId (exact on a versioned bucket), and the server's clock
+  (``Date``) at that moment;
+* a chunk (or any later object) whose Last-Modified is not older than that clock was written
+  after the open, so the pinned root is asked again (one HEAD): gone or changed means another
+  generation, and the read raises one clear error; unchanged means an append still under way
+  or the same dataset, whose old elements are what they were, and the clock moves on to the
+  HEAD's, so later chunks older than it are read without asking again;
+* a chunk that is missing may be a never-written one (fill) or one the writer deleted, so the
+  root is asked again too;
+* metadata objects are read while opening, one after another: rather than ask after each
+  (a young store's objects are all "newer" than a one-second clock), the reader asks once
+  when it has read them all (:meth:`Generation.settle`). An overwrite deletes the root before
+  any other object, so a root still unchanged then proves every object read before it was
+  the opened dataset's. A consolidated store (one ``.zmetadata``) needs no question at all.
+
+A store nobody writes pays nothing: its chunks are older than the open. The limit: S3's
+Last-Modified has one-second resolution, so on an unversioned bucket a dataset written,
+opened and entirely replaced by another with byte-identical root metadata all within one
+second is not told apart; a versioned bucket's VersionId closes even that.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .. import keys, safety
+from ..errors import StoreError
+
+Head = Callable[[str], Mapping[str, Any] | None]  # HEAD a key: its response, None when it is missing
+
+
+class Generation:
+    """The identity of the dataset an S3 reader opened; checks later objects against it."""
+
+    def __init__(self, where: str, head: Head) -> None:
+        self._where = where
+        self._head = head
+        self._lock = threading.Lock()
+        self._key: str | None = None
+        self._identity: tuple[object, ...] | None = None
+        self._clock: dt.datetime | None = None
+        self._unsettled = False  # metadata objects read besides the pinned one, not yet confirmed
+
+    @staticmethod
+    def _identity_of(response: Mapping[str, Any]) -> tuple[object, ...]:
+        return response.get("ETag"), response.get("LastModified"), response.get("VersionId")
+
+    @staticmethod
+    def _server_clock(response: Mapping[str, Any]) -> dt.datetime | None:
+        date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+        try:
+            return email.utils.parsedate_to_datetime(date) if date else None
+        except (TypeError, ValueError):
+            return None
+
+    def seen(self, key: str, response: Mapping[str, Any]) -> None:
+        """An object was read: pin the first root metadata object, check anything read after it."""
+        with self._lock:
+            if self._key is None:
+                if key in safety.ROOT_META:
+                    self._key = key
+                    self._identity = self._identity_of(response)
+                    self._clock = self._server_clock(response)
+                return
+            if key == self._key:
+                return
+            if keys.basename(key) in safety.META_NAMES:
+                self._unsettled = True
+                return
+            modified = response.get("LastModified")
+            if self._clock is not None and isinstance(modified, dt.datetime) and modified < self._clock:
+                return  # written before the open (or before the last check): the opened dataset's
+        self._confirm(key)
+
+    def missing(self, key: str) -> None:
+        """A chunk was missing: fill in the opened dataset, or deleted by a writer replacing it."""
+        if self._key is None:
+            return
+        if keys.basename(key) in safety.META_NAMES:
+            with self._lock:
+                self._unsettled = True
+            return
+        self._confirm(key)
+
+    def settle(self) -> None:
+        """Every metadata object is read: confirm, once, that they came from the dataset pinned."""
+        with self._lock:
+            unsettled, self._unsettled = self._unsettled, False
+        if unsettled:
+            self._confirm("its metadata")
+
+    def _confirm(self, key: str) -> None:
+        pinned = self._key
+        if pinned is None:
+            return
+        response = self._head(pinned)
+        if response is None or self._identity_of(response) != self._identity:
+            raise StoreError(f"{self._where}: replaced by another writer while being read ({key.lstrip('/')} is not "
+                             f"from the dataset opened: its {pinned.lstrip('/')} is gone or changed); nothing mixed "
+                             "was returned, open it again")
+        clock = self._server_clock(response)
+        with self._lock:
+            if clock is not None and (self._clock is None or clock > self._clock):
+                self._clock = clock
