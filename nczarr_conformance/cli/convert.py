@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.append:
             from ..append import append
 
-            stats_a = append(args.input, args.output, args.append)
+            stats_a = append(args.input, args.output, args.append, allow_gaps=args.allow_gaps)
             if not args.quiet:
                 print(f"nc2nczarr: appended {stats_a.records} records along {args.append}: "
                       f"{stats_a.chunks_written} chunks and {stats_a.metadata_written} metadata objects written, {stats_a.seconds:.2f} s", file=sys.stderr)
