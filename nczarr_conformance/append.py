@@ -2,11 +2,14 @@
 
 Everything is checked before anything is written: the new file must have the same groups,
 variables, types, dimensions (but the one appended along), chunking and attributes, its
-coordinate values along the dimension must all come after the store's (so the same
-append twice is refused), and its strings must fit the store's ``maxstrlen``. A refusal
-leaves the store byte-identical. Then only the chunks that change are written: new ones
-and the edge chunk the old data ended in; the metadata (.zarray shapes, the dimension's
-size, ``.zmetadata`` when the store has one) is written last. Directory and zip stores
+coordinate along the dimension must pass :func:`check_coordinates` (the one rule set
+``--concat`` and a multi-file ``--append`` use too: numbers, no NaN, strictly increasing,
+after the store's last value so the same append twice is refused, no gap), and its strings
+must fit the store's ``maxstrlen``. The input is stamped (:class:`Stamp`) before it is
+read and refused if it changed before the commit. A refusal leaves the store
+byte-identical. Then only the chunks that change are written: new ones and the edge chunk
+the old data ended in; the metadata (.zarray shapes, the dimension's size, ``.zmetadata``
+when the store has one) is written last. Directory and zip stores
 are rebuilt aside and swapped in (readers see the old dataset or the new one); S3 holds
 the metadata back until commit (see stores/s3.py).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -37,6 +41,140 @@ from .urls import parse
 
 MAX_COMPARE_BYTES = 64 * 1024**2
 STRING_SLAB = 1_000_000  # elements read at once when checking incoming strings
+GAP_FACTOR = 1.5  # a step between two pieces this many times the median step is a gap
+
+
+# ---- inputs that change ----------------------------------------------------------------------------
+class InputChanged(StoreError):
+    """An input changed between its checks and the commit: what was checked is not what would be stored."""
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What identifies an input's content when it was checked.
+
+    A file replaced by rename has another inode (or device); one rewritten in place or
+    still being written has another size or modification time. Workers on other hosts may
+    see another device number for the same shared file, so they compare without it.
+    """
+
+    size: int
+    mtime_ns: int
+    inode: int
+    device: int
+
+    @classmethod
+    def of(cls, path: str) -> Stamp:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise StoreError(f"{path}: no such file or directory") from None
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+    def changes(self, now: Stamp, *, device: bool = True) -> list[str]:
+        """How ``now`` differs from this stamp, in words (empty: the same content)."""
+        out = []
+        if self.inode != now.inode or (device and self.device != now.device):
+            out.append("replaced by another file")
+        if self.size != now.size:
+            out.append(f"size {self.size} -> {now.size} bytes")
+        if self.mtime_ns != now.mtime_ns:
+            out.append("modified")
+        return out
+
+
+def refuse_if_changed(path: str, stamp: Stamp, *, device: bool = True) -> None:
+    """InputChanged naming ``path`` when it is gone or differs from ``stamp`` (before any commit)."""
+    try:
+        now = Stamp.of(path)
+    except StoreError:
+        changes = ["removed or unreadable"]
+    else:
+        changes = stamp.changes(now, device=device)
+    if changes:
+        raise InputChanged(f"{path}: changed since it was checked ({', '.join(changes)}); refused before the "
+                           "commit, the output is unchanged")
+
+
+# ---- coordinate rules (single-file --append, multi-file --append, --concat) ---------------------------
+def _check_one(where: str, values: np.ndarray, dim: str) -> None:
+    """A coordinate along DIM must be numbers, without NaN, strictly increasing."""
+    if values.dtype.kind not in "iuf":  # strings, chars: no order along the dimension to keep
+        what = "text" if values.dtype.kind in "OSU" else str(values.dtype)
+        raise UsageError(f"{where}: coordinate {dim} holds {what}, not numbers; --concat and --append order "
+                         "records by numeric coordinate values")
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        at = int(np.flatnonzero(np.isnan(values))[0])
+        raise UsageError(f"{where}: coordinate {dim} holds NaN (at index {at}): records cannot be ordered by it")
+    if values.size > 1:
+        down = np.flatnonzero(values[1:] <= values[:-1])  # compared, not np.diff: unsigned steps wrap
+        if down.size:
+            at = int(down[0]) + 1
+            raise UsageError(f"{where}: coordinate {dim} is not increasing (index {at}: {values[at].item()} after "
+                             f"{values[at - 1].item()})")
+
+
+def check_coordinates(dim: str, files: list[tuple[str, np.ndarray]], *, stored: np.ndarray | None = None,
+                      store: str = "the store", allow_gaps: bool = False) -> list[int]:
+    """The order of ``files`` (path, coordinate values) along DIM; UsageError naming the file and the rule.
+
+    The one rule set of ``--append`` (one file or several) and ``--concat``, so that
+    appending files one by one and all at once accept and refuse the same inputs:
+
+    * each file's values, and the store's, are numbers without NaN, strictly increasing.
+      A store holding NaN is refused too (naming it): its last value, which new records
+      must follow, is unknown, and taking the last finite one would let records dated
+      before the NaN's true value in (CF also forbids missing coordinate values);
+    * files are ordered by their first value; a file whose values overlap the previous
+      one's is refused;
+    * after a store (``stored``): a file holding any of the store's values is "already
+      appended", one whose values start at or before the store's last value is refused;
+    * a step between two pieces (the store, then each file) over ``GAP_FACTOR`` times the
+      median step of all the values is a gap, refused unless ``allow_gaps``.
+    """
+    for where, values in files:
+        _check_one(where, values, dim)
+    if stored is not None:
+        _check_one(store, stored, dim)
+    order = sorted(range(len(files)), key=lambda n: files[n][1][0].item() if files[n][1].size else 0)
+    pieces = [files[n] for n in order if files[n][1].size]
+    for (prev, a), (path, b) in itertools.pairwise(pieces):
+        if b[0] <= a[-1]:
+            raise UsageError(f"{path}: coordinate {dim} values from {b[0].item()} overlap {prev} (up to "
+                             f"{a[-1].item()})")
+    if stored is not None and stored.size:
+        _check_after(dim, pieces, stored)
+        pieces = [(store, stored)] + pieces
+    _check_gaps(dim, pieces, store, allow_gaps)
+    return order
+
+
+def _check_after(dim: str, pieces: list[tuple[str, np.ndarray]], stored: np.ndarray) -> None:
+    last = stored[-1]
+    for path, values in pieces:
+        if values[0] > last:
+            break
+        if np.isin(values, stored).any():
+            raise UsageError(f"{path}: coordinate {dim} values {values[:3].tolist()}… are already in the store: "
+                             "this append was done already")
+        raise UsageError(f"{path}: coordinate {dim} values from {values[0].item()} are not after the store's last "
+                         f"value {last.item()}")
+
+
+def _check_gaps(dim: str, pieces: list[tuple[str, np.ndarray]], store: str, allow_gaps: bool) -> None:
+    if allow_gaps or len(pieces) < 2:
+        return
+    steps = np.diff(np.concatenate([np.asarray(v, dtype="f8") for _, v in pieces]))
+    if steps.size < 2:
+        return
+    usual = float(np.median(steps))
+    for (prev, a), (path, b) in itertools.pairwise(pieces):
+        if float(b[0]) - float(a[-1]) > GAP_FACTOR * usual:
+            where = "the store" if prev == store else prev
+            raise UsageError(f"{path}: gap in coordinate {dim} before it ({a[-1].item()} in {where}, then "
+                             f"{b[0].item()}; the usual step is {usual:g}); --allow-gaps accepts it")
 
 
 @dataclass
@@ -93,9 +231,27 @@ def _compare(old: Group, new: Group, path: str, dim: str, problems: list[str]) -
         _compare(old.groups[name], new.groups[name], keys.join(path, name), dim, problems)
 
 
-def append(src: str, dst: str, dim_name: str) -> AppendStats:
+def append(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> AppendStats:
+    """Append the records of the netCDF file ``src`` to the store ``dst`` along ``dim_name``.
+
+    ``src`` is stamped before it is opened and checked again just before the commit: a file
+    replaced, rewritten or still growing meanwhile is refused (:class:`InputChanged`), as is
+    any read error while it changed, so no mix of two versions of it is ever committed.
+    """
     started = time.perf_counter()
     spec = parse(dst)
+    stamp = Stamp.of(src)
+    try:
+        stats = _append(src, spec, dst, dim_name, stamp, allow_gaps)
+    except Exception as exc:
+        if not isinstance(exc, InputChanged):
+            refuse_if_changed(src, stamp)  # a read error from a file being rewritten is that, not a bug
+        raise
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _append(src: str, spec: Any, dst: str, dim_name: str, stamp: Stamp, allow_gaps: bool) -> AppendStats:
     stats = AppendStats()
     reader_store = open_store(spec, "r")
     nc = nc4.open_nc(src)
@@ -112,10 +268,12 @@ def append(src: str, dst: str, dim_name: str) -> AppendStats:
             raise UsageError(f"cannot append {src}: {problems[0]}" + (f" (and {len(problems) - 1} more)"
                                                                       if len(problems) > 1 else ""))
         old_len = old.find_dimension(dim).size
-        n_new = new.find_dimension(dim).size
+        n_new = new.find_dimension(dim).size  # the plan: every read below stays within these records
         if n_new == 0:
             raise UsageError(f"{src}: dimension {dim} is empty; nothing to append")
-        _check_coordinate(reader, old, variables, dim, src)
+        if dim in variables and dim in reader.arrays:
+            check_coordinates(dim, [(src, nc4.read_values(variables[dim]))], stored=reader.read_variable(dim),
+                              store=dst, allow_gaps=allow_gaps)
         along = {}  # variable key → axis along dim
         for gkey, group in old.root.walk():
             for vname, var in group.variables.items():
@@ -145,6 +303,7 @@ def append(src: str, dst: str, dim_name: str) -> AppendStats:
                 writer_store.put(key, value)
                 stats.metadata_written += 1
             stats.objects_written = writer_store.writes
+            refuse_if_changed(src, stamp)  # every read is done: the records written are the ones checked
             writer_store.commit()
         except BaseException:
             writer_store.abort()
@@ -154,21 +313,7 @@ def append(src: str, dst: str, dim_name: str) -> AppendStats:
         with nc4.LOCK:
             nc.close()
         reader_store.close()
-    stats.seconds = time.perf_counter() - started
     return stats
-
-
-def _check_coordinate(reader: DatasetReader, old: Dataset, variables: dict[str, Any], dim: str, src: str) -> None:
-    """Refuse an append whose coordinate values along dim do not all come after the store's."""
-    if dim not in variables or dim not in reader.arrays:
-        return
-    existing = reader.read_variable(dim)
-    incoming = nc4.read_values(variables[dim])
-    if existing.size == 0 or incoming.size == 0:
-        return
-    if np.isin(incoming, existing).any() or incoming.min() <= existing.max():
-        raise UsageError(f"{src}: coordinate {dim} values {incoming[:3].tolist()}… are already in the store or not "
-                         f"after its last value {existing.max().item()}: this append was done already")
 
 
 def _check_unchanged(reader: DatasetReader, vkey: str, ncvar: Any) -> None:

@@ -6,10 +6,11 @@ canonical model, storage included), but the files are converted at once.
 
 Order of work, and why:
 
-1. Every file's header, coordinate values along DIM and a fingerprint of each variable
-   that does not use DIM are read by the workers (in parallel). The client sorts the
-   files by their coordinate values (not their names), then refuses, before anything is
-   written, an empty file, overlapping or out-of-order coordinates, a gap (a step between
+1. Every file is stamped (size, mtime, inode, device), then its header, coordinate values
+   along DIM and a fingerprint of each variable that does not use DIM are read by the
+   workers (in parallel). The client sorts the files by their coordinate values (not their
+   names), then refuses, before anything is written, an empty file, a coordinate append.py's
+   ``check_coordinates`` refuses (NaN, not increasing, overlapping, a gap: a step between
    two files over 1.5 times the usual step, unless ``allow_gaps``), and any difference
    append refuses (groups, variables, types, other dimensions, chunking, attributes,
    values of variables without DIM, strings longer than the first file sets): one line
@@ -20,7 +21,12 @@ Order of work, and why:
    (compressed HDF5 chunks copied as they are when the codecs agree, as ``convert`` does,
    with its sampled verification); a chunk that straddles two files is assembled once, by
    one task that reads every file it spans.
-4. The client writes the metadata last and commits: a directory is built aside and
+   Every task is given the records it may read and the chunks it may write: it refuses a
+   file whose stamp or length is no longer the planned one, and any put outside its share
+   (a file that grew cannot add rows, a replaced one cannot overwrite another's).
+4. Every input's stamp is checked again once all the chunks are written: a file replaced,
+   rewritten or still growing since the checks is refused (one line naming it), before
+   the commit. The client writes the metadata last and commits: a directory is built aside and
    swapped in, a zip is built aside as a directory and then zipped under a temporary
    name, S3 chunks are put under the writer's ``.nczarr-partial`` marker and the
    metadata is put at commit. An interrupt (or a failed task) cancels the tasks, closes
@@ -46,15 +52,15 @@ from typing import Any
 import numpy as np
 
 from . import keys, safety
-from .append import MAX_COMPARE_BYTES
+from .append import MAX_COMPARE_BYTES, InputChanged, Stamp, refuse_if_changed
 from .errors import StoreError, UsageError
 from .model import Dataset
 from .nczarr.writer import ArrayPlan, DatasetWriter, Progress, _all_fill, _to_storage
 from .stores.part import PartSpec, open_part
 from .urls import StoreSpec, parse
 
-GAP_FACTOR = 1.5  # a step between two files this many times the median step is a gap
 WORKER_THREADS = 2  # copy threads inside one task (a worker process runs one task at a time)
+DRAIN_SECONDS = 60.0  # longest wait, on a caller's cluster, for cancelled tasks still running to end
 
 
 @dataclass
@@ -78,6 +84,7 @@ class FileInfo:
     coord: np.ndarray | None
     fingerprints: dict[str, str] = field(default_factory=dict)
     longest: dict[str, int] = field(default_factory=dict)
+    stamp: Stamp | None = None  # as the worker saw the file before reading it
 
 
 # ---- inputs -------------------------------------------------------------------------------
@@ -131,7 +138,24 @@ def _find_dim(model: Dataset, name: str, where: str) -> str:
 
 
 def describe(path: str, dim_name: str) -> FileInfo:
-    """Header, coordinate along DIM and fingerprints of one input (a worker task)."""
+    """Header, coordinate along DIM and fingerprints of one input (a worker task), with its stamp.
+
+    The file is stamped before it is opened and must be unchanged after it is closed: what
+    was read is what the stamp names (a file still being written is refused here already).
+    """
+    stamp = Stamp.of(path)
+    try:
+        info = _describe(path, dim_name)
+    except Exception as exc:
+        if not isinstance(exc, InputChanged):
+            refuse_if_changed(path, stamp)  # a read error from a file being rewritten is that, not a bug
+        raise
+    refuse_if_changed(path, stamp)
+    info.stamp = stamp
+    return info
+
+
+def _describe(path: str, dim_name: str) -> FileInfo:
     from .convert import _header
     from .peers import netcdf4 as nc4
 
@@ -161,9 +185,15 @@ def describe(path: str, dim_name: str) -> FileInfo:
 
 
 # ---- checks (before any write) ---------------------------------------------------------------
-def order_and_check(infos: list[FileInfo], *, allow_gaps: bool = False) -> list[FileInfo]:
-    """The inputs sorted by their coordinate along DIM; UsageError naming a file and the cause."""
-    from .append import _compare
+def order_and_check(infos: list[FileInfo], *, allow_gaps: bool = False, stored: np.ndarray | None = None,
+                    store: str = "the store") -> list[FileInfo]:
+    """The inputs sorted by their coordinate along DIM; UsageError naming a file and the cause.
+
+    The coordinate rules are append.py's :func:`~nczarr_conformance.append.check_coordinates`
+    (``stored``: the coordinate of the store a multi-file ``--append`` extends), so one file
+    appended at a time and many at once are held to the same rules.
+    """
+    from .append import _compare, check_coordinates
 
     for info in infos:
         if info.length == 0:
@@ -178,32 +208,9 @@ def order_and_check(infos: list[FileInfo], *, allow_gaps: bool = False) -> list[
         raise UsageError(f"{lacking.path}: has no coordinate variable {dim} (the others have)")
     ordered = list(infos)
     if with_coord:
-        for info in infos:
-            assert info.coord is not None
-            if info.coord.dtype.kind not in "iuf":  # strings, chars: no order along the dimension to keep
-                what = "text" if info.coord.dtype.kind in "OSU" else str(info.coord.dtype)
-                raise UsageError(f"{info.path}: coordinate {dim} holds {what}, not numbers; "
-                                 "--concat orders files by numeric coordinate values")
-            if info.coord.size > 1 and not bool(np.all(np.diff(info.coord) > 0)):
-                raise UsageError(f"{info.path}: coordinate {dim} is not increasing within the file")
-        ordered.sort(key=lambda i: i.coord[0].item() if i.coord is not None else 0)
-        steps: list[float] = []
-        for prev, nxt in zip(ordered, ordered[1:]):
-            assert prev.coord is not None and nxt.coord is not None
-            if nxt.coord[0] <= prev.coord[-1]:
-                raise UsageError(f"{nxt.path}: coordinate {dim} values from {nxt.coord[0].item()} overlap "
-                                 f"{prev.path} (up to {prev.coord[-1].item()})")
-        values = np.concatenate([np.asarray(i.coord, dtype="f8") for i in ordered])
-        steps = np.diff(values).tolist()
-        if not allow_gaps and len(steps) >= 2:
-            usual = float(np.median(steps))
-            for prev, nxt in zip(ordered, ordered[1:]):
-                assert prev.coord is not None and nxt.coord is not None
-                step = float(nxt.coord[0]) - float(prev.coord[-1])
-                if step > GAP_FACTOR * usual:
-                    raise UsageError(f"{nxt.path}: gap in coordinate {dim} before it ({prev.coord[-1].item()} in "
-                                     f"{prev.path}, then {nxt.coord[0].item()}; the usual step is {usual:g}); "
-                                     "--allow-gaps accepts it")
+        order = check_coordinates(dim, [(i.path, np.asarray(i.coord)) for i in infos], stored=stored, store=store,
+                                  allow_gaps=allow_gaps)
+        ordered = [infos[n] for n in order]
     first = ordered[0]
     for info in ordered[1:]:
         problems: list[str] = []
@@ -245,9 +252,40 @@ class Task:
     along: dict[str, int]
     path: str | None = None  # the file whose own chunks are copied (None: assembling only)
     offset: int = 0
+    length: int = 0  # the planned records of ``path``: a file that grew since cannot add rows
     whole: bool = False  # also every variable without DIM (the first file)
     base: StoreSpec | None = None  # --append: the store appended to (its edge chunks are read)
     assemble: list[tuple[str, int, list[Source]]] = field(default_factory=list)  # (variable, chunk row, sources)
+    inputs: dict[str, tuple[Stamp, int]] = field(default_factory=dict)  # every file read: stamp, planned records
+
+    def rows(self) -> dict[str, set[int]]:
+        """The chunk rows along DIM this task may write, per variable."""
+        out: dict[str, set[int]] = {vkey: set() for vkey in self.along}
+        for vkey, axis in self.along.items():
+            c = self.plans[vkey].chunks[axis]
+            if self.path is not None and self.offset % c == 0:
+                out[vkey] |= _owned_rows(self.offset, self.length, self.plans[vkey].zshape[axis], c)
+        for vkey, k, _ in self.assemble:
+            out[vkey].add(k)
+        return out
+
+    def may_write(self, key: str, rows: dict[str, set[int]]) -> bool:
+        """Whether ``key`` is one of the chunks the plan gave this task (``rows``: :meth:`rows`)."""
+        plan = self.plans.get(keys.parent(key))
+        if plan is None:
+            return False
+        name = keys.basename(key)
+        if not plan.zshape:
+            return name == "0" and self.whole
+        try:
+            index = [int(i) for i in name.split(".")]
+        except ValueError:
+            return False
+        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
+        if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid)):
+            return False
+        axis = self.along.get(plan.key)
+        return self.whole if axis is None else index[axis] in rows[plan.key]
 
 
 def _pieces(ordered: list[FileInfo], start: int) -> list[tuple[FileInfo, int]]:
@@ -271,9 +309,10 @@ def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: 
     """One task per file, plus one per chunk row that straddles files (or the store appended to and a file)."""
     tasks: list[Task] = []
     straddle: dict[tuple[str, int], list[Source]] = {}
+    planned = {info.path: (info.stamp or Stamp.of(info.path), info.length) for info, _ in pieces}
     for n, (info, offset) in enumerate(pieces):
         task = Task(part, dim, flavor, xarray, direct, plans, along, path=info.path, offset=offset,
-                    whole=n == 0 and base is None)
+                    length=info.length, whole=n == 0 and base is None)
         for vkey, axis in along.items():
             c = plans[vkey].chunks[axis]
             owned = _owned_rows(offset, info.length, total, c)
@@ -291,6 +330,10 @@ def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: 
         if k * c < old_len:  # the store's edge chunk: its old rows first
             sources.insert(0, Source("", 0, 0, 0))
         tasks.append(Task(part, dim, flavor, xarray, direct, plans, along, assemble=[(vkey, k, sources)], base=base))
+    for task in tasks:
+        read = {task.path} if task.path is not None else set()
+        read |= {src.path for _, _, sources in task.assemble for src in sources if src.path}
+        task.inputs = {path: planned[path] for path in sorted(read)}
     return tasks
 
 
@@ -303,23 +346,44 @@ def chunk_keys(plans: dict[str, ArrayPlan]) -> Iterator[str]:
 
 # ---- worker side ---------------------------------------------------------------------------------
 def run_task(task: Task) -> tuple[int, int, list[str]]:
-    """Write one task's chunks; (chunks, chunks copied compressed, keys put)."""
+    """Write one task's chunks; (chunks, chunks copied compressed, keys put).
+
+    Each input is checked against its stamp and planned length when opened and again when
+    the task is done, and a put outside the task's share is refused: a file that changed
+    since the checks never puts a row it was not planned for.
+    """
+    try:
+        return _run_task(task)
+    except Exception as exc:
+        if not isinstance(exc, InputChanged):
+            for path, (stamp, _) in task.inputs.items():  # a read error from a file being rewritten is that
+                refuse_if_changed(path, stamp, device=False)
+        raise
+
+
+def _run_task(task: Task) -> tuple[int, int, list[str]]:
     from .convert import _header
     from .peers import netcdf4 as nc4
 
     store = open_part(task.part)
     put: list[str] = []
     plain_put = store.put
+    rows = task.rows()
 
-    def recording_put(key: str, data: bytes) -> None:
+    def planned_put(key: str, data: bytes) -> None:
+        if not task.may_write(key, rows):
+            raise StoreError(f"{task.path or ', '.join(task.inputs)}: would write {key.lstrip('/')}, outside the "
+                             "chunks planned for it; refused")
         plain_put(key, data)
         put.append(key)
 
-    store.put = recording_put  # type: ignore[method-assign]
+    store.put = planned_put  # type: ignore[method-assign]
     opened: dict[str, tuple[Any, dict[str, Any], Any]] = {}
 
     def nc_of(path: str) -> tuple[Any, dict[str, Any], Any]:
         if path not in opened:
+            stamp, length = task.inputs[path]
+            refuse_if_changed(path, stamp, device=False)  # another host may number the device otherwise
             nc = nc4.open_nc(path)
             variables: dict[str, Any] = {}
             try:
@@ -330,6 +394,10 @@ def run_task(task: Task) -> tuple[int, int, list[str]]:
                     nc.close()
                 raise
             opened[path] = (nc, variables, header)
+            now = Dataset(header).find_dimension(task.dim).size
+            if now != length:
+                raise InputChanged(f"{path}: changed since it was checked ({task.dim} has {now} records, "
+                                   f"{length} were planned); refused before the commit, the output is unchanged")
         return opened[path]
 
     copied = 0
@@ -345,6 +413,8 @@ def run_task(task: Task) -> tuple[int, int, list[str]]:
             with nc4.LOCK:
                 nc.close()
         store.close()
+    for path in opened:  # every read done: what was read is what was checked
+        refuse_if_changed(path, task.inputs[path][0], device=False)
     return counted[0], copied, put
 
 
@@ -354,7 +424,7 @@ def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: A
     from .peers import netcdf4 as nc4
 
     assert task.path is not None
-    length = dataset.find_dimension(task.dim).size
+    length = task.length  # the plan's, not the file's header: rows past it belong to no one
 
     def source(akey: str, var: Any, region: tuple[slice, ...]) -> np.ndarray:
         return nc4.read_values(variables[akey], region or None)
@@ -398,7 +468,6 @@ def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
               base: StoreSpec | None = None) -> int:
     """Every chunk of row ``k`` along DIM, filled from the sources it spans, encoded once; how many."""
     from .codecs import Pipeline
-    from .peers import netcdf4 as nc4
 
     pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
     fill_chunk = np.full(plan.chunks, plan.fill_storage, dtype=plan.storage)
@@ -635,6 +704,7 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
                consolidate=consolidate, char_as=char_as)
     try:
         if client is not None:
+            job.own_cluster = False
             job.run(client)
         else:
             with open_client(scheduler, workers) as own:
@@ -692,6 +762,7 @@ class _Job:
     char_as: str | None = None
     target: Target | None = None
     plans: dict[str, ArrayPlan] = field(default_factory=dict)
+    own_cluster: bool = True  # closed (its workers stopped) before an abort; else the caller's, still running
 
     def run(self, client: Any) -> None:
         import importlib
@@ -700,11 +771,17 @@ class _Job:
         stats, spec = self.stats, self.spec
         base = _Base.open(spec, self.dim_name) if self.append else None
         try:
+            stamps = {path: Stamp.of(path) for path in self.files}  # before any worker reads them
             infos: list[FileInfo] = client.gather(client.map(describe, self.files, dim_name=self.dim_name,
                                                              pure=False))
-            ordered = order_and_check(infos, allow_gaps=self.allow_gaps)
+            for info in infos:
+                assert info.stamp is not None
+                if stamps[info.path].changes(info.stamp, device=False):  # changed before the worker read it
+                    refuse_if_changed(info.path, stamps[info.path])
+            ordered = order_and_check(infos, allow_gaps=self.allow_gaps,
+                                      stored=base.coordinate() if base is not None else None, store=spec.url)
             if base is not None:
-                base.check(ordered, allow_gaps=self.allow_gaps)
+                base.check(ordered)
                 old_len = base.length
             else:
                 old_len = 0
@@ -741,6 +818,8 @@ class _Job:
                         self.progress(chunks, 0, 0)
             except BaseException:
                 client.cancel(futures)
+                if not self.own_cluster:  # its workers live on: the abort must not race a task still writing
+                    _drain(client, {f.key for f in futures})
                 raise
             safety.raise_if_interrupted()
             # metadata last, by the client
@@ -752,6 +831,8 @@ class _Job:
                 writer.store = target  # type: ignore[assignment]
                 writer.write_metadata()
             stats.objects += target.metadata_written
+            for path, stamp in stamps.items():  # the records written are the ones checked, or no commit
+                refuse_if_changed(path, stamp)
             target.commit()
         finally:
             if base is not None:
@@ -761,6 +842,24 @@ class _Job:
         if self.target is not None:
             plans = self.plans
             self.target.abort(lambda: chunk_keys(plans))
+
+
+def _drain(client: Any, ours: set[Any], timeout: float = DRAIN_SECONDS) -> None:
+    """Wait, at most ``timeout`` seconds, until no worker still runs one of the tasks ``ours``.
+
+    A cancelled task keeps running in its worker thread (dask cannot stop a thread); on a
+    cluster the command did not start, and so does not stop, such a task could still put
+    chunks into the tree the abort is removing and leave part of it behind.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.call_stack()  # {worker: {key: stack}} of every task running now
+        except Exception:  # noqa: BLE001 - a client going away runs nothing of ours any more
+            return
+        if not any(key in ours for stacks in running.values() for key in stacks):
+            return
+        time.sleep(0.05)
 
 
 def _absolute(spec: StoreSpec) -> StoreSpec:
@@ -800,8 +899,9 @@ class _Base:
             for vname, var in group.variables.items():
                 yield keys.join(gkey, vname), var
 
-    def check(self, ordered: list[FileInfo], *, allow_gaps: bool) -> None:
-        """What append checks, against the first (in order) of the new files; the others equal it."""
+    def check(self, ordered: list[FileInfo]) -> None:
+        """What append checks but the coordinate (see order_and_check), against the first of the new files;
+        the others equal it."""
         from .append import _compare
 
         first = ordered[0]
@@ -820,21 +920,12 @@ class _Base:
                 if _fingerprint(self.reader.read_variable(vkey)) != first.fingerprints[vkey]:
                     raise UsageError(f"{first.path}: {vkey} does not use {self.dim} but its values differ from the "
                                      "store's")
-        if first.coord is None or self.dim not in self.reader.arrays:
-            return
-        existing = np.asarray(self.reader.read_variable(self.dim))
-        if existing.size == 0:
-            return
-        if np.isin(first.coord, existing).any() or first.coord.min() <= existing.max():
-            raise UsageError(f"{first.path}: coordinate {self.dim} values {first.coord[:3].tolist()}… are already in "
-                             f"the store or not after its last value {existing.max().item()}: this append was done "
-                             "already")
-        steps = np.diff(np.concatenate([existing.astype("f8")] + [np.asarray(i.coord, "f8") for i in ordered]))
-        step = float(first.coord[0]) - float(existing[-1])
-        if not allow_gaps and steps.size >= 2 and step > GAP_FACTOR * float(np.median(steps)):
-            raise UsageError(f"{first.path}: gap in coordinate {self.dim} before it ({existing[-1].item()} in the "
-                             f"store, then {first.coord[0].item()}; the usual step is {float(np.median(steps)):g}); "
-                             "--allow-gaps accepts it")
+
+    def coordinate(self) -> np.ndarray | None:
+        """The store's coordinate values along its dimension (None when it has no coordinate variable)."""
+        if self.dim not in self.reader.arrays:
+            return None
+        return np.asarray(self.reader.read_variable(self.dim))
 
     def plans(self, total: int) -> dict[str, ArrayPlan]:
         """The store's arrays as the writer's plans (chunks, codecs, dtype, fill as stored), stretched."""

@@ -213,7 +213,7 @@ def test_a_string_coordinate_is_refused_in_one_line(tmp_path):
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, err
     assert err.strip().splitlines() == [f"nc2nczarr: {tmp_path / 'a.nc'}: coordinate /time holds text, not numbers; "
-                                        "--concat orders files by numeric coordinate values"]
+                                        "--concat and --append order records by numeric coordinate values"]
     assert not (tmp_path / "out.file").exists()
 
 
@@ -386,3 +386,176 @@ def test_existing_output_is_refused_before_a_cluster_starts(archive, tmp_path):
     out.mkdir()
     with pytest.raises(StoreError, match="exists"):
         concat([str(f) for f in files], str(out), "time", scheduler="tcp://127.0.0.1:1")  # never reached
+
+
+# ---- one coordinate rule set: a multi-file --append refuses what a single-file one does -------------------
+@pytest.mark.parametrize("times,cause", [
+    ([10, float("nan"), 12], "coordinate /time holds NaN (at index 1)"),
+    ([10, 12, 11], "coordinate /time is not increasing (index 2: 11.0 after 12.0)"),
+    ([0, 1, 2, 3, 4], "coordinate /time values from 0.0 are not after the store's last value 9.0"),
+    ([20, 21, 22], "gap in coordinate /time before it (9.0 in the store, then 20.0"),
+], ids=["nan", "decreasing", "earlier-records", "gap"])
+def test_multi_file_append_refuses_what_a_single_file_append_does(client, tmp_path, times, cause):
+    """The same cases as tests/test_append.py's single-file ones, through --append of several files: the same
+    shared rule (append.check_coordinates), the same line."""
+    from tests.test_append import snapshot, with_times
+
+    store = tmp_path / "s.file"
+    convert(str(make(tmp_path / "a.nc", 5, 5)), str(store))
+    before = snapshot(store)
+    new = with_times(tmp_path / "new.nc", times)
+    later = make(tmp_path / "later.nc", 40, 2)
+    with pytest.raises(UsageError) as refused:
+        concat([str(new), str(later)], str(store), "time", client=client, append=True)
+    assert str(refused.value).startswith(f"{new}: {cause}"), refused.value
+    assert snapshot(store) == before
+
+
+# ---- inputs that change between the checks and the writes (issue 20, item 2) -------------------------------
+def _aligned(d: Path) -> list[Path]:
+    """Three files of 4 records on 4-record chunks: each file's task copies whole chunk rows of its own."""
+    return [make(d / "a.nc", 0, 4), make(d / "b.nc", 4, 4), make(d / "c.nc", 8, 4)]
+
+
+def _after_planning(monkeypatch, action) -> None:
+    """Run ``action`` once the client has planned the tasks, before any worker reads a file for them."""
+    import nczarr_conformance.concat as concatenating
+
+    real = concatenating.plan_tasks
+
+    def planned_then_changed(*args, **kw):
+        tasks = real(*args, **kw)
+        action()
+        return tasks
+
+    monkeypatch.setattr(concatenating, "plan_tasks", planned_then_changed)
+
+
+def _outcome(out: str, run) -> str:
+    """'refused: …' or what the store holds after an exit 0 (time order of v's first column, chunk keys)."""
+    from nczarr_conformance.errors import StoreError
+
+    try:
+        run()
+    except StoreError as exc:
+        return f"refused: {exc}"
+    values = np.asarray(open_dataset(out).root.variables["v"].data)[:, 0].tolist()
+    return f"exit 0: v[:, 0] = {values}, v chunks {sorted(p.name for p in (Path(out) / 'v').iterdir())}"
+
+
+@pytest.mark.parametrize("mode", ["concat", "append"])
+def test_a_file_replaced_after_the_checks_is_refused(client, tmp_path, monkeypatch, mode):
+    """b.nc replaced (by rename) with a longer file once the plan is made: b's task wrote b's new records over
+    c.nc's rows (exit 0, rows 8-11 held the wrong file's values). Now refused naming b.nc, nothing committed."""
+    import os
+
+    from tests.test_append import snapshot
+
+    a, b, c = _aligned(tmp_path)
+    impostor = make(tmp_path / "b-new.nc.src", 4, 8)
+    import netCDF4
+
+    with netCDF4.Dataset(str(impostor), "a") as nc:
+        nc["v"][:] = -7
+    out = tmp_path / "out.file"
+    if mode == "append":
+        convert(str(a), str(out))
+    before = snapshot(out) if mode == "append" else None
+    _after_planning(monkeypatch, lambda: os.replace(impostor, b))
+    files = [str(b), str(c)] if mode == "append" else [str(a), str(b), str(c)]
+    outcome = _outcome(str(out), lambda: concat(files, str(out), "time", client=client, append=mode == "append"))
+    assert outcome.startswith(f"refused: {b}: changed since it was checked ("), outcome
+    assert (snapshot(out) == before) if mode == "append" else not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("mode", ["concat", "append"])
+def test_a_file_growing_during_the_run_is_refused(client, tmp_path, monkeypatch, mode):
+    """c.nc, the last file, gains 4 records (netCDF4-python, mode 'a') once the plan is made: its task wrote a
+    chunk row past the planned shape (v/3.*, outside the plan) and exit 0. Now refused naming c.nc."""
+    import netCDF4
+
+    from tests.test_append import snapshot
+
+    a, b, c = _aligned(tmp_path)
+
+    def grow() -> None:
+        with netCDF4.Dataset(str(c), "a") as nc:
+            nc["time"][4:8] = np.arange(12, 16)
+            nc["v"][4:8] = -5
+
+    out = tmp_path / "out.file"
+    if mode == "append":
+        convert(str(a), str(out))
+    before = snapshot(out) if mode == "append" else None
+    _after_planning(monkeypatch, grow)
+    files = [str(b), str(c)] if mode == "append" else [str(a), str(b), str(c)]
+    outcome = _outcome(str(out), lambda: concat(files, str(out), "time", client=client, append=mode == "append"))
+    assert outcome.startswith(f"refused: {c}: changed since it was checked ("), outcome
+    assert (snapshot(out) == before) if mode == "append" else not out.exists()
+
+
+def test_a_task_never_writes_outside_its_plan(tmp_path):
+    """The guard itself, whatever the inputs say: a put of a chunk row another task owns, or past the planned
+    shape, is refused by the task (the stamps catch a changed file first; this holds if they cannot)."""
+    from nczarr_conformance.concat import (
+        _pieces,
+        _plan_target,
+        describe,
+        order_and_check,
+        plan_tasks,
+    )
+    from nczarr_conformance.stores.part import PartSpec
+
+    ordered = order_and_check([describe(str(p), "time") for p in _aligned(tmp_path)])
+    plans = _plan_target(ordered[0], 12, "nczarr-4.10", True).plans
+    along = {k: p.var.dimensions.index("/time") for k, p in plans.items() if "/time" in p.var.dimensions}
+    tasks = plan_tasks(_pieces(ordered, 0), "/time", 12, plans, along, PartSpec("file", str(tmp_path)),
+                       flavor="nczarr-4.10", xarray=True, direct=False)
+    b_task = next(t for t in tasks if t.path == str(tmp_path / "b.nc"))
+    rows = b_task.rows()
+    assert rows["/v"] == {1} and b_task.may_write("/v/1.0", rows) and b_task.may_write("/v/1.1", rows)
+    assert not b_task.may_write("/v/2.0", rows)  # c.nc's row
+    assert not b_task.may_write("/v/3.0", rows)  # past the planned 12 records
+    assert not b_task.may_write("/x/0", rows)  # a variable without the dimension: the first file's task writes it
+    assert not b_task.may_write("/v/1.5", rows) and not b_task.may_write("/v/.zarray", rows)
+
+
+@pytest.mark.parametrize("kind", ["file", "zip"])
+def test_cli_refuses_a_file_that_grows_during_a_real_run(tmp_path, kind):
+    """No hook: a real run on one slow worker, and the last file (in time order) gains records with
+    netCDF4-python ('a' mode) once chunks are being written. One try per store kind, each must hold: exit 2,
+    one line naming the file, the target absent, nothing left beside it. (The writer retries while a worker
+    holds the file open: HDF5's file lock lets no writer in while a reader has it.)"""
+    import netCDF4
+
+    for i in range(5):
+        make(tmp_path / f"f{i}.nc", 4 * i, 4, nx=2000)
+    last = tmp_path / "f4.nc"
+    work = tmp_path / "work"
+    work.mkdir()
+    out = work / f"out.{kind}"
+    proc = cli("--no-direct-copy", "--concat", "time", "--workers", "1", str(tmp_path / "f*.nc"), str(out))
+    try:
+        wait_for(lambda: chunk_files(work) >= 50, proc)
+        for _ in range(200):
+            try:
+                with netCDF4.Dataset(str(last), "a") as nc:
+                    nc["time"][4:6] = [20.0, 21.0]
+                    nc["v"][4:6] = -5
+                break
+            except OSError:  # a worker has it open for reading
+                time.sleep(0.01)
+        else:
+            pytest.fail("the file never got free to append to")
+        assert proc.poll() is None, "the run ended before the file grew: the try proves nothing"
+        _, err = proc.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert proc.returncode == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"nc2nczarr: {last}: changed since it was checked ("), err
+    assert list(work.iterdir()) == []

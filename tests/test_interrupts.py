@@ -243,3 +243,128 @@ def test_a_signal_inside_a_finaliser_prints_nothing_and_is_remembered(tmp_path):
     assert proc.stdout == f"remembered {int(signal.SIGINT)}\n"
     assert "Exception ignored" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "nczarr_conformance.safety.Interrupted: interrupted"
+
+
+# ---- nc2nczarr --concat: Ctrl-C at any moment (issue 20, item 12) ------------------------------------------
+@pytest.fixture(scope="session")
+def daily(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """24 files of 4 records, 1000 chunks each: a --concat long enough (several seconds on 2 workers with
+    --no-direct-copy) to be interrupted while the cluster starts, while it plans, writes and zips."""
+    from tests.test_append import make
+
+    d = tmp_path_factory.mktemp("daily")
+    for i in range(24):
+        make(d / f"d{i:03d}.nc", 4 * i, 4, nx=2000)
+    return d
+
+
+def _group_members(pgid: int) -> list[str]:
+    """Live processes of the process group (the command and every worker it started), with their command."""
+    import psutil
+
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                out.append(f"{p.pid} {' '.join(p.info['cmdline'] or [])[:120]}")
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return out
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether the command's own handlers are in place (Python alone never catches SIGTERM; ours does).
+
+    Before that moment the interpreter itself is starting: a signal there is Python's default
+    (a KeyboardInterrupt traceback), which no code of the command can answer.
+    """
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            caught = next(line for line in status if line.startswith("SigCgt:")).split()[1]
+    except (OSError, StopIteration):
+        return False
+    return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+# a moment of the run → (seconds after the command's handlers are in place, or a condition over its temporaries)
+MOMENTS: dict[str, tuple[float, Callable[[Path], bool] | None]] = {
+    "0s": (0.0, None),  # parsing, imports
+    "0.2s": (0.2, None),
+    "0.5s": (0.5, None),
+    "1s": (1.0, None),  # the cluster starting
+    "2s": (2.0, None),
+    "mid-write": (0.0, lambda parent: files_in(hidden(parent)) >= 20),
+    "zip-commit": (0.0, lambda parent: any(p.is_file() and p.stat().st_size > 64 * 1024 for p in hidden(parent))),
+}
+
+
+@pytest.mark.parametrize("to", ["group", "process"], ids=["ctrl-c", "kill-INT"])
+@pytest.mark.parametrize("moment", list(MOMENTS))
+def test_sigint_at_any_moment_of_concat_is_one_line_and_no_worker_left(daily, tmp_path, moment, to):
+    """SIGINT early in --concat printed 29-241 lines of dask tracebacks: the LocalCluster cut half-way through
+    its start (dask's exit hook then fails on it), the workers taking the terminal's Ctrl-C themselves, asyncio
+    reporting the client's cut-short waits. Each moment, once each, must hold: exit 130, exactly one stderr
+    line, no process of the run left, the target absent and nothing beside it. "ctrl-c" signals the whole
+    process group as a terminal does; "kill-INT" the command alone."""
+    delay, point = MOMENTS[moment]
+    work = tmp_path / "work"
+    work.mkdir()
+    out = work / ("out.zip" if moment == "zip-commit" else "out.file")
+    files = "d00[0-5].nc" if point is not None else "*.nc"  # 6 files: their chunks written, the zip made sooner
+    proc = subprocess.Popen([sys.executable, "-m", "nczarr_conformance.cli.convert", "--no-direct-copy", "--concat",
+                             "time", "--workers", "2", str(daily / files), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        if point is None:
+            wait_for(lambda: catches_sigterm(proc.pid), proc)
+            time.sleep(delay)
+            assert proc.poll() is None, proc.communicate()
+        else:
+            wait_for(lambda: point(work), proc, timeout=120)
+        if to == "group":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert (proc.returncode, err.strip().splitlines()) == (130, ["nc2nczarr: interrupted"]), err
+        deadline = time.monotonic() + 2  # the resource tracker sees its pipe close just after the command ends
+        while _group_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _group_members(proc.pid) == []
+        assert list(work.iterdir()) == []
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("how", ["raised", "turned-into-an-ImportError"])
+def test_a_signal_while_nc2nczarr_starts_is_one_line(monkeypatch, capsys, how):
+    """SIGINT while the command still parses its arguments and imports its modules: handled like any later one.
+    The handlers were installed only after parsing (a KeyboardInterrupt traceback), and a signal cut into a C
+    extension's import surfaced as that import's error ("unexpected ImportError ... this is a bug")."""
+    from nczarr_conformance.cli import convert as cli_convert
+
+    def interrupted(*args: object) -> None:
+        if how == "raised":
+            raise KeyboardInterrupt
+        safety._handler(signal.SIGINT, None)  # what the handler does, its exception lost inside the import
+
+    def import_cut_short(*args: object) -> None:
+        try:
+            interrupted()
+        except KeyboardInterrupt:
+            raise ImportError("Importing the numpy C-extensions failed") from None
+
+    monkeypatch.setattr(cli_convert, "_transforms", interrupted if how == "raised" else import_cut_short)
+    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        code: object = cli_convert.main(["in.nc", "out.file"])
+    except BaseException as exc:  # noqa: BLE001 - the failure to show: what escaped the command
+        code = f"{type(exc).__name__} escaped main()"
+    finally:
+        signal.signal(signal.SIGINT, saved[0])
+        signal.signal(signal.SIGTERM, saved[1])
+        monkeypatch.setattr(safety, "_received", None)
+    assert (code, capsys.readouterr().err) == (130, "nc2nczarr: interrupted\n")

@@ -135,6 +135,27 @@ def _transforms(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Tr
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Everything inside :func:`run`, the parsing too: its signal handlers are in place from the
+    first moment, so an early Ctrl-C is one line and exit 130 like a late one."""
+    return run("nc2nczarr", lambda: _interruptible(argv))
+
+
+def _interruptible(argv: list[str] | None) -> int:
+    """:func:`_main`, where an error a signal caused is reported as that signal.
+
+    A Ctrl-C landing inside an import of a C extension comes out as that import's error
+    (numpy: "Importing the numpy C-extensions failed"), which the CLI would call a bug.
+    """
+    from .. import safety
+
+    try:
+        return _main(argv)
+    except Exception:
+        safety.raise_if_interrupted()
+        raise
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     transforms = _transforms(parser, args)
@@ -161,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             return convert_or_append()
 
     def convert_or_append() -> int:
+        from .. import safety
         from ..convert import convert, total_bytes
 
         if many:
@@ -170,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                              overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
                              direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append),
                              consolidate=args.consolidate, char_as=args.char_as)
+            safety.raise_if_interrupted()  # a signal deferred through the commit: its one line, no summary
             if not args.quiet:
                 print(f"nc2nczarr: {stats_c.files} files, {stats_c.records} records "
                       f"{'appended ' if args.append else ''}along {args.concat or args.append}: "
@@ -179,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.append:
             from ..append import append
 
-            stats_a = append(args.input, args.output, args.append)
+            stats_a = append(args.input, args.output, args.append, allow_gaps=args.allow_gaps)
+            safety.raise_if_interrupted()
             if not args.quiet:
                 print(f"nc2nczarr: appended {stats_a.records} records along {args.append}: "
                       f"{stats_a.chunks_written} chunks and {stats_a.metadata_written} metadata objects written, {stats_a.seconds:.2f} s", file=sys.stderr)
@@ -208,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if bar is not None:
                 bar.close()
+        safety.raise_if_interrupted()
         for warning in stats.warnings:
             print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
         if not args.quiet:
@@ -216,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         return 0
 
-    return run("nc2nczarr", body)
+    return body()
 
 
 if __name__ == "__main__":
