@@ -109,3 +109,59 @@ def test_a_selection_within_budget_still_reads_what_zarr_python_reads(tmp_path, 
     expected = zarr.open_array(str(store / "v"), mode="r", zarr_format=2)[eval(key)]
     assert result.get("shape") == list(expected.shape) and result["values"] == expected.tolist(), result
     assert result["after"] - result["before"] < 64 * MiB  # one 16 MB chunk, a four-element selection
+
+
+# ---- item 14: geometry outside int64 ---------------------------------------------------------------------------------
+
+def cli(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", f"nczarr_conformance.cli.{tool}", *args], capture_output=True,
+                          text=True, check=False, timeout=60)
+
+
+#: (shape, chunks, dtype, what the one line names): each leaves int64 in exactly one way named first
+BEYOND = {
+    "extent": ([2**63, 2], [1000, 2], "<f8", "dimension 0 has extent 9223372036854775808"),
+    "extent-2^64": ([2**64 + 5], [10], "<f8", "dimension 0 has extent 18446744073709551621"),
+    "chunk-extent": ([10], [2**63], "|u1", "the chunks of dimension 0 have extent 9223372036854775808"),
+    "grid-span": ([INT64_MAX], [2**62 + 1], "|u1", "the chunk grid of dimension 0 spans 9223372036854775810"),
+    "chunk-bytes": ([3, 2**60], [1, 2**60], "<f8", "one chunk holds 9223372036854775808 bytes"),
+    "elements": ([2**40, 2**40], [1, 1000], "|u1", "the array holds 1208925819614629174706176 elements"),
+    "bytes": ([2**61], [1000], "<f8", "the array holds 18446744073709551616 bytes"),
+}
+
+
+@pytest.mark.parametrize("case", list(BEYOND))
+def test_geometry_outside_int64_is_one_line_a_finding_and_our_error(tmp_path, case):
+    from nczarr_conformance.errors import FormatError
+
+    shape, chunks, dtype, what = BEYOND[case]
+    store = hand_made(tmp_path / "s", shape, chunks, dtype)
+    for args in ((), ("-h",), ("--json",)):
+        dumped = cli("dump", *args, str(store))
+        lines = dumped.stderr.strip().splitlines()
+        assert dumped.returncode == 2 and len(lines) == 1 and "Traceback" not in dumped.stderr, dumped.stderr
+        assert "/v/.zarray" in lines[0] and what in lines[0] and "int64" in lines[0], lines[0]
+        assert dumped.stdout == ""
+    checked = cli("check", str(store))
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert f"error NCZ-ARRAY-INT64 /v/.zarray: {what}" in checked.stdout, checked.stdout
+    import xarray as xr
+
+    import nczarr_conformance as ncz
+
+    for opener in (lambda: xr.open_dataset(store, engine="nczarr")["v"][0:2].values, lambda: ncz.open(store)["v"][0:2]):
+        with pytest.raises(FormatError, match=what):  # never numpy's OverflowError or ValueError
+            opener()
+
+
+def test_geometry_at_the_int64_bound_reads_as_zarr_python_reads_it(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    store = hand_made(tmp_path / "s", [INT64_MAX], [1], "|u1")
+    checked = cli("check", str(store))
+    assert "NCZ-ARRAY-INT64" not in checked.stdout and checked.returncode == 0, checked.stdout
+    import nczarr_conformance as ncz
+
+    with ncz.open(store) as ds:
+        ours = ds["v"][-3:]
+    expected = zarr.open_array(str(store / "v"), mode="r", zarr_format=2)[-3:]
+    assert ours.tolist() == expected.tolist() and ours.dtype == expected.dtype
