@@ -20,6 +20,14 @@ class StoreError(NczarrError):
     """A store could not be opened, read or written."""
 
 
+class StoreUnavailableError(StoreError):
+    """The store did not answer (5xx or a cut-short body after every retry, an unreachable endpoint).
+
+    It says nothing about the dataset, so nczarr-check reports "could not check" (exit 2)
+    instead of grading it as a finding about an object, which StoreError on one object is.
+    """
+
+
 class FormatError(NczarrError):
     """The bytes are there but they are not a dataset we can read."""
 

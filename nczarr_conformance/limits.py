@@ -13,12 +13,16 @@ S3 object happens to hold:
 * a chunk decodes to at most its declared size (see :mod:`nczarr_conformance.codecs`);
 * whole variables are materialised only under :func:`max_in_memory_bytes` — 256 MiB
   unless ``NCZARR_MAX_IN_MEMORY`` says otherwise; bigger ones are read chunk by chunk
-  (``DatasetReader.iter_chunks``) or refused.
+  (``DatasetReader.iter_chunks``) or refused;
+* an array whose declared geometry leaves int64 (:func:`int64_overflow`) is refused when
+  opened, before numpy meets it.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -96,3 +100,29 @@ def too_big(where: str, size: int | None, limit: int) -> LimitError:
     """The one wording for "this object is over its bound" (size None: found while reading)."""
     held = f"{size} bytes" if size is not None else "more bytes"
     return LimitError(f"{where}: {held}, more than the {limit}-byte limit for this object")
+
+
+#: numpy holds positions, extents and byte counts as int64 (intp): past this, numpy (so this
+#: reader and xarray) cannot address an array, and netcdf-c 4.10.1 reads an extent past it as
+#: negative or refuses the array (EINVAL for a chunk past it).
+INT64_MAX = 2**63 - 1
+
+
+def int64_overflow(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int) -> str | None:
+    """The first part of an array's declared geometry that leaves int64, in words; None when all fits.
+
+    Checked with Python integers, before anything reaches numpy: each extent of the shape and
+    of a chunk, the positions the chunk grid spans (its last chunk runs past the shape), and
+    the element and byte counts of the array and of one chunk.
+    """
+    quantities: list[tuple[int, str]] = [(n, f"dimension {d} has extent {n}") for d, n in enumerate(shape)]
+    if chunks is not None:
+        quantities += [(c, f"the chunks of dimension {d} have extent {c}") for d, c in enumerate(chunks)]
+        quantities += [(-(-n // c) * c, f"the chunk grid of dimension {d} spans {-(-n // c) * c} positions")
+                       for d, (n, c) in enumerate(zip(shape, chunks))]
+        chunk_bytes = math.prod(chunks) * itemsize
+        quantities.append((chunk_bytes, f"one chunk holds {chunk_bytes} bytes"))
+    elements = math.prod(shape)
+    quantities += [(elements, f"the array holds {elements} elements"),
+                   (elements * itemsize, f"the array holds {elements * itemsize} bytes")]
+    return next((what for value, what in quantities if value > INT64_MAX), None)

@@ -4,7 +4,9 @@ netcdf-c takes ``file:///p/x.zip#mode=nczarr,zip``, ``file:///p/x.file#mode=zarr
 ``s3://bucket/key#mode=nczarr,s3``; the fragment's ``mode`` list names the format
 (nczarr, zarr, xarray, noxarray, consolidated) and the storage (file, zip, s3); see
 ``StoreSpec.pure_zarr`` for how the format flags combine. Plain paths are accepted
-too: a ``.zip`` suffix or zip magic bytes mean zip, anything else a directory.
+too: a ``.zip`` suffix or zip magic bytes mean zip, anything else a directory. A URL's
+``?query`` is refused (:func:`_refuse_query`): no store gives it a meaning; paths and keys
+are percent-decoded, so ``%3F`` names a ``?``.
 """
 from __future__ import annotations
 
@@ -91,6 +93,7 @@ def parse(url: str | os.PathLike[str]) -> StoreSpec:
         path = str(Path(base).expanduser())
         kind = _storage_kind(modes, path)
         return StoreSpec(kind, path, modes, params, url=text)
+    _refuse_query(text, parts.query)
     scheme = parts.scheme.lower()
     modes, params = _parse_fragment(parts.fragment)
     if scheme == "file":
@@ -101,14 +104,28 @@ def parse(url: str | os.PathLike[str]) -> StoreSpec:
         return StoreSpec(kind, path, modes, params, url=text)
     if scheme == "s3":
         bucket = parts.netloc
-        key = parts.path.strip("/")
+        key = unquote(parts.path).strip("/")  # %3F is a '?' in the key, as in https:// and file:// URLs
         return StoreSpec("s3", f"{bucket}/{key}".rstrip("/"), modes, params, url=text)
     if scheme == "gs3":  # netcdf-c's Google Cloud Storage form: gs3://bucket/key
-        key = parts.path.strip("/")
+        key = unquote(parts.path).strip("/")
         return StoreSpec("s3", f"{parts.netloc}/{key}".rstrip("/"), modes, params, f"https://{GOOGLE_HOST}", text)
     if scheme in ("http", "https"):
         return _parse_https(parts.netloc, parts.path, modes, params, scheme, text)
     raise UsageError(f"{text}: unsupported URL scheme {scheme!r}")
+
+
+def _refuse_query(text: str, query: str) -> None:
+    """A ``?query`` is refused, never dropped: netcdf-c's stores give it no meaning.
+
+    netcdf-c's S3 URL table (unit_test/test_ncuri.c, S3TESTS) holds no query and nczarr.md
+    puts every store parameter in the fragment; the one query test_ncuri.c knows is DAP4's
+    constraint (``?dap4.ce=``), which no store reads. A ``?`` that belongs to a key or a file
+    name is written ``%3F``.
+    """
+    if "?" in text.partition("#")[0]:
+        raise UsageError(f"{text}: the URL query '?{query}' has no meaning for netcdf-c's stores and would be "
+                         "ignored; put parameters in the fragment (#mode=nczarr,s3&aws.profile=NAME), and write a '?' "
+                         "that is part of a key or file name as %3F")
 
 
 #: netcdf-c's host names (libdispatch/ds3util.c: AWSHOST, GOOGLEHOST)

@@ -55,3 +55,38 @@ def test_path_and_virtual_host_s3_urls():
 def test_bad_scheme():
     with pytest.raises(UsageError):
         parse("ftp://x/y")
+
+
+# ---- a ?query is never silently dropped (issue 20 item 17) -------------------------------------------------------
+# netcdf-c's S3 URL table (corpus/netcdf-c/unit_test/test_ncuri.c, S3TESTS) has no query, and nczarr.md puts
+# every S3 parameter in the fragment; the only query in test_ncuri.c is DAP4's constraint (dap4.ce). So a query
+# on a store URL is refused in one line, and a '?' that belongs to a key is written %3F.
+
+@pytest.mark.parametrize("url", [
+    "s3://bucket/key/ds?versionId=3#mode=nczarr,s3",
+    "s3://bucket/key/ds?#mode=nczarr,s3",  # an empty query: still not what was meant
+    "gs3://bucket/ds?x=1#mode=nczarr,s3",
+    "https://s3.us-west-1.amazonaws.com/bucket/key?x=1#mode=nczarr,s3",
+    "https://bucket.s3.eu-central-1.amazonaws.com/a/b?acl#mode=nczarr",
+    "file:///p/x.zip?x=1#mode=nczarr,zip",
+])
+def test_a_query_is_refused_in_one_line(url):
+    with pytest.raises(UsageError, match=r"query .* has no meaning .*%3F") as err:
+        parse(url)
+    assert "\n" not in str(err.value) and str(err.value).startswith(url)
+
+
+def test_a_percent_encoded_question_mark_is_part_of_the_key():
+    assert parse("s3://bucket/a%3Fb/ds#mode=nczarr,s3").path == "bucket/a?b/ds"
+    assert parse("https://s3.example.com/bucket/k%3F#mode=s3").path == "bucket/k?"
+
+
+def test_a_query_on_the_command_line_is_one_line_exit_2():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", "s3://bucket/ds?versionId=3#mode=s3"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "?versionId=3" in lines[0] and "has no meaning" in lines[0]

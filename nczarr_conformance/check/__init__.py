@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import StoreUnavailableError
 from ..flavor_names import CHECK_FLAVORS
 from ..sniff import netcdf_file_error, zarr_v3_error
 from ..stores import open_store
@@ -45,7 +46,20 @@ def with_fix(finding: Finding) -> Finding:
 
 def check(url: str, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
           ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR, client: Any = None) -> Report:
-    """Check the dataset at ``url``; raises only when the store cannot be opened at all (exit 2).
+    """Check the dataset at ``url``; raises only when the store cannot be opened or does not answer (exit 2).
+
+    A store that stops answering part-way (5xx or cut-short bodies after every retry) is
+    "could not check", never a finding: grading it would blame the dataset for the network.
+    """
+    try:
+        return _check(url, deep=deep, expect=expect, select=select, ignore=ignore, fail_on=fail_on, client=client)
+    except StoreUnavailableError as exc:
+        raise StoreUnavailableError(f"could not check {url}: {exc}") from exc
+
+
+def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None, ignore: list[str] | None,
+           fail_on: Severity, client: Any) -> Report:
+    """The check itself (see :func:`check`).
 
     Every rule runs (``--deep`` ones with ``deep``); ``select``/``ignore`` (ids or id prefixes)
     choose which findings the report keeps, so a selection never changes what a rule sees.
@@ -81,6 +95,8 @@ def check(url: str, *, deep: bool = False, expect: str | None = None, select: li
                 continue
             try:
                 findings.extend(r.function(ctx))
+            except StoreUnavailableError:
+                raise  # a store that did not answer is no finding about the dataset: see check()
             except Exception as exc:  # a rule's exception is a finding, never a crash
                 findings.append(get("NCZ-CHECK-CRASH").finding(None, f"{rule_id} raised {type(exc).__name__}: {exc}"))
         if expect and ctx.flavor == "unknown":

@@ -20,7 +20,7 @@ from typing import Any
 from .. import keys
 from .. import limits
 from ..codecs import InflateError, Pipeline
-from ..errors import NczarrError
+from ..errors import NczarrError, StoreUnavailableError
 from ..stores.base import Store
 from .context import METADATA_NAMES, CheckContext, parse_array
 from .rules import Finding, Severity, get, rule
@@ -166,6 +166,8 @@ def decode_one(store: Store, job: DecodeJob) -> Outcome:
         raw = store.get(job.key, limit=pipeline.max_encoded(job.expected))
     except limits.LimitError as exc:
         return "NCZ-CHUNK-SIZE", job.key, f"stored object too big for its declared chunk: {exc}"
+    except StoreUnavailableError:
+        raise  # the store did not answer: not a finding about this chunk
     except NczarrError as exc:  # unreadable (symlink, FIFO, refused GET): the same finding as for metadata
         return "read-error", job.key, str(exc)
     if raw is None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import keys
-from ..errors import FormatError, NczarrError
+from ..errors import FormatError, NczarrError, StoreUnavailableError
 from ..limits import MAX_JSON_DEPTH
 from ..nczarr import lenient_json
 from ..nczarr.flavors import find_piece
@@ -116,6 +116,8 @@ class CheckContext:
         self.objects_read += 1
         try:
             raw = self.store.get(key)
+        except StoreUnavailableError:
+            raise  # the store did not answer: nothing is known about the object
         except NczarrError as exc:
             self.store.list_prefix("/")  # raises if the store itself is unreachable
             self.read_errors[key] = str(exc)
@@ -129,6 +131,8 @@ class CheckContext:
         self.objects_read += 1
         try:
             return self.store.get(key)
+        except StoreUnavailableError:
+            raise  # the store did not answer (5xx, cut-short bodies after retries): could not check, exit 2
         except Exception as exc:  # any backend failure on one object is a finding about that object
             self.read_errors[key] = str(exc) if isinstance(exc, NczarrError) else f"{type(exc).__name__}: {exc}"
             return None

@@ -165,9 +165,10 @@ def consolidated_match(ctx: CheckContext) -> Iterator[Finding]:
                           "that does not exist")
             continue
         stored = ctx.json(entry)
-        if stored is not None and _canonical(stored) != _canonical(value):
+        differing = None if stored is None else _differing_keys(value, stored, ctx.nczarr)
+        if differing:
             yield finding("/.zmetadata", f"entry {entry} is stale, it differs from the object in "
-                          f"{_differing_keys(value, stored)}: readers using .zmetadata (ours by default, netcdf-c "
+                          f"{differing}: readers using .zmetadata (ours by default, netcdf-c "
                           "with mode=consolidated) see other metadata than readers that do not (netcdf-c by default)")
     for key in ctx.objects:
         if keys.basename(key) in CONSOLIDATED_NAMES and key not in entries:
@@ -178,19 +179,44 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _differing_keys(consolidated: Any, stored: Any) -> str:
-    """The top-level keys whose values differ (``+k`` only in the object, ``-k`` only in .zmetadata)."""
+def _differing_keys(consolidated: Any, stored: Any, nczarr: bool) -> str:
+    """The top-level keys whose values differ (``+k`` only in the object, ``-k`` only in .zmetadata); "" if none.
+
+    Values are compared as parsed, so spelling alone never differs: a .zarray's ``fill_value``
+    by what it means for the dtype (bare ``NaN`` and ``"NaN"`` are one fill, as every Zarr
+    reader takes them), everything else as canonical JSON (``NaN`` equals ``NaN``; ``1`` and
+    ``1.0`` differ, since untyped attribute readers infer an integer from one, a float from the other).
+    """
     if not isinstance(consolidated, dict) or not isinstance(stored, dict):
-        return "its whole value"
+        return "" if _canonical(consolidated) == _canonical(stored) else "its whole value"
     names = []
     for k in sorted(set(consolidated) | set(stored)):
         if k not in consolidated:
             names.append(f"+{k}")
         elif k not in stored:
             names.append(f"-{k}")
-        elif _canonical(consolidated[k]) != _canonical(stored[k]):
+        elif _canonical(consolidated[k]) != _canonical(stored[k]) and not (
+                k == "fill_value" and _same_fill(consolidated, stored, nczarr)):
             names.append(k)
     return ", ".join(names)
+
+
+def _same_fill(consolidated: dict[str, Any], stored: dict[str, Any], nczarr: bool) -> bool:
+    """Whether two .zarray fill_values of one dtype mean the same fill (NaN as NaN, sign of zero kept)."""
+    from ..errors import NczarrError
+    from ..nczarr.dtypes import parse_dtype
+    from ..nczarr.reader import decode_fill
+
+    if _canonical(consolidated.get("dtype")) != _canonical(stored.get("dtype")):
+        return False
+    try:
+        storage = parse_dtype(stored.get("dtype"), u1_is_char=nczarr)
+        a, b = (decode_fill(doc["fill_value"], storage, base64_strings=not nczarr) for doc in (consolidated, stored))
+    except NczarrError:
+        return False  # a fill that does not decode is compared by its spelling (NCZ-ARRAY-FILL reports it)
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    return type(a) is type(b) and a == b
 
 
 @rule("NCZ-GROUP-FORMAT", Severity.ERROR, source='Zarr v2 spec "Groups"')

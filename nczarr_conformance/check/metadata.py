@@ -63,6 +63,22 @@ def array_ndim(ctx: CheckContext) -> Iterator[Finding]:
             yield get("NCZ-ARRAY-NDIM").finding(_zkey(akey), f"{len(shape)} dimensions; more than {MAX_NDIM}")
 
 
+@rule("NCZ-ARRAY-INT64", Severity.ERROR, source="numpy's int64 positions and sizes (xarray, ours); netcdf-c 4.10.1 "
+      "reads an extent past int64 as negative")
+def array_int64(ctx: CheckContext) -> Iterator[Finding]:
+    """Extents, chunk grid spans and byte sizes fit in int64: numpy-based readers (xarray, ours) cannot address more."""
+    from ..limits import INT64_MAX, int64_overflow
+
+    for akey, rec, _ in _arrays(ctx):
+        parsed = parse_array(ctx, rec)
+        if parsed.shape is None:
+            continue
+        itemsize = parsed.storage.numpy.itemsize if parsed.storage is not None else 1
+        beyond = int64_overflow(parsed.shape, parsed.chunks, itemsize)
+        if beyond is not None:
+            yield get("NCZ-ARRAY-INT64").finding(_zkey(akey), f"{beyond}, more than int64 ({INT64_MAX}) holds")
+
+
 @rule("NCZ-ARRAY-CHUNKS", Severity.ERROR, source="Zarr v2 spec")
 def array_chunks(ctx: CheckContext) -> Iterator[Finding]:
     """chunks is a list of integers >= 1, one per dimension of shape."""

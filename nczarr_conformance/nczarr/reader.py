@@ -283,6 +283,10 @@ class DatasetReader:
         # pure Zarr has no netCDF types: |S1 is numpy's char (zarr-python, xarray, our zarr flavor); in NCZarr it is
         # Appendix E's string of length 1, as netcdf-c reads it
         st = parse_dtype(zarray.get("dtype"), u1_is_char=self.nczarr, s1_is_char=not self.nczarr)
+        beyond = limits.int64_overflow(zshape, chunks, st.numpy.itemsize)
+        if beyond is not None:  # refused here, before numpy meets an extent it cannot hold
+            raise UnsupportedError(f"{zkey}: {beyond}, more than int64 ({limits.INT64_MAX}) holds; numpy, and so "
+                                   "this reader and xarray, cannot address it")
         order = zarray.get("order", "C")
         if order not in ("C", "F"):
             raise FormatError(f"{zkey}: order must be 'C' or 'F', not {order!r}")

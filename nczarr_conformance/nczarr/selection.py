@@ -5,7 +5,10 @@ integers (the dimension is dropped), strided and negative slices, and integer li
 dimension (orthogonal, "outer" indexing as netCDF4-python does). This module turns such a
 key into one index vector per dimension, reads only the chunks those vectors fall in
 (``DatasetReader.read_chunk``: same bounds and codecs as every other read) and places
-their values. Memory is the selection, never the variable.
+their values. Memory is the selection, never the variable: a slice stays a ``range``
+until the selection's size (pure arithmetic) has passed the reader's budget, so an
+over-budget selection is refused before any index vector exists, and an empty one builds
+none.
 """
 from __future__ import annotations
 
@@ -21,13 +24,14 @@ from .reader import DatasetReader
 
 __all__ = ["normalize", "read_selection"]
 
-#: One dimension of a normalized key: an int (dimension dropped) or the selected positions.
-Axis = int | np.ndarray
+#: One dimension of a normalized key: an int (dimension dropped), a slice's positions as a
+#: ``range`` (not built yet) or the positions an index array selects.
+Axis = int | range | np.ndarray
 
 
 def _axis(item: Any, size: int, dim: int, where: str) -> Axis:
     if isinstance(item, slice):
-        return np.arange(*item.indices(size), dtype=np.int64)
+        return range(*item.indices(size))
     if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
         index = operator.index(item)
         if not -size <= index < size:
@@ -60,6 +64,15 @@ def normalize(key: Any, shape: Sequence[int], where: str = "") -> tuple[Axis, ..
         raise IndexError(f"{where}: {len(items)} indices for {len(shape)} dimensions")
     items += [slice(None)] * (len(shape) - len(items))
     return tuple(_axis(item, size, dim, where) for dim, (item, size) in enumerate(zip(items, shape)))
+
+
+def _positions(axis: Axis) -> np.ndarray:
+    """One dimension's selected positions as an int64 vector (built only once the budget allows it)."""
+    if isinstance(axis, int):
+        return np.array([axis], dtype=np.int64)
+    if isinstance(axis, range):
+        return np.arange(axis.start, axis.stop, axis.step, dtype=np.int64)
+    return axis
 
 
 Place = slice | np.ndarray
@@ -106,13 +119,12 @@ def read_selection(reader: DatasetReader, akey: str, key: Any) -> np.ndarray:
         normalize(key, (), akey)  # () and ... only
         return reader.read_region(akey, ())
     axes = normalize(key, info.zshape, akey)
-    vectors = [np.array([a], dtype=np.int64) if isinstance(a, int) else a for a in axes]
-    shape = tuple(len(v) for v in vectors)
+    shape = tuple(1 if isinstance(a, int) else len(a) for a in axes)
     reader._budget(akey, math.prod(shape), info, f"selection of shape {list(shape)}")
     out = np.empty(shape, dtype=info.storage.numpy)
     out[...] = info.fill
-    if all(shape):
-        per_dim = [_by_chunk(v, c) for v, c in zip(vectors, info.chunks)]
+    if all(shape):  # within the budget, so no vector is longer than the selection's element count
+        per_dim = [_by_chunk(_positions(a), c) for a, c in zip(axes, info.chunks)]
         for parts in itertools.product(*per_dim):
             block = reader.read_chunk(info, tuple(p[0] for p in parts))
             if block is not None:

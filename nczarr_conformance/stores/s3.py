@@ -43,7 +43,10 @@ Retries are botocore's "standard" mode (exponential backoff with jitter on throt
 5xx and dropped connections): 3 attempts a request for reading, 8 for writing, so a
 throttled upload rides out S3's ``SlowDown`` while an unreachable endpoint is still
 reported at once. ``AWS_MAX_ATTEMPTS`` and ``AWS_RETRY_MODE`` (or ``max_attempts`` and
-``retry_mode`` in the profile) override both, as for every AWS tool.
+``retry_mode`` in the profile) override both, as for every AWS tool. A GET whose body ends
+short of its Content-Length (botocore retries only what fails before the body streams) is
+sent again as many times, with botocore's backoff. A 5xx, an unreachable endpoint or a cut
+body after every retry is :class:`StoreUnavailableError`: nczarr-check's "could not check".
 """
 from __future__ import annotations
 
@@ -51,11 +54,12 @@ import json
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from .. import keys, limits, safety
-from ..errors import StoreError
+from ..errors import StoreError, StoreUnavailableError
 from ..urls import StoreSpec
 from .base import Store
 from .s3_generation import Generation
@@ -70,6 +74,10 @@ MULTIPART_THRESHOLD = 16 * 1024**2
 PART_SIZE = 8 * 1024**2
 _CLIENTS: dict[tuple[str | None, str | None, str | None, str | None], tuple[Any, Any]] = {}
 _CLIENTS_LOCK = threading.Lock()
+
+
+class _CutShort(Exception):
+    """A GET's body ended before its Content-Length: the connection dropped mid-body."""
 
 
 def _clients(endpoint: str | None, profile: str | None, region: str | None) -> tuple[Any, Any]:
@@ -233,40 +241,26 @@ class S3Store(Store):
                 return StoreError(f"{where}: no such bucket {self.bucket!r}")
             if code in ("AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
                 return StoreError(f"{where}: access denied ({code}) while trying to {what}")
-            retried = exc.response.get("ResponseMetadata", {}).get("RetryAttempts")
+            meta = exc.response.get("ResponseMetadata", {})
+            retried, status = meta.get("RetryAttempts"), meta.get("HTTPStatusCode")
             tries = f" (gave up after {retried + 1} attempts)" if isinstance(retried, int) and retried else ""
-            return StoreError(f"{where}: {code or 'error'} while trying to {what}{tries}: "
-                              f"{err.get('Message', '')}".rstrip(": "))
+            kind = StoreUnavailableError if isinstance(status, int) and status >= 500 else StoreError
+            return kind(f"{where}: {code or 'error'} while trying to {what}{tries}: "
+                        f"{err.get('Message', '')}".rstrip(": "))
         if isinstance(exc, bx.NoCredentialsError):
             return StoreError(f"{where}: no AWS credentials (set AWS_PROFILE, AWS_ACCESS_KEY_ID or ~/.aws/credentials)")
         if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ConnectionClosedError)):
-            return StoreError(f"{where}: cannot reach the S3 endpoint ({exc})")
+            return StoreUnavailableError(f"{where}: cannot reach the S3 endpoint ({exc})")
         if isinstance(exc, bx.BotoCoreError):
             return StoreError(f"{where}: {exc}")
         raise exc
 
     def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        """One object's bytes; a body cut short is fetched again (see :meth:`_get_whole`)."""
         import botocore.exceptions as bx
 
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=self._name(key))
-            stream = response["Body"]
-            try:
-                where = f"s3://{self.bucket}/{self._name(key)}"
-                size = response.get("ContentLength")
-                if limit is None:
-                    whole: bytes = stream.read()  # the writer's own bookkeeping reads
-                    return whole
-                if isinstance(size, int) and size > limit:
-                    raise limits.too_big(where, size, limit)
-                body: bytes = stream.read(limit + 1)  # never more than the bound, whatever is sent
-                if len(body) > limit:
-                    raise limits.too_big(where, None, limit)
-                if self._generation is not None:
-                    self._generation.seen(key, response)
-                return body
-            finally:
-                stream.close()
+            return self._get_whole(key, limit)
         except bx.ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code")) in MISSING_KEY_CODES:
                 if self._generation is not None:
@@ -293,6 +287,53 @@ class S3Store(Store):
             raise self._fail(exc, f"head {key}") from exc
         except bx.BotoCoreError as exc:
             raise self._fail(exc, f"head {key}") from exc
+
+    def _get_whole(self, key: str, limit: int | None) -> bytes | None:
+        """GET until the body holds its Content-Length: as many tries as the client's retry policy allows.
+
+        botocore retries a request that fails before its body streams; a connection dropped
+        mid-body reaches the caller as fewer bytes (or a streaming error), which nothing else
+        notices. Those are tried again here with botocore's own backoff (standard mode, jitter).
+        """
+        from botocore.retries.standard import ExponentialBackoff, RetryContext
+
+        attempts = int(self.client.meta.config.retries.get("total_max_attempts") or READ_ATTEMPTS)
+        backoff, why = ExponentialBackoff(), ""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._get_once(key, limit)
+            except _CutShort as exc:
+                why = str(exc)
+            if attempt < attempts:
+                time.sleep(backoff.delay_amount(RetryContext(attempt_number=attempt)))
+        raise StoreUnavailableError(f"s3://{self.bucket}/{self._name(key)}: the response was cut short ({why}) on "
+                                    f"each of {attempts} attempts")
+
+    def _get_once(self, key: str, limit: int | None) -> bytes | None:
+        """One GET: the whole body, or LimitError past ``limit``, or _CutShort when fewer bytes came than sent."""
+        import botocore.exceptions as bx
+
+        response = self.client.get_object(Bucket=self.bucket, Key=self._name(key))
+        stream = response["Body"]
+        where = f"s3://{self.bucket}/{self._name(key)}"
+        size = response.get("ContentLength")
+        try:
+            if limit is not None and isinstance(size, int) and size > limit:
+                raise limits.too_big(where, size, limit)
+            try:  # never more than the bound, whatever is sent; unbounded only for the writer's own bookkeeping
+                body: bytes = stream.read() if limit is None else stream.read(limit + 1)
+            except (bx.ResponseStreamingError, bx.IncompleteReadError, bx.ReadTimeoutError,
+                    bx.ConnectionClosedError) as exc:
+                raise _CutShort(str(exc)) from exc
+        finally:
+            stream.close()
+        if limit is not None and len(body) > limit:
+            raise limits.too_big(where, None, limit)
+        if isinstance(size, int) and len(body) < size:
+            raise _CutShort(f"{len(body)} of {size} bytes")
+        if self._generation is not None:
+            self._generation.seen(key, response)
+        return body
 
     def _put(self, key: str, data: bytes) -> None:
         if self.mode == "u":

@@ -183,6 +183,7 @@ CORRUPTIONS: dict[str, tuple[str | None, Callable[[Path], None]]] = {
     "NCZ-ARRAY-FORMAT": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(zarr_format=3))),
     "NCZ-ARRAY-SHAPE": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(shape=[-2, 3]))),
     "NCZ-ARRAY-CHUNKS": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(chunks=[0, 2]))),
+    "NCZ-ARRAY-INT64": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(chunks=[2**63, 2]))),
     "NCZ-ARRAY-DTYPE": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(dtype="<c16"))),
     "NCZ-ARRAY-ORDER": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(order="X"))),
     "NCZ-ARRAY-SEPARATOR": ("/v/.zarray", lambda p: edit_json(

@@ -248,6 +248,45 @@ def test_stale_zmetadata_is_read_by_consolidating_readers(tmp_path):
     assert "x = 4 ;" in dumped.stdout
 
 
+def spelled_fill(in_zarray: object, in_zmetadata: object) -> Objects:
+    """base(), its .zarray fill_value written as ``in_zarray``, its .zmetadata entry as ``in_zmetadata``.
+
+    A float is written bare (``NaN``, ``Infinity``: Python's json, as zarr-python 2 wrote .zmetadata),
+    a str quoted (``"NaN"``: the Zarr v2 spec's spelling).
+    """
+    objs = base()
+    doc = json.loads(objs["/a/.zarray"])
+    objs["/a/.zarray"] = json.dumps({**doc, "fill_value": in_zarray}).encode()
+    meta = {k.lstrip("/"): json.loads(v) for k, v in objs.items() if k.rsplit("/", 1)[-1].startswith(".z")}
+    meta["a/.zarray"]["fill_value"] = in_zmetadata
+    objs["/.zmetadata"] = json.dumps({"zarr_consolidated_format": 1, "metadata": meta}).encode()
+    return objs
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("in_zarray,in_zmetadata", [(NAN, "NaN"), ("NaN", NAN), ("Infinity", INF), (-INF, "-Infinity")],
+                         ids=["bare-vs-quoted", "quoted-vs-bare", "inf", "-inf"])
+def test_fill_spelled_two_ways_is_not_stale(tmp_path, in_zarray, in_zmetadata):
+    """zarr-python reads one fill from either object: the .zmetadata entry is not stale (issue 20 item 21)."""
+    zarr = pytest.importorskip("zarr")
+    url = to_dir(spelled_fill(in_zarray, in_zmetadata), tmp_path / "d.zarr")
+    consolidated = zarr.open_consolidated(url, zarr_format=2)["a"].fill_value
+    alone = zarr.open_group(url, zarr_format=2, use_consolidated=False)["a"].fill_value
+    assert np.array_equal(consolidated, alone, equal_nan=True)  # the peer sees one fill
+    _, found, _ = check(url)
+    assert not [f for f in found if f[0] == "NCZ-CONSOLIDATED-MATCH"], found
+
+
+@pytest.mark.parametrize("in_zarray,in_zmetadata", [("NaN", 0.0), (NAN, "Infinity"), (0.0, -0.0), ("NaN", "nan")],
+                         ids=["nan-vs-zero", "nan-vs-inf", "signed-zero", "undecodable"])
+def test_fill_that_differs_is_stale(tmp_path, in_zarray, in_zmetadata):
+    url = to_dir(spelled_fill(in_zarray, in_zmetadata), tmp_path / "d.zarr")
+    rc, found, _ = check(url)
+    assert rc == 1 and ("NCZ-CONSOLIDATED-MATCH", "error", "/.zmetadata") in found, found
+
+
 def test_dim_conflict_is_refused_by_xarray_and_nczarr_dump(tmp_path):
     xr = pytest.importorskip("xarray")
     url = to_dir(dim_conflict(), tmp_path / "d.zarr")

@@ -1,8 +1,11 @@
 """A real HTTP server in front of moto that answers chosen requests with S3 errors.
 
-moto 5 has no fault injection for S3, so throttling and 5xx are injected here, on the
-wire: the client under test speaks HTTP to this proxy exactly as it would to S3, the
-proxy forwards every request it does not fail to the moto server and relays the answer.
+moto 5 has no fault injection for S3, so throttling, 5xx and truncated bodies are injected
+here, on the wire: the client under test speaks HTTP to this proxy exactly as it would to
+S3, the proxy forwards every request it does not fail to the moto server and relays the
+answer. A truncating fault (``truncate``) relays the real answer's headers, Content-Length
+included, then only part of its body, and closes the connection: what a reset mid-body
+looks like to a client.
 It also records what went by (method, key, query, status) and how many requests were in
 flight at once, so tests observe concurrency and multipart uploads from the server side.
 """
@@ -28,7 +31,9 @@ class Fault:
     """Answer ``status``/``code`` to the first ``times`` requests of each object matching ``method`` and ``key``.
 
     ``key`` is a regular expression searched in "bucket/key"; ``query`` one searched in the query
-    string (``partNumber=`` for upload parts, ``uploads`` for CreateMultipartUpload).
+    string (``partNumber=`` for upload parts, ``uploads`` for CreateMultipartUpload). With
+    ``truncate`` (a fraction in [0, 1)) the request is forwarded and only that share of the
+    real body is sent (``status`` and ``code`` are then unused).
     """
 
     method: str
@@ -37,6 +42,7 @@ class Fault:
     code: str = "SlowDown"
     times: int = 1
     query: str = ""
+    truncate: float | None = None
     seen: dict[str, int] = field(default_factory=dict)
 
     def hits(self, method: str, key: str, query: str) -> bool:
@@ -96,8 +102,12 @@ class FaultyS3:
             self.bytes_in_flight += len(body)
             self.max_bytes_in_flight = max(self.max_bytes_in_flight, self.bytes_in_flight)
             fault = next((f for f in self.faults if f.hits(req.command, key, query)), None)
+        cut: int | None = None
         try:
-            if fault is not None:
+            if fault is not None and fault.truncate is not None:
+                status, headers, payload = self._forward(req, body)
+                cut = int(len(payload) * fault.truncate)
+            elif fault is not None:
                 status, headers, payload = fault.status, [("Content-Type", "application/xml")], ERROR_BODY.format(
                     code=fault.code, message=MESSAGES.get(fault.code, fault.code)).encode()
             else:
@@ -116,7 +126,10 @@ class FaultyS3:
         req.send_header("Content-Length", str(len(payload)))
         req.end_headers()
         if req.command != "HEAD":
-            req.wfile.write(payload)
+            req.wfile.write(payload if cut is None else payload[:cut])
+        if cut is not None:
+            req.wfile.flush()
+            req.close_connection = True  # fewer bytes than Content-Length, then the connection drops
 
     def _forward(self, req: http.server.BaseHTTPRequestHandler, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=60)
