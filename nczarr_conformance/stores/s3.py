@@ -150,13 +150,13 @@ class S3Store(Store):
         self._begun = False
         self._begin_lock = threading.Lock()
         self._restore: dict[str, bytes | None] = {}  # append: metadata to put back on abort
+        # a reader pins the dataset it opened (see s3_generation.py); writers read their own objects
+        self._generation = Generation(f"s3://{bucket}/{self.prefix}", self._head) if mode == "r" else None
         if mode in ("w", "a"):
             self.writable = True
             self._open_for_writing(mode, overwrite)
         elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once; no marker, no deletes
             self.writable = True
-        # a reader pins the dataset it opened (see s3_generation.py); writers read their own objects
-        self._generation = Generation(f"s3://{bucket}/{self.prefix}", self._head) if mode == "r" else None
 
     def _open_for_writing(self, mode: str, overwrite: bool) -> None:
         existing = set(self._list_prefix("/"))

@@ -62,7 +62,7 @@ class Generation:
     def _server_clock(response: Mapping[str, Any]) -> dt.datetime | None:
         date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
         try:
-            return email.utils.parsedate_to_datetime(date) if date else None
+            return _utc(email.utils.parsedate_to_datetime(date)) if date else None
         except (TypeError, ValueError):
             return None
 
@@ -81,7 +81,7 @@ class Generation:
                 self._unsettled = True
                 return
             modified = response.get("LastModified")
-            if self._clock is not None and isinstance(modified, dt.datetime) and modified < self._clock:
+            if self._clock is not None and isinstance(modified, dt.datetime) and _utc(modified) < self._clock:
                 return  # written before the open (or before the last check): the opened dataset's
         self._confirm(key)
 
@@ -115,3 +115,8 @@ class Generation:
         with self._lock:
             if clock is not None and (self._clock is None or clock > self._clock):
                 self._clock = clock
+
+
+def _utc(moment: dt.datetime) -> dt.datetime:
+    """A server time as an aware UTC datetime (HTTP dates are GMT; a "-0000" zone parses naive)."""
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment
