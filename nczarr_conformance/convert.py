@@ -48,7 +48,7 @@ class _Source:
     skip: set[str] = field(default_factory=set)  # variable keys left out
     leave_out: dict[str, set[str]] = field(default_factory=dict)  # group or variable key → attribute names
     warnings: list[str] = field(default_factory=list)
-    unwritten: dict[str, Any] = field(default_factory=dict)  # variable key → HDF5 fill (hdf5_types.unwritten_value)
+    fills: dict[str, Any] = field(default_factory=dict)  # variable key → the HDF5 fill value its writer set
 
 
 def _findings(nc: Any, found: hdf5_types.Scan) -> list[hdf5_types.Finding]:
@@ -91,7 +91,7 @@ def _opened(src: str, skip_unsupported: bool) -> Iterator[_Source]:
             findings = _findings(nc, found)
             if findings and not skip_unsupported:
                 raise UnsupportedError(nc4.refusal(src, findings, "; --skip-unsupported converts the rest"))
-            source = _Source(nc, path, unwritten=found.unwritten)
+            source = _Source(nc, path, fills=found.fills)
             for f in findings:
                 source.warnings.append(f"{src}: {f.left_out}")
                 if f.attribute is None:
@@ -140,26 +140,26 @@ def _prepare(source: _Source, src: str, variables: dict[str, Any], skip_unsuppor
     whose chunks must be re-encoded, and the warnings to show."""
     with nc4.LOCK:
         dataset = Dataset(_header(source.nc, "/", variables, source.skip, skip_unsupported, source.leave_out))
-    _keep_hdf5_fill(dataset, source.unwritten)
+    _keep_hdf5_fill(dataset, source.fills)
     reencode = apply(transforms, dataset, src) if transforms is not None else frozenset()
     replaced, notes = writable_codecs(dataset, src)
     return dataset, reencode | replaced, source.warnings + notes
 
 
-def _keep_hdf5_fill(dataset: Dataset, unwritten: dict[str, Any]) -> None:
+def _keep_hdf5_fill(dataset: Dataset, fills: dict[str, Any]) -> None:
     """The store reports the fill netCDF-4 reports for the source, and unwritten elements read as HDF5 reads them.
 
     An HDF5 fill value set without a _FillValue attribute (h5py's ``fillvalue=``) is what netcdf-c
     reports as the variable's fill (``get_fill_value()``) and what its never-written chunks read
     as: it becomes the Zarr fill_value (netCDF's default would read 255 where the source reads 7).
-    An HDF5 fill left at HDF5's default (zero) netcdf-c reports as NOFILL: the store stays NOFILL
-    (a Zarr fill_value of 0 would make xarray's zarr backend read every real 0 as missing) and
-    direct.py writes out the never-written chunks, as zeros, instead. A _FillValue attribute stays
-    the fill (direct.py writes out unwritten chunks when it differs from the HDF5 fill value).
+    An HDF5 fill left at HDF5's default (zero) netcdf-c reports as NOFILL or as netCDF's default
+    fill: the store reports the same (a Zarr fill_value of 0 would also make xarray's zarr backend
+    read every real 0 as missing), and direct.py writes out the never-written chunks, as the zeros
+    HDF5 reads, instead; so it does when a _FillValue attribute differs from the HDF5 fill value.
     """
     for gkey, group in dataset.root.walk():
         for name, var in group.variables.items():
-            value = unwritten.get(keys.join(gkey, name))
+            value = fills.get(keys.join(gkey, name))
             if value is None or var.no_fill or "_FillValue" in var.attributes or var.type in ("char", "string"):
                 continue
             var.storage_fill = value.item() if hasattr(value, "item") else value

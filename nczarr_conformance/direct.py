@@ -18,7 +18,10 @@ The HDF5 chunk index also says which chunks were never written (a declared
 ``crs`` variable, records not yet written): those are reported as
 :data:`NOT_STORED`, read as fill, and never asked of ``read_direct_chunk``,
 which raises MemoryError on them. The index is used even when copying is off,
-so a NOFILL variable's unwritten chunks stay unwritten on both paths.
+so a NOFILL variable's unwritten chunks stay unwritten on both paths. An unwritten
+chunk HDF5 reads as a value the store's fill would not give (an HDF5 fill of zero
+under netCDF's default fill, or under a different _FillValue) is read and written
+out instead, so every reader gets what netCDF-4 reads from the source.
 """
 from __future__ import annotations
 

@@ -20,8 +20,9 @@ netCDF-4 data model in four ways, and three of them are silent or fatal:
 never values) and returns one :class:`Finding` per such object, named as netCDF names it
 (``/g/var``, ``/g/var:attr``, ``/:attr``). :func:`without` makes a copy of the file with the
 fatal ones removed, so ``--skip-unsupported`` can convert the rest. :func:`unwritten_value`
-says what an unwritten element of a dataset reads as (its HDF5 fill value), which netCDF-4
-reports only through ``_FillValue`` when the writer was netcdf-c.
+says what an unwritten element of a dataset reads as (its HDF5 fill value, zero unless the
+writer set one), which is not always the fill netCDF-4 reports: netcdf-c reports an HDF5 fill
+left at its default as NOFILL, or as netCDF's default fill.
 
 This module knows HDF5 and h5py only: it imports nothing from the readers or peers.
 """
@@ -103,13 +104,14 @@ class Finding:
 
 @dataclass
 class Scan:
-    """What :func:`scan` found: the findings, each dataset's filters and unwritten value."""
+    """What :func:`scan` found: the findings, each dataset's filters and HDF5 fill value."""
 
     findings: list[Finding] = field(default_factory=list)
     #: dataset path → (filter id, name) of every filter in its pipeline
     filters: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
-    #: dataset path → what its unwritten elements read as (only where HDF5 defines it, see unwritten_value)
-    unwritten: dict[str, Any] = field(default_factory=dict)
+    #: dataset path → the fill value its writer set in HDF5 (standard numeric types only): what netcdf-c
+    #: reports as the variable's fill when no _FillValue attribute says otherwise
+    fills: dict[str, Any] = field(default_factory=dict)
 
 
 def is_hdf5(path: str) -> bool:
@@ -289,10 +291,11 @@ def _dataset(dset: Any, path: str, out: Scan) -> None:
     tid, space = dset.id.get_type(), dset.id.get_space()
     klass = tid.get_class()
     plist = dset.id.get_create_plist()
-    # netcdf-c takes a fixed-length string and a float it does not know for NC_STRING: an HDF5
-    # fill value of theirs is then freed as a string pointer when the file closes
-    as_string = klass == h5py.h5t.STRING and not tid.is_variable_str() or (klass == h5py.h5t.FLOAT
-                                                                          and not is_standard(tid))
+    # netcdf-c takes a fixed-length string longer than one byte (one byte is NC_CHAR) and a float it
+    # does not know for NC_STRING: an HDF5 fill value of theirs is then freed as a string pointer
+    # when the file closes
+    fixed_string = klass == h5py.h5t.STRING and not tid.is_variable_str() and tid.get_size() > 1
+    as_string = fixed_string or (klass == h5py.h5t.FLOAT and not is_standard(tid))
     user_fill = plist.fill_value_defined() == h5py.h5d.FILL_VALUE_USER_DEFINED
     problem = _problem(tid)
     if problem is not None:
@@ -306,12 +309,10 @@ def _dataset(dset: Any, path: str, out: Scan) -> None:
     elif as_string and user_fill:
         out.findings.append(Finding(path, None, "fixed-length string with an HDF5 fill value", CRASHES, FATAL))
     out.filters[path] = [_filter(plist, i) for i in range(plist.get_nfilters())]
-    try:
-        value = unwritten_value(dset)
-    except (ValueError, TypeError, OSError):
-        value = None
-    if value is not None:
-        out.unwritten[path] = value
+    if user_fill and is_standard(tid):
+        value = np.zeros((), dtype=dset.dtype)
+        plist.get_fill_value(value)
+        out.fills[path] = value[()]
     out.findings.extend(_attributes(dset, path))
 
 
