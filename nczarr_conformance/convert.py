@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import hdf5_types, keys, safety
-from .errors import StoreError, UnsupportedError, UsageError
+from .errors import NczarrError, StoreError, UnsupportedError, UsageError
 from .model import Dataset, Group, Variable
 from .nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
 from .peers import netcdf4 as nc4
@@ -86,7 +86,10 @@ def _opened(src: str, skip_unsupported: bool) -> Iterator[_Source]:
         raise UnsupportedError(nc4.refusal(src, found.findings, "; --skip-unsupported converts the rest"))
     path = hdf5_types.without(src, fatal) if fatal else src
     try:
-        nc = nc4.open_nc(path, check="none")
+        try:
+            nc = nc4.open_nc(path, check="none")
+        except NczarrError as exc:  # name the input, not the copy
+            raise type(exc)(str(exc).replace(path, src)) from exc
         try:
             findings = _findings(nc, found)
             if findings and not skip_unsupported:

@@ -387,6 +387,21 @@ def unavailable_filters(found: Scan, available: Callable[[int], bool]) -> list[F
 
 # ---- a copy without the fatal objects ---------------------------------------------------------------
 
+def _detach_scale(f: Any, path: str) -> None:
+    """Detach the dataset at ``path`` from every dataset it is a dimension scale of: netcdf-c cannot open
+    a file whose DIMENSION_LIST points at a removed object (the dimension then has no coordinate)."""
+    import h5py
+
+    try:
+        scale = f[path]
+        if not isinstance(scale, h5py.Dataset) or "REFERENCE_LIST" not in scale.attrs:
+            return
+        for ref, index in scale.attrs["REFERENCE_LIST"].tolist():
+            f[ref].dims[int(index)].detach_scale(scale)
+    except (KeyError, OSError, ValueError, TypeError, RuntimeError):
+        return  # not a scale h5py understands: netcdf-c will say what it makes of the rest
+
+
 def without(path: str, findings: list[Finding], folder: str | None = None) -> str:
     """A copy of ``path`` (in a new temporary folder under ``folder``) with the fatal findings' objects removed.
 
@@ -408,6 +423,7 @@ def without(path: str, findings: list[Finding], folder: str | None = None) -> st
                     target = f if finding.path == "/" else f[finding.path]
                     del target.attrs[finding.attribute]
                 else:
+                    _detach_scale(f, finding.path)
                     parent, _, name = finding.path.rpartition("/")
                     del (f[parent] if parent else f)[name]
     except BaseException:

@@ -45,6 +45,13 @@ def _low_dataset(f: Any, name: str, tid: Any, data: np.ndarray | None = None, mt
         did.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(data), mtype=mtype or tid)
 
 
+def _float16_scale(f: Any) -> None:
+    """A float16 coordinate of /ok's dimension (left out in a copy: /ok must lose the scale, not fail)."""
+    x = f.create_dataset("x", data=np.arange(4, dtype="f2"), fillvalue=np.float16(-1))
+    x.make_scale("x")
+    f["ok"].dims[0].attach_scale(x)
+
+
 #: kind → (what to add beside /ok, where it is named, what it is called)
 KINDS: dict[str, tuple[Callable[[Any], None], str, str]] = {
     "float16 dataset": (lambda f: f.create_dataset("h", data=np.arange(4, dtype="f2")), "/h", "float16"),
@@ -74,6 +81,7 @@ KINDS: dict[str, tuple[Callable[[Any], None], str, str]] = {
     "fixed strings with an HDF5 fill": (lambda f: f.create_dataset("s", (2,), dtype="S4", fillvalue=b"ab"), "/s",
                                         "fixed-length string with an HDF5 fill value"),
     "null dataspace": (lambda f: f.create_dataset("n", data=h5py.Empty("f4")), "/n", "dataset with a null dataspace"),
+    "float16 dimension scale with an HDF5 fill": (_float16_scale, "/x", "float16 with an HDF5 fill value"),
     "dangling soft link": (lambda f: f.__setitem__("gone", h5py.SoftLink("/nowhere")), "/gone",
                            "soft link to /nowhere that does not resolve"),
 }
