@@ -11,8 +11,8 @@ netCDF-4 data model in four ways, and three of them are silent or fatal:
 * it crashes or refuses on the whole file: a fixed-length string dataset with an HDF5 fill
   value (every PyTables string array and index) segfaults ``nc_close`` even when never read;
   an attribute of rank 2 or of HDF5 time type, a dataset of time type or with a null
-  dataspace, a dangling soft or external link, a malformed ``DIMENSION_LIST``: the file does
-  not open;
+  dataspace, a named (committed) integer, float or bitfield datatype, a dangling soft or
+  external link, a malformed ``DIMENSION_LIST``: the file does not open;
 * a dataset whose filter netCDF-4's HDF5 lacks (blosc2, lzf, lzo…) opens, and its first read
   fails ("Filter error: undefined filter encountered").
 
@@ -216,6 +216,20 @@ def _member_problem(tid: Any) -> tuple[str, str] | None:
     return None if found is None or found[1] == OUTSIDE else found
 
 
+def _named_type_problem(tid: Any) -> str | None:
+    """A committed (named) datatype netcdf-c cannot open a file with: every one but a string, an opaque
+    and a compound, vlen or enum of types it has (the user types netCDF-4 itself commits)."""
+    import h5py
+
+    klass = tid.get_class()
+    if klass in (h5py.h5t.STRING, h5py.h5t.OPAQUE):
+        return None
+    problem = _problem(tid)
+    if problem is not None and problem[1] == OUTSIDE:
+        return None
+    return problem[0] if problem is not None else _base_name(tid)
+
+
 def _effect(why: str, shown: bool) -> str:
     if why == NO_OPEN:
         return FATAL
@@ -342,6 +356,10 @@ def _walk(group: Any, path: str, out: Scan, seen: set[Any]) -> None:
             continue
         if isinstance(obj, h5py.Dataset):
             _dataset(obj, where, out)
+        elif isinstance(obj, h5py.Datatype):
+            problem = _named_type_problem(obj.id)
+            if problem is not None:
+                out.findings.append(Finding(where, None, f"named datatype {problem}", NO_OPEN, FATAL))
         elif isinstance(obj, h5py.Group):
             address = obj.id.__hash__()
             if address in seen:

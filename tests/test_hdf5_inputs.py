@@ -82,6 +82,7 @@ KINDS: dict[str, tuple[Callable[[Any], None], str, str]] = {
                                         "fixed-length string with an HDF5 fill value"),
     "null dataspace": (lambda f: f.create_dataset("n", data=h5py.Empty("f4")), "/n", "dataset with a null dataspace"),
     "float16 dimension scale with an HDF5 fill": (_float16_scale, "/x", "float16 with an HDF5 fill value"),
+    "named float16 datatype": (lambda f: f.__setitem__("t16", np.dtype("f2")), "/t16", "named datatype float16"),
     "dangling soft link": (lambda f: f.__setitem__("gone", h5py.SoftLink("/nowhere")), "/gone",
                            "soft link to /nowhere that does not resolve"),
 }
