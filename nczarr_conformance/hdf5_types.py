@@ -76,6 +76,7 @@ class Finding:
 
     @property
     def fatal(self) -> bool:
+        """netcdf-c cannot open the file while it is there: leaving it out takes a copy without it."""
         return self.effect == FATAL
 
     @property
@@ -115,7 +116,10 @@ class Scan:
 
 
 def is_hdf5(path: str) -> bool:
-    """The HDF5 signature at offset 0, 512, 1024, 2048… (a user block moves it), in a regular file."""
+    """The HDF5 signature at offset 0, 512, 1024, 2048… (a user block moves it), in a regular file
+    (never opened otherwise: opening a FIFO would wait for a writer)."""
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
