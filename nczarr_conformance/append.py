@@ -254,7 +254,7 @@ def append(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> Ap
 def _append(src: str, spec: Any, dst: str, dim_name: str, stamp: Stamp, allow_gaps: bool) -> AppendStats:
     stats = AppendStats()
     reader_store = open_store(spec, "r")
-    nc = nc4.open_nc(src)
+    nc = nc4.open_nc(src, check="all")  # what netCDF-4 hides would be lost without a word: refused
     try:
         reader = DatasetReader(reader_store)
         old = reader.dataset

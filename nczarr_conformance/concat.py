@@ -159,7 +159,7 @@ def _describe(path: str, dim_name: str) -> FileInfo:
     from .convert import _header
     from .peers import netcdf4 as nc4
 
-    nc = nc4.open_nc(path)
+    nc = nc4.open_nc(path, check="all")  # what netCDF-4 hides would be lost without a word: refused
     try:
         variables: dict[str, Any] = {}
         with nc4.LOCK:

@@ -18,7 +18,10 @@ The HDF5 chunk index also says which chunks were never written (a declared
 ``crs`` variable, records not yet written): those are reported as
 :data:`NOT_STORED`, read as fill, and never asked of ``read_direct_chunk``,
 which raises MemoryError on them. The index is used even when copying is off,
-so a NOFILL variable's unwritten chunks stay unwritten on both paths.
+so a NOFILL variable's unwritten chunks stay unwritten on both paths. An unwritten
+chunk HDF5 reads as a value the store's fill would not give (an HDF5 fill of zero
+under netCDF's default fill, or under a different _FillValue) is read and written
+out instead, so every reader gets what netCDF-4 reads from the source.
 """
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
+from . import hdf5_types
 from .errors import StoreError
 from .nczarr.writer import NOT_STORED, ArrayPlan
 
@@ -100,9 +106,32 @@ class DirectChunks:
         return bool(plist.get_layout() == h5py.h5d.CONTIGUOUS and plist.get_external_count() == 0
                     and dataset.id.get_storage_size() == 0)
 
+    @staticmethod
+    def _reads_as_fill(plan: ArrayPlan, dataset: Any) -> bool:
+        """Whether a chunk the file never stored reads, through HDF5, as the store's fill reads it.
+
+        HDF5 gives an unwritten element the dataset's fill value (hdf5_types.unwritten_value);
+        when the plan's fill differs (a _FillValue attribute other than the HDF5 fill value), or
+        the plan is NOFILL, such chunks are read through netCDF-4 and written out. Undefined in
+        the file (netcdf-c's NOFILL): left unwritten, as the source left them.
+        """
+        try:
+            value = hdf5_types.unwritten_value(dataset)
+        except (TypeError, ValueError, OSError):
+            return True
+        if value is None:
+            return True
+        if plan.var.no_fill or plan.storage.kind not in "iuf":
+            return False
+        return bool(np.asarray(value).astype(plan.storage).tobytes() == np.asarray(plan.fill_storage).tobytes())
+
     def _copyable(self, plan: ArrayPlan, dataset: Any) -> bool:
-        """Whether a stored chunk's bytes are exactly the Zarr chunk the plan would encode."""
-        if not self.copy or dataset.dtype != plan.storage:
+        """Whether a stored chunk's bytes are exactly the Zarr chunk the plan would encode.
+
+        Only for a standard integer or IEEE float (hdf5_types.is_standard): a 20-bit integer in
+        4 bytes has numpy's dtype but not its bytes (no sign extension), a 3-byte one no dtype.
+        """
+        if not self.copy or not hdf5_types.is_standard(dataset.id.get_type()) or dataset.dtype != plan.storage:
             return False
         if plan.var.type == "string" or dataset.dtype.kind not in "iuf":
             return False
@@ -118,8 +147,9 @@ class DirectChunks:
             dataset = self.file.get(plan.key.lstrip("/"))
             if dataset is None:
                 return None
+            unstored = NOT_STORED if self._reads_as_fill(plan, dataset) else None
             if self._never_allocated(dataset):
-                return lambda index: NOT_STORED  # declared, never written: all fill (NOFILL: undefined)
+                return lambda index: unstored  # declared, never written: all fill (NOFILL: undefined)
             chunks = dataset.chunks
             if chunks is None or not plan.zshape or tuple(chunks) != tuple(plan.chunks):
                 return None  # contiguous, compact, scalar, or rechunked: no chunk maps onto a Zarr chunk
@@ -129,7 +159,7 @@ class DirectChunks:
         def read(index: tuple[int, ...]) -> bytes | None:
             where = stored.get(tuple(i * c for i, c in zip(index, plan.chunks)))
             if where is None:
-                return NOT_STORED
+                return unstored
             if not copyable or where.filter_mask != 0:
                 return None  # re-encode it (a nonzero mask: a filter was skipped for this chunk)
             if self.fd >= 0:

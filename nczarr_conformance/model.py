@@ -81,6 +81,9 @@ class Variable:
     order: str | None = None
     #: Zarr ``dimension_separator`` ("." or "/"); None: not a Zarr array, or the Zarr default "."
     dimension_separator: str | None = None
+    #: what unwritten elements read as when no _FillValue attribute says it (an HDF5 dataset's own fill
+    #: value, which writers other than netcdf-c set without the attribute); None: netCDF's default fill
+    storage_fill: Any = None
 
     @property
     def is_scalar(self) -> bool:

@@ -31,7 +31,9 @@ The rules are nccopy 4.9.0's (its man page, checked against the Debian binary):
 
 ``--compressor`` chooses the codec -d would set: ``zlib[:level]``, ``zstd[:level]``,
 ``bz2[:level]``, ``blosc[:cname[:clevel[:shuffle]]]`` or ``none`` — the numcodecs
-codecs netcdf-c 4.10 reads back. szip has no numcodecs codec and is refused.
+codecs netcdf-c 4.10 reads back. szip has no numcodecs codec and is refused; an input's szip
+(or blosc snappy) variable is decoded through HDF5 and written with a codec numcodecs has
+(:func:`writable_codecs`, one warning each).
 """
 from __future__ import annotations
 
@@ -281,6 +283,37 @@ def apply(t: Transforms, dataset: Dataset, where: str) -> frozenset[str]:
             if t.recompress:
                 var.filters = _codecs(t, var)
     return frozenset(key for key, var in _variables(dataset.root) if (var.chunks, var.filters) != before[key])
+
+
+def writable_codecs(dataset: Dataset, where: str) -> tuple[frozenset[str], list[str]]:
+    """Give each variable whose input codec numcodecs cannot write one netcdf-c reads; say so.
+
+    netCDF-4's HDF5 decodes szip (libaec) and blosc's snappy, so the values are read as usual;
+    only the output codec changes: zlib at :data:`DEFAULT_LEVEL` for szip (numcodecs has no szip
+    codec), blosc lz4 at the same level and shuffle for snappy (numcodecs' blosc is built without
+    it). Returns the keys changed (their chunks must be re-encoded) and one warning each.
+    """
+    from numcodecs import blosc
+
+    cnames = set(blosc.list_compressors())
+    changed: set[str] = set()
+    notes: list[str] = []
+    for key, var in _variables(dataset.root):
+        codecs = var.filters or []  # the variable's own list, edited in place
+        for i, cfg in enumerate(codecs):
+            if cfg.get("id") == "szip":
+                codecs[i] = {"id": "zlib", "level": DEFAULT_LEVEL}
+                notes.append(f"{where}: {key}: szip chunks are decoded through HDF5 and written with zlib level "
+                             f"{DEFAULT_LEVEL} (numcodecs has no szip codec; --compressor chooses another)")
+            elif cfg.get("id") == "blosc" and cfg.get("cname") not in cnames:
+                codecs[i] = dict(cfg, cname="lz4")
+                notes.append(f"{where}: {key}: blosc {cfg.get('cname')} chunks are decoded through HDF5 and written "
+                             f"with blosc lz4 (numcodecs' blosc has no {cfg.get('cname')}; --compressor chooses "
+                             "another)")
+            else:
+                continue
+            changed.add(key)
+    return frozenset(changed), notes
 
 
 def without_direct_copy(raw: RawSource | None, keys_: frozenset[str]) -> RawSource | None:

@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-direct-copy", action="store_true",
                    help="decode and re-encode every chunk instead of copying compressed HDF5 chunks as they are")
     p.add_argument("--skip-unsupported", action="store_true",
-                   help="leave out (with a warning) variables and attributes of compound, vlen, opaque or enum type")
+                   help="leave out (with a warning) variables and attributes of compound, vlen, opaque or enum type, "
+                        "and HDF5 objects netCDF-4 hides, misreads or crashes on (float16, bitfield, reference, "
+                        "array and time types, zero-length attributes, filters its HDF5 lacks)")
     p.add_argument("--json-attributes", choices=JSON_ATTRIBUTE_MODES, default="lossless",
                    help="char attributes whose text parses as JSON: lossless (default) writes the text as a JSON "
                         "string, which every reader gives back exactly; spec writes it as that JSON value "
@@ -213,7 +215,8 @@ def _main(argv: list[str] | None) -> int:
         if show:
             from tqdm import tqdm
 
-            total = total_bytes(args.input, flavor=args.flavor, transforms=transforms, char_as=args.char_as)  # what progress() adds up
+            total = total_bytes(args.input, flavor=args.flavor, transforms=transforms, char_as=args.char_as,
+                                skip_unsupported=args.skip_unsupported)  # what progress() adds up
             bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
                        mininterval=0.5, delay=0 if args.progress else 1.0, dynamic_ncols=True, desc="nc2nczarr")
         done = [0]

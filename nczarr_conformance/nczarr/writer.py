@@ -223,7 +223,7 @@ class DatasetWriter:
             chunks = tuple(int(c) for c in var.chunks)
         else:
             chunks = auto_chunks(zshape, storage.itemsize)
-        fill = var.fill_value
+        fill = var.fill_value if var.fill_value is not None else var.storage_fill
         if fill is None or var.no_fill:
             fill = DEFAULT_FILL[var.type]
             if var.type == "char":

@@ -12,12 +12,15 @@ import glob
 import os
 import threading
 import warnings
+from collections.abc import Container
 from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import hdf5_types
 from ..errors import FormatError, StoreError, UnsupportedError
+from ..hdf5_types import Finding
 from ..model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python, is_internal_attribute
 from ..nczarr.dtypes import numpy_dtype
 
@@ -30,6 +33,9 @@ NC_MAX_ATOMIC_TYPE = 12
 USER_CLASSES = {13: "vlen", 14: "opaque", 15: "enum", 16: "compound"}
 #: netCDF4-python and HDF5 are not thread-safe; every call into them holds this.
 LOCK = threading.RLock()
+#: netCDF4-python's names of the HDF5 blosc filter's compressors (its codes 0-5) → numcodecs' Blosc cnames
+BLOSC_NAMES = {"blosc_lz": "blosclz", "blosc_lz4": "lz4", "blosc_lz4hc": "lz4hc", "blosc_snappy": "snappy",
+               "blosc_zlib": "zlib", "blosc_zstd": "zstd"}
 
 
 def available() -> bool:
@@ -140,11 +146,16 @@ def outside_model(ncgroup: Any) -> list[tuple[str, str]]:
     return found
 
 
-def _read_attributes(obj: Any, ncid: int, varid: int, *, skip_outside: bool = False) -> dict[str, Attribute]:
-    """The model's attributes; one of a user-defined type is refused (``skip_outside``: left out)."""
+def _read_attributes(obj: Any, ncid: int, varid: int, *, skip_outside: bool = False,
+                     leave_out: Container[str] = ()) -> dict[str, Attribute]:
+    """The model's attributes; one of a user-defined type is refused (``skip_outside``: left out).
+
+    ``leave_out``: names of attributes not to read at all (the converter's ``--skip-unsupported``
+    leaves out what hdf5_types found, e.g. a zero-length attribute the model cannot hold).
+    """
     out: dict[str, Attribute] = {}
     for name in obj.ncattrs():
-        if is_internal_attribute(name):
+        if is_internal_attribute(name) or name in leave_out:
             continue  # netcdf-c shows _nczarr_maxstrlen; the model never does
         xtype = _attr_xtype(ncid, varid, name)
         if xtype is not None and xtype > NC_MAX_ATOMIC_TYPE:
@@ -182,7 +193,8 @@ def filters_of(var: Any) -> list[dict[str, Any]]:
         configs.append({"id": "bz2", "level": max(1, level)})
     elif isinstance(f.get("blosc"), dict):
         blosc = f["blosc"]
-        configs.append({"id": "blosc", "cname": str(blosc.get("compressor", "blosc_lz4")).replace("blosc_", ""),
+        name = str(blosc.get("compressor", "blosc_lz4"))
+        configs.append({"id": "blosc", "cname": BLOSC_NAMES.get(name, name.removeprefix("blosc_")),
                         "clevel": level, "shuffle": int(blosc.get("shuffle", 1))})
     elif f.get("szip"):
         configs.append({"id": "szip"})  # no numcodecs codec: a converter refuses it, a reader just reports it
@@ -193,10 +205,12 @@ def filters_of(var: Any) -> list[dict[str, Any]]:
     return configs
 
 
-def variable_header(var: Any, group_path: str, *, skip_outside: bool = False) -> Variable:
+def variable_header(var: Any, group_path: str, *, skip_outside: bool = False,
+                    leave_out: Container[str] = ()) -> Variable:
     """A model Variable (no data) for one netCDF4.Variable of an atomic type.
 
-    ``skip_outside``: leave out its attributes of user-defined types instead of refusing them.
+    ``skip_outside``: leave out its attributes of user-defined types instead of refusing them;
+    ``leave_out``: names of attributes not to read.
     """
     xtype = int(getattr(var.datatype, "_nc_type", 0))  # CompoundType, VLType, EnumType (NC_STRING is a VLType too)
     if xtype > NC_MAX_ATOMIC_TYPE:
@@ -214,7 +228,7 @@ def variable_header(var: Any, group_path: str, *, skip_outside: bool = False) ->
     endian = var.endian()
     return Variable(
         nctype, dims, tuple(int(n) for n in var.shape),
-        _read_attributes(var, var.group()._grpid, var._varid, skip_outside=skip_outside),
+        _read_attributes(var, var.group()._grpid, var._varid, skip_outside=skip_outside, leave_out=leave_out),
         chunks=None if chunking in ("contiguous", None) or not var.shape else [int(c) for c in chunking],
         endianness=None if nctype in ("char", "string", "byte", "ubyte") else ("big" if endian == "big" else "little"),
         filters=filters_of(var),
@@ -281,15 +295,49 @@ def _read_group(ncgroup: Any, path: str, data: bool) -> Group:
     return group
 
 
-def open_nc(path: str) -> Any:
-    """Open for reading, mapping netCDF4's errors to ours."""
+def filter_available(nc: Any, filter_id: int) -> bool:
+    """Whether the HDF5 library under this netCDF4 module can apply HDF5 filter ``filter_id``
+    (built in, or a plugin on HDF5_PLUGIN_PATH, which netCDF4-python points at its own)."""
+    lib = _libnetcdf()
+    if lib is None:
+        return True  # cannot ask: the read will say
+    with LOCK:
+        return bool(lib.nc_inq_filter_avail(nc._grpid, ctypes.c_uint(filter_id)) == 0)
+
+
+def refusal(path: str, findings: list[Finding], hint: str = "") -> str:
+    """One line naming every object of ``findings``: ``PATH: types outside the NCZarr model: /c (compound
+    cmp_t)``, or ``PATH: netCDF-4 cannot read, or the NCZarr model cannot hold: /h (float16: …)``."""
+    lead = ("types outside the NCZarr model" if all(f.why == hdf5_types.OUTSIDE for f in findings)
+            else "netCDF-4 cannot read, or the NCZarr model cannot hold")
+    return f"{path}: {lead}: {', '.join(f.listed for f in findings)}{hint}"
+
+
+def open_nc(path: str, *, check: str = "reading") -> Any:
+    """Open for reading, mapping netCDF4's errors to ours.
+
+    An HDF5 file is looked at with h5py first (hdf5_types.py), because netCDF4-python hides
+    some objects, misreads others and crashes on a few: ``check="reading"`` refuses, in one line
+    naming each, those that would crash or fail a read into the model (nothing is hidden from a
+    reader of what netCDF-4 shows); ``"all"`` refuses every object netCDF-4 or the model cannot
+    hold (a writer that must not lose anything silently); ``"none"``: the caller has looked.
+    """
     import netCDF4
 
+    found = None
+    if check != "none":
+        with LOCK:
+            found = hdf5_types.scan(path)
+        bad = [f for f in found.findings if check == "all" or f.breaks_reading]
+        if any(f.fatal for f in bad):  # netCDF4 must not open it at all
+            raise UnsupportedError(refusal(path, bad))
     try:
         with LOCK, warnings.catch_warnings():
-            # netCDF4-python warns (stderr) on a vlen type it cannot represent; outside_model names it instead
+            # netCDF4-python warns (stderr) on a type it cannot represent; outside_model and hdf5_types name it instead
             warnings.filterwarnings("ignore", message="WARNING: unsupported", category=UserWarning)
-            return netCDF4.Dataset(path, "r")
+            warnings.filterwarnings("ignore", message="WARNING: variable .* has unsupported datatype",
+                                    category=UserWarning)
+            nc = netCDF4.Dataset(path, "r")
     except FileNotFoundError as exc:
         raise StoreError(f"{path}: no such file or directory") from exc
     except OSError as exc:
@@ -297,6 +345,17 @@ def open_nc(path: str) -> Any:
     except TypeError as exc:  # a user type numpy cannot express, e.g. an array of a nested compound
         raise FormatError(f"{path}: netCDF4-python cannot open this file ({exc}); it is outside the NCZarr "
                           "model") from exc
+    except (RuntimeError, AttributeError, KeyError, ValueError) as exc:  # e.g. a malformed _Netcdf4Coordinates
+        raise FormatError(f"{path}: netCDF4-python cannot open this file ({type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())})") from exc
+    if found is not None:
+        bad = [f for f in found.findings if check == "all" or f.breaks_reading]
+        bad += hdf5_types.unavailable_filters(found, lambda fid: filter_available(nc, fid))
+        if bad:
+            with LOCK:
+                nc.close()
+            raise UnsupportedError(refusal(path, bad))
+    return nc
 
 
 def read(path: str, *, data: bool = True) -> Dataset:
