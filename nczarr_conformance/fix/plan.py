@@ -79,6 +79,8 @@ class Plan:
     notes: list[str]
     #: every object key of the store the plan was made from (the reader check samples it)
     all_keys: list[str] = field(default_factory=list)
+    #: the metadata objects as read when planning (key → stored bytes), so the check need not read them again
+    raw: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -130,7 +132,7 @@ def make_plan(store: Store, targets: frozenset[str], *, can_rewrite_chunks: bool
         prefix = node.rstrip("/") + "/"
         chunks = [k for k in ctx.all_keys if k.startswith(prefix) and _is_chunk(k, node)]
         recodes.append(Recode(node, old, new, chunks))
-    return Plan(ctx.flavor, targets, edits, recodes, changes, ctx.notes, list(ctx.all_keys))
+    return Plan(ctx.flavor, targets, edits, recodes, changes, ctx.notes, list(ctx.all_keys), dict(ctx.raw))
 
 
 def _pretty(data: bytes | None, key: str) -> list[str]:

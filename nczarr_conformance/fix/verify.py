@@ -77,8 +77,7 @@ def check_readers(store: Store, plan: Plan, where: str) -> None:
     readers = available_readers(plan.targets)
     with _probe_dirs() as top:
         samples = _sample_keys(store, plan, arrays)
-        _write_probe(top / "before", store, plan, samples, edited=False, where=where)
-        _write_probe(top / "after", store, plan, samples, edited=True, where=where)
+        _write_probes(top, store, plan, samples, where)
         fills = {akey: (_fills(top / "before", akey, declared=True), _fills(top / "after", akey, declared=False))
                  for akey in arrays}
         before: dict[str, Readings] = {}
@@ -192,31 +191,50 @@ def _sample_keys(store: Store, plan: Plan, arrays: list[str]) -> list[str]:
     return out
 
 
-def _write_probe(root: Path, store: Store, plan: Plan, samples: list[str], *, edited: bool, where: str) -> None:
-    """Every metadata object and the sampled chunks, as stored or (``edited``) as the plan leaves them."""
-    new = {e.key: e.new for e in plan.edits} if edited else {}
-    recode = {k: r for r in plan.recodes for k in r.chunks} if edited else {}
-    for key in sorted({k for k in plan.all_keys if keys.basename(k).startswith(".")} | set(new)):
-        data = new[key] if key in new else store.get(key)
+def _write_probes(top: Path, store: Store, plan: Plan, samples: list[str], where: str) -> None:
+    """``top/before``: every metadata object and the sampled chunks as stored; ``top/after``: the same as
+    the plan leaves them (unedited objects are hard links to ``before``'s)."""
+    new = {e.key: e.new for e in plan.edits}
+    recode = {k: r for r in plan.recodes for k in r.chunks}
+    stored: dict[str, bytes] = {}
+    for key in sorted(k for k in plan.all_keys if keys.basename(k).startswith(".")):
+        data = plan.raw[key] if key in plan.raw else store.get(key)
         if data is not None:
-            _put(root, key, data, where)
+            stored[key] = data
     budget = TOTAL_SAMPLE_BYTES
     for key in samples:
         try:
             data = store.get(key, min(SAMPLE_BYTES, budget))
         except limits.LimitError:
             continue  # too big to sample: the array is then compared by its metadata and fill only
-        if data is None:
-            continue
-        budget -= len(data)
-        _put(root, key, recode[key].reencode(key, data) if key in recode else data, where)
+        if data is not None:
+            budget -= len(data)
+            stored[key] = data
+    made: set[Path] = set()
+    for key, data in stored.items():
+        _put(top / "before", key, data, where, made)
+        if key in recode:
+            _put(top / "after", key, recode[key].reencode(key, data), where, made)
+        elif key not in new:
+            _put(top / "after", key, None, where, made, link_from=top / "before")
+    for key, data in new.items():
+        if data is not None:
+            _put(top / "after", key, data, where, made)
 
 
-def _put(root: Path, key: str, data: bytes, where: str) -> None:
+def _put(root: Path, key: str, data: bytes | None, where: str, made: set[Path], *,
+         link_from: Path | None = None) -> None:
+    """Write ``data`` at ``key`` under ``root``, or hard-link the same key of ``link_from``."""
     path = root.joinpath(*keys.split(key))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        if path.parent not in made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
+        if link_from is not None:
+            os.link(link_from.joinpath(*keys.split(key)), path)
+        else:
+            with open(path, "wb") as fh:
+                fh.write(data or b"")
     except OSError as exc:
         raise StoreError(f"{where}: cannot copy {key.lstrip('/')} into {root.parent} for the reader check: "
                          f"{exc.strerror or exc}") from exc

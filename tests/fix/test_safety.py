@@ -305,12 +305,13 @@ def _zip_of(store: Path, dest: Path) -> Path:
     return dest
 
 
-@pytest.mark.parametrize("kind,moment,delay,sig", [
-    ("dir", "change", 0.0, signal.SIGKILL),
-    ("dir", "backup", 0.0, signal.SIGKILL),
-    ("dir", "backup", 0.03, signal.SIGKILL),
+@pytest.mark.parametrize("kind,moment,delay,sig", [  # measured here: the first two of each kill the
+    ("dir", "change", 0.0, signal.SIGKILL),          # snapshot being built or edited (old store kept),
+    ("dir", "backup", 0.03, signal.SIGKILL),         # +0.15 s lands at or after the exchange (fixed store,
+    ("dir", "backup", 0.15, signal.SIGKILL),         # the old tree left aside for the next run to remove)
     ("dir", "change", 0.0, signal.SIGINT),
     ("dir", "backup", 0.01, signal.SIGINT),
+    ("dir", "backup", 0.15, signal.SIGINT),
     ("zip", "backup", 0.0, signal.SIGKILL),
     ("zip", "backup", 0.0, signal.SIGINT),
 ])
@@ -417,26 +418,40 @@ def test_an_append_committed_while_the_fix_runs_is_kept(tmp_path, monkeypatch):
         assert not [p for p in tmp_path.iterdir() if "backup" in p.name]  # nothing changed: no backup kept
 
 
-RACE_DELAYS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+#: when the append starts: with the fix; when the fix's snapshot (its aside tree) appears beside the
+#: store; when its backup appears (it is about to write and commit); each twice
+RACE_MOMENTS = ("start", "start", "snapshot", "snapshot", "backup", "backup")
 
 
-def test_a_fix_racing_an_append_never_loses_the_appended_records(tmp_path):
-    """#20 item 1 with real processes, six tries at different overlaps; each must hold: an append that
-    exited 0 is in the store, and a fix either did its edits or refused in one line, changing nothing."""
-    for i, delay in enumerate(RACE_DELAYS):
+def _fix_reached(store: Path, moment: str) -> Callable[[], bool]:
+    if moment == "start":
+        return lambda: True
+    if moment == "snapshot":
+        return lambda: any(n.startswith(f".{store.name}.partial-") for n in os.listdir(store.parent))
+    return lambda: any(n.startswith(f"{store.name}.nczarr-fix-backup-") for n in os.listdir(store.parent))
+
+
+def test_a_fix_racing_an_append_loses_neither(tmp_path):
+    """#20 item 1 with real processes, six tries, the append started at three moments of the fix; each
+    try must hold: an append that exited 0 is in the store, a fix either refused in one line changing
+    nothing, or its edits are in the store too (the append then started from the fixed store)."""
+    for i, moment in enumerate(RACE_MOMENTS):
         work = tmp_path / str(i)
         work.mkdir()
         store, b, expected = _inputs(work)
-        fixer = start("nczarr_conformance.cli.fix", "--no-backup", str(store))
-        time.sleep(delay)
+        fixer = start("nczarr_conformance.cli.fix", str(store))
+        _wait(_fix_reached(store, moment), fixer)
         appender = start("nczarr_conformance.cli.convert", "--append", "time", str(b), str(store))
         _, fix_err = fixer.communicate(timeout=120)
         _, app_err = appender.communicate(timeout=120)
-        assert appender.returncode in (0, 2), app_err
-        assert _records(store) == (expected if appender.returncode == 0 else expected[:5]), (i, fix_err, app_err)
+        assert appender.returncode == 0, app_err
+        assert _records(store) == expected, (i, fix_err, app_err)
         assert fixer.returncode in (0, 2), fix_err
         if fixer.returncode == 2:
             assert one_line(fix_err).endswith("nothing was changed")
+            assert not [p for p in work.iterdir() if "backup" in p.name]
+        else:
+            assert zarray(store, "v")["dtype"] == "|i1", (i, moment)  # the fix's edit, kept by the append
         assert not [p for p in work.iterdir() if p.name.startswith(".")]
 
 
