@@ -12,9 +12,10 @@ tree another writer may be replacing, and makes every edit visible at once, per 
   store after the snapshot was taken, the fix refuses before the exchange and that writer's
   dataset stays. SIGINT or any failure removes the aside tree; after SIGKILL the next run (fix,
   conversion or append) removes it;
-* zip: planned from the zip as opened; rewritten to a temporary file beside it (members in their
-  order, the same names, compression and dates, unedited members byte for byte) and renamed onto
-  it, unless the zip was replaced meanwhile;
+* zip: opened for writing as a conversion or an append opens it (``ZipStore`` mode ``w``: a
+  temporary file beside it), then planned from the zip as opened; every member is rewritten there
+  (in their order, the same names, compression and dates, unedited members byte for byte) and the
+  file renamed onto the zip, unless the zip was replaced meanwhile;
 * S3 (no rename, no multi-object transaction): planned from the objects as they are; a prefix
   holding a writer's ``.nczarr-partial`` marker is refused; right before writing, every object to
   edit is read again and must still hold what the plan was made from; then the edits are PUT in
@@ -34,6 +35,7 @@ renamed, a sibling prefix on S3).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import stat
@@ -41,6 +43,7 @@ import sys
 import time
 import zipfile
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
@@ -88,36 +91,40 @@ def backup_location(spec: StoreSpec) -> StoreSpec:
     return StoreSpec("file", str(path))
 
 
-def _backup_objects(spec: StoreSpec, source: Store, plan: Plan) -> tuple[dict[str, bytes], bytes]:
-    """(key → stored bytes of every object the plan rewrites or removes, the manifest)."""
-    saved: dict[str, bytes] = {e.key: e.old for e in plan.edits if e.old is not None}
+def _backup_items(source: Store, plan: Plan) -> Iterator[tuple[str, bytes]]:
+    """(key, stored bytes) of every object the plan rewrites or removes; one chunk in memory at a time."""
+    for edit in plan.edits:
+        if edit.old is not None:
+            yield edit.key, edit.old
     for key in sorted(plan.chunk_keys()):
         data = source.get(key, sys.maxsize)
         if data is not None:
-            saved[key] = data
-    manifest = {"store": spec.url or spec.path,
-                "created": [e.key for e in plan.edits if e.old is None],
-                "rewritten": [e.key for e in plan.edits if e.old is not None and e.new is not None]
-                + sorted(plan.chunk_keys()),
-                "removed": [e.key for e in plan.edits if e.old is not None and e.new is None],
-                "fixes": sorted({f for e in plan.edits for f in e.fixes})}
-    return saved, json.dumps(manifest, indent=1).encode()
+            yield key, data
+
+
+def _manifest(spec: StoreSpec, plan: Plan) -> bytes:
+    doc = {"store": spec.url or spec.path,
+           "created": [e.key for e in plan.edits if e.old is None],
+           "rewritten": [e.key for e in plan.edits if e.old is not None and e.new is not None]
+           + sorted(plan.chunk_keys()),
+           "removed": [e.key for e in plan.edits if e.old is not None and e.new is None],
+           "fixes": sorted({f for e in plan.edits for f in e.fixes})}
+    return json.dumps(doc, indent=1).encode()
 
 
 def write_backup(spec: StoreSpec, source: Store, plan: Plan) -> str:
     """Save what the plan rewrites or removes; return where (a path or s3:// URL)."""
     where = backup_location(spec)
-    saved, manifest = _backup_objects(spec, source, plan)
     if where.kind == "s3":
         with open_store(where, "w") as backup:
-            for key, data in saved.items():
+            for key, data in _backup_items(source, plan):
                 backup.put(key, data)
-            backup.put(BACKUP_MANIFEST, manifest)
+            backup.put(BACKUP_MANIFEST, _manifest(spec, plan))
         return f"s3://{where.path}"
     store_path = Path(os.path.realpath(spec.path))
     tmp = safety.make_temp_dir(store_path)  # a dead run's is one of the store's leftovers: the next run removes it
     try:
-        for key, data in [*saved.items(), (BACKUP_MANIFEST, manifest)]:
+        for key, data in itertools.chain(_backup_items(source, plan), [(BACKUP_MANIFEST, _manifest(spec, plan))]):
             path = tmp.joinpath(*keys.split(key))
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
@@ -247,8 +254,8 @@ class DirectorySession(Session):
 
     def commit(self) -> None:
         if _identity(self.real, self.where) != self.identity:
-            raise StoreError(f"{self.where}: replaced by another writer (an append or a conversion) while the fix "
-                             "ran; its dataset is kept, not fixed: run nczarr-fix again")
+            raise StoreError(f"{self.where}: replaced by another writer (an append or a conversion) since the fix "
+                             "read it: its dataset is kept; run nczarr-fix again")
         self.store.commit()
         self.done = True
 
@@ -280,94 +287,90 @@ def mode_like(path: Path, root: Path) -> int | None:
 
 
 class ZipSession(Session):
-    """The zip as opened, rewritten to a temporary file beside it and renamed onto it."""
+    """The zip rewritten through a zip writer (``ZipStore`` mode ``w``, the writers' own open: a
+    temporary file beside it, renamed onto it at commit) from the zip as opened after it."""
 
     def __init__(self, spec: StoreSpec) -> None:
         self.where = spec.path
-        store = open_store(spec)
+        writer = open_store(spec, "w", overwrite=True)
+        assert isinstance(writer, ZipStore)
+        self.writer = writer
+        try:
+            store = open_store(spec)
+        except BaseException:
+            with safety.critical():
+                writer.abort()
+            raise
         assert isinstance(store, ZipStore)
         self.store = self.zip = store
         self.real = Path(os.path.realpath(store.target))
         self.identity = self._opened()
-        self.tmp: Path | None = None
+        self.mode = stat.S_IMODE(os.fstat(self._fileno()).st_mode)
 
-    def _opened(self) -> tuple[int, int, int, int]:
+    def _fileno(self) -> int:
         fp = self.zip.zf.fp
         assert fp is not None
-        info = os.fstat(fp.fileno())
+        return fp.fileno()
+
+    def _opened(self) -> tuple[int, int, int, int]:
+        info = os.fstat(self._fileno())
         return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
     def apply(self, plan: Plan) -> None:
-        self.tmp = _rewrite_zip(self.zip, plan)
+        try:
+            _rewrite_zip(self.zip, self.writer.zf, plan)
+        except OSError as exc:
+            raise StoreError(f"{self.where}: cannot write the fixed zip beside it: {exc.strerror or exc}") from exc
 
     def commit(self) -> None:
-        assert self.tmp is not None
-        with safety.critical():
-            safety.raise_if_interrupted()
-            try:
-                info = os.stat(self.real)
-            except OSError as exc:
-                raise StoreError(f"{self.where}: {exc.strerror or exc}") from exc
-            if (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns) != self.identity:
-                raise StoreError(f"{self.where}: replaced by another writer while the fix ran; its zip is kept, "
-                                 "not fixed: run nczarr-fix again")
-            os.replace(self.tmp, self.real)
-            self.tmp = None
-            self.done = True
+        try:
+            info = os.stat(self.real)
+        except OSError as exc:
+            raise StoreError(f"{self.where}: {exc.strerror or exc}") from exc
+        if (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns) != self.identity:
+            raise StoreError(f"{self.where}: replaced by another writer since the fix read it: its zip is kept; "
+                             "run nczarr-fix again")
+        self.writer.commit()
+        self.done = True
         self.zip.close()
+        try:
+            os.chmod(self.real, self.mode)  # the zip keeps its permissions (the writer gives the umask's)
+        except OSError:
+            pass
 
     def abort(self) -> None:
-        if self.tmp is not None:
-            self.tmp.unlink(missing_ok=True)
-            self.tmp = None
+        self.writer.abort()
         self.zip.close()
 
 
-def _rewrite_zip(source: ZipStore, plan: Plan) -> Path:
-    """The fixed zip in a fresh temporary file beside the target (its mode copied), not yet renamed.
-
-    Every member in its order (entry 0 decides netcdf-c's root), edited ones replaced, removed ones
-    left out, new ones last with the permissions of the root's ``.zgroup`` member.
-    """
+def _rewrite_zip(source: ZipStore, out: zipfile.ZipFile, plan: Plan) -> None:
+    """Every member of ``source`` into ``out`` in its order (entry 0 decides netcdf-c's root): edited
+    ones replaced, removed ones left out, unedited ones byte for byte with their names, dates and
+    compression, new ones last with the permissions of the root's ``.zgroup`` member."""
     new = {e.key: e.new for e in plan.edits}
     recode = {k: r for r in plan.recodes for k in r.chunks}
-    real = Path(os.path.realpath(source.target))
-    mode = os.stat(real).st_mode & 0o7777
     prefix = source.prefix.lstrip("/")
-    fd, tmp = safety.make_temp_file(real)
-    try:
-        with os.fdopen(fd, "w+b") as fh, zipfile.ZipFile(fh, "w", allowZip64=True) as out:
-            seen: set[str] = set()
-            for info in source.zf.infolist():
-                key = _member_key(source, info)
-                if key is not None:
-                    seen.add(key)
-                    if key in new:
-                        data = new[key]
-                        if data is not None:
-                            out.writestr(_like(info), data)
-                        continue
-                    if key in recode:
-                        out.writestr(_like(info), recode[key].reencode(key, source.zf.read(info)))
-                        continue
-                out.writestr(info, source.zf.read(info))
-            sibling = source.members.get("/.zgroup")
-            for key in write_order(plan):
+    seen: set[str] = set()
+    for info in source.zf.infolist():
+        key = _member_key(source, info)
+        if key is not None:
+            seen.add(key)
+            if key in new:
                 data = new[key]
-                if key not in seen and data is not None:
-                    info = zipfile.ZipInfo(prefix + key.lstrip("/"), date_time=(1980, 1, 1, 0, 0, 0))
-                    info.external_attr = sibling.external_attr if sibling is not None else 0o644 << 16
-                    out.writestr(info, data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"{source.target}: cannot write the fixed zip beside it: {exc.strerror or exc}") from exc
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
+                if data is not None:
+                    out.writestr(_like(info), data)
+                continue
+            if key in recode:
+                out.writestr(_like(info), recode[key].reencode(key, source.zf.read(info)))
+                continue
+        out.writestr(info, source.zf.read(info))
+    sibling = source.members.get("/.zgroup")
+    for key in write_order(plan):
+        data = new[key]
+        if key not in seen and data is not None:
+            member = zipfile.ZipInfo(prefix + key.lstrip("/"), date_time=(1980, 1, 1, 0, 0, 0))
+            member.external_attr = sibling.external_attr if sibling is not None else 0o644 << 16
+            out.writestr(member, data)
 
 
 def _member_key(source: ZipStore, info: zipfile.ZipInfo) -> str | None:
@@ -411,8 +414,8 @@ class S3Session(Session):
         edits = {e.key: e for e in self.plan.edits}
         for edit in self.plan.edits:
             if self.store.get(edit.key) != edit.old:
-                raise StoreError(f"{self.where}: {edit.key.lstrip('/')} changed while the fix ran (another "
-                                 "writer); not fixed: run nczarr-fix again")
+                raise StoreError(f"{self.where}: {edit.key.lstrip('/')} changed since the fix read it (another "
+                                 "writer): kept; run nczarr-fix again")
         done: list[ObjectEdit] = []
         with safety.critical():  # a batch of small PUTs: a signal is honoured after it, never inside
             try:

@@ -125,21 +125,24 @@ def _netcdf_c_in_a_child(top: Path, arrays: list[str], flavor: str) -> tuple[Rea
     ``after``, every array it read before is one it cannot read now.
     """
     (top / "arrays.json").write_text(json.dumps(arrays))
-    proc = subprocess.run([sys.executable, "-m", __name__, str(top), flavor], check=False,
-                          stdin=subprocess.DEVNULL, capture_output=True, timeout=CHILD_TIMEOUT)
+    try:
+        proc = subprocess.run([sys.executable, "-m", __name__, str(top), flavor], check=False,
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=CHILD_TIMEOUT)
+        crashed = _crash(proc.returncode, proc.stderr)
+    except subprocess.TimeoutExpired:  # run() has killed it
+        crashed = f"netcdf-c did not finish in {CHILD_TIMEOUT} s"
     before = _load(top / "netcdf-c-before.npz", arrays)
     if before is None:
-        crashed = _crash(proc)
         return ({a: Reading(error=crashed) for a in arrays},) * 2
     after = _load(top / "netcdf-c-after.npz", arrays)
     if after is None:
-        after = {a: Reading(error=_crash(proc)) for a in arrays}
+        after = {a: Reading(error=crashed) for a in arrays}
     return before, after
 
 
-def _crash(proc: subprocess.CompletedProcess[bytes]) -> str:
-    last = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or [""])[-1]
-    how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+def _crash(code: int, stderr: bytes) -> str:
+    last = (stderr.decode("utf-8", "replace").strip().splitlines() or [""])[-1]
+    how = f"killed by signal {-code}" if code < 0 else f"exit {code}"
     return f"netcdf-c crashed ({how}{': ' + last[:120] if last else ''})"
 
 
@@ -270,16 +273,17 @@ def _each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Path) 
 def read_ours(root: Path, arrays: list[str], flavor: str) -> Readings:
     from ..nczarr.reader import DatasetReader
 
-    try:
-        reader = DatasetReader(DirectoryStore(root, "r"))
-    except NczarrError as exc:
-        return {a: Reading(error=_explain(exc, root)) for a in arrays}
+    with DirectoryStore(root, "r") as store:
+        try:
+            reader = DatasetReader(store)
+        except NczarrError as exc:
+            return {a: Reading(error=_explain(exc, root)) for a in arrays}
 
-    def one(akey: str) -> np.ndarray:
-        info = reader.arrays[akey]
-        return reader.read_region(akey, () if info.scalar else _region(info.zshape, info.chunks))
+        def one(akey: str) -> np.ndarray:
+            info = reader.arrays[akey]
+            return reader.read_region(akey, () if info.scalar else _region(info.zshape, info.chunks))
 
-    return _each(arrays, one, root)
+        return _each(arrays, one, root)
 
 
 def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:

@@ -409,7 +409,11 @@ def test_an_append_committed_while_the_fix_runs_is_kept(tmp_path, monkeypatch):
         refused = None
     except StoreError as exc:
         refused = str(exc)
-    assert appended and appended[0].returncode == 0, appended[0].stderr
+    assert appended
+    if appended[0].returncode != 0:  # refused by the one-writer lock (branch locks): the fix goes on alone
+        assert len(appended[0].stderr.strip().splitlines()) == 1, appended[0].stderr
+        assert refused is None and _records(store) == expected[:5] and zarray(store, "v")["dtype"] == "|i1"
+        return
     assert _records(store) == expected  # the appended records are there
     if refused is None:
         assert zarray(store, "v")["dtype"] == "|i1" and zarray(store, "v")["shape"] == [11, 3]
@@ -444,12 +448,13 @@ def test_a_fix_racing_an_append_loses_neither(tmp_path):
         appender = start("nczarr_conformance.cli.convert", "--append", "time", str(b), str(store))
         _, fix_err = fixer.communicate(timeout=120)
         _, app_err = appender.communicate(timeout=120)
-        assert appender.returncode == 0, app_err
-        assert _records(store) == expected, (i, fix_err, app_err)
-        assert fixer.returncode in (0, 2), fix_err
-        if fixer.returncode == 2:
-            assert one_line(fix_err).endswith("nothing was changed")
-            assert not [p for p in work.iterdir() if "backup" in p.name]
+        assert appender.returncode in (0, 2) and fixer.returncode in (0, 2), (fix_err, app_err)
+        if appender.returncode == 2:  # refused in one line (by the one-writer lock, branch locks)
+            one_line(app_err)
+        assert _records(store) == (expected if appender.returncode == 0 else expected[:5]), (i, fix_err, app_err)
+        if fixer.returncode == 2:  # refused in one line: the store does not hold its edits, nor its backup
+            one_line(fix_err)
+            assert zarray(store, "v")["dtype"] == "<i1" and not [p for p in work.iterdir() if "backup" in p.name]
         else:
             assert zarray(store, "v")["dtype"] == "|i1", (i, moment)  # the fix's edit, kept by the append
         assert not [p for p in work.iterdir() if p.name.startswith(".")]
@@ -499,7 +504,7 @@ def test_s3_fix_refuses_when_an_object_changed_after_it_planned(tmp_path, s3_buc
 
     monkeypatch.setattr(fix_module, "write_backup", other_writer_then_backup)
     before = _listing(client, s3_bucket)
-    with pytest.raises(StoreError, match="b/.zarray changed while the fix ran.*nothing was changed"):
+    with pytest.raises(StoreError, match="b/.zarray changed since the fix read it.*nothing was changed"):
         fix_module.fix_store(f"s3://{s3_bucket}/ds")
     after = _listing(client, s3_bucket)
     assert json.loads(client.get_object(Bucket=s3_bucket, Key="ds/b/.zarray")["Body"].read()) == theirs
