@@ -8,7 +8,9 @@ interrupt changes nothing (see :mod:`.apply` for what S3 can and cannot promise)
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import safety
 from ..errors import NczarrError, StoreError
@@ -90,7 +92,7 @@ def _fix_in_place(spec: StoreSpec, chosen: frozenset[str], backup: bool) -> FixR
             return FixResult(plan, _text([*lines, "nothing to fix"]))
         saved = None
         try:
-            check_readers(session.store, plan, session.where)
+            check_readers(session.store, plan, session.where, beside=local_path(spec))
             if backup:
                 saved = write_backup(spec, session.store, plan)
             session.apply(plan)
@@ -111,6 +113,11 @@ def _fix_in_place(spec: StoreSpec, chosen: frozenset[str], backup: bool) -> FixR
         lines.append(f"backup: {saved}")
     lines.append(_summary(plan))
     return FixResult(plan, _text(lines), saved)
+
+
+def local_path(spec: StoreSpec) -> Path | None:
+    """A directory or zip store's resolved path (where its temporaries go), None on S3."""
+    return None if spec.kind == "s3" else Path(os.path.realpath(spec.path))
 
 
 def _unchanged(exc: NczarrError) -> NczarrError:

@@ -6,10 +6,10 @@ miss a case (an entry zarr-python refuses makes it refuse the whole group throug
 a wrong fill changes every unwritten cell). Asking the readers themselves is the only check that
 does not share the fix's assumptions.
 
-Bounded: the check reads a *probe*, a private temporary directory (outside the store) holding every
-metadata object and the first chunk of each array (at most :data:`SAMPLE_BYTES` stored bytes per
-chunk, :data:`TOTAL_SAMPLE_BYTES` in all), once as stored and once as edited (re-encoded chunks
-re-encoded). Each reader opens it and reads each array's first chunk region. The readers are the
+Bounded: the check reads a *probe*, a private temporary directory (beside a local store, never in
+it; for S3 and ``--out`` in the system's temporary directory) holding every metadata object and the
+first chunk of each array (at most :data:`SAMPLE_BYTES` stored bytes per chunk,
+:data:`TOTAL_SAMPLE_BYTES` in all), once as stored and once as edited (re-encoded chunks re-encoded). Each reader opens it and reads each array's first chunk region. The readers are the
 ones at hand in Python: ours, zarr-python when the fix targets zarr-python or xarray (which reads
 through it), and netCDF4-python (netcdf-c 4.10, which must read every fixed store right). netcdf-c
 runs in one child process reading both probes (``python -m nczarr_conformance.fix.verify``): on
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import keys, limits
+from .. import keys, limits, safety
 from ..errors import NczarrError, StoreError, UsageError
 from ..nczarr.dtypes import DEFAULT_FILL, parse_dtype
 from ..stores import DirectoryStore
@@ -69,13 +69,18 @@ Readings = dict[str, Reading]  # array node → reading
 ReaderFunction = Callable[[Path, list[str], str], Readings]
 
 
-def check_readers(store: Store, plan: Plan, where: str) -> None:
-    """Raise UsageError (one line, nothing written) when an edit of ``plan`` reads worse; see the module."""
+def check_readers(store: Store, plan: Plan, where: str, *, beside: Path | None = None) -> None:
+    """Raise UsageError (one line, nothing written) when an edit of ``plan`` reads worse; see the module.
+
+    ``beside``: a local store's resolved path, next to which the probe is made under the store's
+    temporary prefix, so that the probe of a killed run is one of the leftovers the next run
+    removes; otherwise (S3, ``--out``) it goes to the system's temporary directory.
+    """
     if plan.empty:
         return
     arrays = sorted(keys.parent(k) for k in plan.all_keys if keys.basename(k) == ".zarray")
     readers = available_readers(plan.targets)
-    with _probe_dirs() as top:
+    with _probe_dirs(beside) as top:
         samples = _sample_keys(store, plan, arrays)
         _write_probes(top, store, plan, samples, where)
         fills = {akey: (_fills(top / "before", akey, declared=True), _fills(top / "after", akey, declared=False))
@@ -102,10 +107,10 @@ def available_readers(targets: frozenset[str]) -> dict[str, ReaderFunction]:
 
 
 @contextmanager
-def _probe_dirs() -> Iterator[Path]:
-    """A fresh private directory under the system's temporary directory holding ``before`` and
-    ``after``, removed on any exit."""
-    top = Path(tempfile.mkdtemp(prefix="nczarr-fix-probe-"))
+def _probe_dirs(beside: Path | None) -> Iterator[Path]:
+    """A fresh private directory holding ``before`` and ``after`` (see :func:`check_readers` for where),
+    removed on any exit."""
+    top = safety.make_temp_dir(beside) if beside is not None else Path(tempfile.mkdtemp(prefix="nczarr-fix-probe-"))
     try:
         (top / "before").mkdir()
         (top / "after").mkdir()
