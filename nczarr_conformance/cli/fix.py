@@ -3,14 +3,18 @@
 Each fix (``nczarr-fix --list-fixes``) is a small registered function with a stable id that
 nczarr-check names beside the findings it cures. Only metadata changes, except where a
 reader needs other chunk bytes (TensorStore reads no filters: those arrays are re-encoded).
-In place, the objects it rewrites are saved first in a backup beside the store
-(``<store>.nczarr-fix-backup-<UTC time>``; ``--no-backup`` skips it); ``--out URL2``
-writes a fixed copy and leaves the input untouched; ``--dry-run`` prints the edits as a
-unified diff per object and writes nothing.
+In place, the fixed store is built aside and swapped in at once (a zip: rewritten and
+renamed; S3: one checked batch of PUTs), and the objects it rewrites are saved first in a
+backup beside the store (``<store>.nczarr-fix-backup-<UTC time>``; ``--no-backup`` skips
+it); ``--out URL2`` writes a fixed copy and leaves the input untouched; ``--dry-run`` prints
+the edits as a unified diff per object and writes nothing. Before writing, the store is read
+before and after the edits by our reader, zarr-python and netcdf-c; an edit one of them
+would read worse is refused.
 
 Exit codes: 0 fixed, or nothing to fix; 1 ``--dry-run`` found edits to make (nothing
 written); 2 not done (bad usage, a store that cannot be opened or parsed, an output that
-exists or overlaps the input; one line on stderr, nothing written).
+exists or overlaps the input, an edit a reader would read worse, another writer replacing
+the store meanwhile, a failed write; one line on stderr saying what failed, nothing changed).
 """
 from __future__ import annotations
 

@@ -1,21 +1,37 @@
 """nczarr-fix: rewrite a store's metadata into the form every chosen reader reads right.
 
 ``fix_store(url, …)`` plans the edits (:mod:`.plan`: the fixes of :mod:`.fixes` run over
-the metadata in memory) and carries them out (:mod:`.apply`), in place or into a copy.
+the metadata in memory), checks that no reader at hand reads the edited store worse
+(:mod:`.verify`) and carries them out (:mod:`.apply`), in place or into a copy. In place, it
+plans from the snapshot it writes and commits all edits at once; a refusal, a failure or an
+interrupt changes nothing (see :mod:`.apply` for what S3 can and cannot promise).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
+from .. import safety
+from ..errors import NczarrError, StoreError
 from ..sniff import netcdf_file_error
 from ..stores import open_store
-from ..urls import parse
+from ..urls import StoreSpec, parse
 from . import fixes  # noqa: F401  (registers the fixes)
-from .apply import fix_in_place, refuse_unsafe_output, write_backup, write_copy
+from .apply import (
+    PartlyWritten,
+    open_session,
+    refuse_unsafe_output,
+    remove_backup,
+    remove_dead_leftovers,
+    write_backup,
+    write_copy,
+)
 from .plan import Plan, iter_changes, make_plan, parse_targets, render_diff
 from .registry import FIXES, READERS, Change, Fix, for_rule
+from .verify import check_readers
 
-__all__ = ["fix_store", "FixResult", "FIXES", "READERS", "Change", "Fix", "Plan", "for_rule", "make_plan"]
+__all__ = ["FIXES", "READERS", "Change", "Fix", "FixResult", "Plan", "fix_store", "for_rule", "make_plan"]
 
 
 @dataclass
@@ -23,6 +39,10 @@ class FixResult:
     plan: Plan
     text: str  # what the CLI prints
     backup: str | None = None
+
+
+def _text(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
 
 
 def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, targets: str | None = None,
@@ -36,28 +56,75 @@ def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, target
     out_spec = parse(out) if out else None
     if out_spec is not None:
         refuse_unsafe_output(spec, out_spec)
-    with open_store(spec) as source:
-        in_place_s3 = out_spec is None and spec.kind == "s3"
-        plan = make_plan(source, chosen, can_rewrite_chunks=not in_place_s3)
-        lines = list(iter_changes(plan))
-        if dry_run:
-            text = render_diff(plan) + "".join(f"{line}\n" for line in plan_notes(plan))
-            return FixResult(plan, text or "nothing to fix\n")
-        saved = None
-        if out_spec is not None:
+    if dry_run or out_spec is not None:
+        with open_store(spec) as source:
+            plan = make_plan(source, chosen, can_rewrite_chunks=not (out_spec is None and spec.kind == "s3"))
+            if out_spec is None:
+                text = render_diff(plan) + _text([f"note: {n}" for n in plan.notes])
+                return FixResult(plan, text or "nothing to fix\n")
+            lines = list(iter_changes(plan))
+            check_readers(source, plan, url)
             write_copy(source, out_spec, plan)
-            lines.append(f"fixed copy written: {out}")
-        elif plan.empty:
-            lines.append("nothing to fix")
-        else:
-            if backup:
-                saved = write_backup(spec, source, plan)
-                lines.append(f"backup: {saved}")
-            fix_in_place(spec, source, plan)
+        lines.append(f"fixed copy written: {out}")
         if not plan.empty:
-            lines.append(f"{len(plan.edits)} metadata object(s) rewritten, {len(plan.chunk_keys())} chunk(s) re-encoded")
-        return FixResult(plan, "".join(f"{line}\n" for line in lines), saved)
+            lines.append(_summary(plan))
+        return FixResult(plan, _text(lines))
+    remove_dead_leftovers(spec)  # a killed run's aside tree, temporary zip or unfinished backup
+    if spec.kind == "file":  # a snapshot costs a link per object: first look whether there is anything to do
+        with open_store(spec) as view:
+            first = make_plan(view, chosen)
+        if first.empty:
+            return FixResult(first, _text([*iter_changes(first), "nothing to fix"]))
+    return _fix_in_place(spec, chosen, backup)
 
 
-def plan_notes(plan: Plan) -> list[str]:
-    return [f"note: {n}" for n in plan.notes]
+def _summary(plan: Plan) -> str:
+    return f"{len(plan.edits)} metadata object(s) rewritten, {len(plan.chunk_keys())} chunk(s) re-encoded"
+
+
+def _fix_in_place(spec: StoreSpec, chosen: frozenset[str], backup: bool) -> FixResult:
+    """Plan from the snapshot the session writes, check the readers, back up, stage, commit; on any
+    failure or interrupt nothing is changed (the backup this run wrote is removed again)."""
+    with open_session(spec) as session:
+        plan = make_plan(session.store, chosen, can_rewrite_chunks=spec.kind != "s3")
+        lines = list(iter_changes(plan))
+        if plan.empty:
+            return FixResult(plan, _text([*lines, "nothing to fix"]))
+        saved = None
+        try:
+            check_readers(session.store, plan, session.where, beside=local_path(spec))
+            if backup:
+                saved = write_backup(spec, session.store, plan)
+            session.apply(plan)
+            session.commit()
+        except PartlyWritten as exc:
+            held = f"; the backup {saved} holds the old objects" if saved else ""
+            raise StoreError(f"{exc}{held}: run nczarr-fix again to finish") from exc
+        except BaseException as exc:
+            if saved is not None:
+                with safety.critical():
+                    remove_backup(saved, spec)
+            if isinstance(exc, NczarrError):
+                raise _unchanged(exc) from exc
+            if isinstance(exc, OSError):
+                raise StoreError(f"{session.where}: {exc.strerror or exc}; nothing was changed") from exc
+            raise
+    if saved is not None:
+        lines.append(f"backup: {saved}")
+    lines.append(_summary(plan))
+    return FixResult(plan, _text(lines), saved)
+
+
+def local_path(spec: StoreSpec) -> Path | None:
+    """A directory or zip store's resolved path (where its temporaries go), None on S3."""
+    return None if spec.kind == "s3" else Path(os.path.realpath(spec.path))
+
+
+def _unchanged(exc: NczarrError) -> NczarrError:
+    """``exc`` saying that the store was left as it was."""
+    if "nothing was changed" in str(exc):
+        return exc
+    try:
+        return type(exc)(f"{exc}; nothing was changed")
+    except TypeError:  # an error class with another signature
+        return StoreError(f"{exc}; nothing was changed")

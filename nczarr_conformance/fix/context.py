@@ -95,9 +95,10 @@ class FixContext:
         return {}
 
     def changed(self, key: str) -> bool:
-        """True when the fixes left ``key`` different from what is stored (compared as written)."""
+        """True when the fixes left ``key`` different from what is stored (compared as written);
+        a stored object the fixes dropped from ``docs`` is removed."""
         if key not in self.docs:
-            return False
+            return key in self.original
         if key not in self.original:
             return True
         return dumps(self.docs[key]) != dumps(self.original[key])

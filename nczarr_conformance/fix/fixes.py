@@ -16,6 +16,7 @@ import numpy as np
 from .. import keys
 from ..errors import UnsupportedError
 from ..nczarr.attrs import float_json, unparse
+from ..nczarr.consolidated import refused_by_zarr_python
 from ..nczarr.dtypes import DEFAULT_FILL, parse_dtype
 from ..nczarr.reader import ANONYMOUS_DIM
 from .context import FixContext, dumps
@@ -222,9 +223,24 @@ def _canonical(meta: dict[str, Any]) -> bytes:
     return dumps({keys.join(k): meta[k] for k in sorted(meta, key=keys.join)})
 
 
+def refused_entry(ctx: FixContext) -> str | None:
+    """The first array whose ``.zarray`` zarr-python refuses, by the writer's own rule
+    (:func:`~nczarr_conformance.nczarr.consolidated.refused_by_zarr_python`), with why; else None."""
+    for node in ctx.arrays():
+        doc = ctx.zarray(node)
+        dtype, fill = doc.get("dtype"), doc.get("fill_value")
+        try:
+            is_string = parse_dtype(dtype, u1_is_char=True).nctype == "string"
+        except UnsupportedError:
+            is_string = False
+        if refused_by_zarr_python(dtype, fill, fill_is_text=is_string and ctx.flavor != "zarr"):
+            return f"{node} (dtype {unparse(dtype)}, fill_value {unparse(fill)})"
+    return None
+
+
 @fix("NCZ-FIX-CONSOLIDATE", readers=("zarr-python", "xarray"), cures=("NCZ-CONSOLIDATED-MATCH",), always=True)
 def consolidate(ctx: FixContext) -> Iterator[Change]:
-    """/.zmetadata holds every metadata object as the other fixes leave it: a stale one is always replaced, a missing one written for zarr-python and xarray (one GET opens the dataset; xarray warns without it). Runs last."""
+    """/.zmetadata holds every metadata object as the other fixes leave it: a stale one is always replaced, a missing one written for zarr-python and xarray (one GET opens the dataset; xarray warns without it); none where zarr-python would then refuse the whole group (the writer's rule: a >S1 array, a text string fill, a NaN fill on integers), and a stale one there is removed. Runs last."""
     me = FIXES["NCZ-FIX-CONSOLIDATE"]
     if "/.zgroup" not in ctx.docs:
         return
@@ -235,6 +251,17 @@ def consolidate(ctx: FixContext) -> Iterator[Change]:
         if isinstance(old_meta, dict) and old.get("zarr_consolidated_format") == 1 and \
                 _canonical(old_meta) == _canonical(new["metadata"]):
             return
+    refused = refused_entry(ctx)
+    if refused is not None:
+        if old is not None:
+            del ctx.docs["/.zmetadata"]
+            yield me.change("/.zmetadata", f"stale, and zarr-python would refuse the whole group through it ({refused}):"
+                                           " removed; without it zarr-python reads every other array, netcdf-c ignores it")
+        elif ctx.targets & set(me.readers):
+            ctx.notes.append(f"{me.id} /.zmetadata: not written: zarr-python would refuse the whole group through it "
+                             f"({refused}); without it, it reads every other array (the writer's rule)")
+        return
+    if old is not None:
         yield me.change("/.zmetadata", "stale: rebuilt from every .zgroup, .zarray and .zattrs")
     elif ctx.targets & set(me.readers):
         yield me.change("/.zmetadata", "written: every .zgroup, .zarray and .zattrs in one object")

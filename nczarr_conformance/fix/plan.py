@@ -28,9 +28,11 @@ from .registry import FIXES, READERS, Change
 
 @dataclass(frozen=True, slots=True)
 class ObjectEdit:
+    """One metadata object to write (``new``) or to remove (``new`` None); ``old`` None: it is created."""
+
     key: str
     old: bytes | None
-    new: bytes
+    new: bytes | None
     fixes: tuple[str, ...]
 
 
@@ -75,6 +77,10 @@ class Plan:
     recodes: list[Recode]
     changes: list[Change]
     notes: list[str]
+    #: every object key of the store the plan was made from (the reader check samples it)
+    all_keys: list[str] = field(default_factory=list)
+    #: the metadata objects as read when planning (key → stored bytes), so the check need not read them again
+    raw: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -117,15 +123,16 @@ def make_plan(store: Store, targets: frozenset[str], *, can_rewrite_chunks: bool
         by_key.setdefault(c.key, [])
         if c.fix not in by_key[c.key]:
             by_key[c.key].append(c.fix)
-    edits = [ObjectEdit(key, ctx.raw.get(key), dumps(ctx.docs[key]), tuple(by_key.get(key, ())))
-             for key in sorted(ctx.docs) if ctx.changed(key)]
+    edits = [ObjectEdit(key, ctx.raw.get(key), dumps(ctx.docs[key]) if key in ctx.docs else None,
+                        tuple(by_key.get(key, ())))
+             for key in sorted(set(ctx.docs) | set(ctx.original)) if ctx.changed(key)]
     recodes = []
     for node, new in sorted(ctx.recode.items()):
         old = ctx.original[keys.join(node, ".zarray")]
         prefix = node.rstrip("/") + "/"
         chunks = [k for k in ctx.all_keys if k.startswith(prefix) and _is_chunk(k, node)]
         recodes.append(Recode(node, old, new, chunks))
-    return Plan(ctx.flavor, targets, edits, recodes, changes, ctx.notes)
+    return Plan(ctx.flavor, targets, edits, recodes, changes, ctx.notes, list(ctx.all_keys), dict(ctx.raw))
 
 
 def _pretty(data: bytes | None, key: str) -> list[str]:
@@ -147,7 +154,7 @@ def render_diff(plan: Plan) -> str:
         out.append(f"# {edit.key}: {', '.join(edit.fixes)}\n")
         out.extend(difflib.unified_diff(_pretty(edit.old, edit.key), _pretty(edit.new, edit.key),
                                         fromfile="/dev/null" if edit.old is None else f"a/{name}",
-                                        tofile=f"b/{name}"))
+                                        tofile="/dev/null" if edit.new is None else f"b/{name}"))
     for r in plan.recodes:
         out.append(f"# {r.node}: {len(r.chunks)} chunk(s) re-encoded without filters (NCZ-FIX-NO-FILTERS)\n")
     return "".join(out)

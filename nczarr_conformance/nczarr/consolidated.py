@@ -9,10 +9,33 @@ append rewrites it with the objects it changed.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 CONSOLIDATED_KEY = "/.zmetadata"
+_NOT_FINITE = ("NaN", "Infinity", "-Infinity")
+_FLOAT_DTYPE = re.compile(r"^[<>|]?f\d+$")
+
+
+def refused_by_zarr_python(dtype: Any, fill_json: Any, *, fill_is_text: bool) -> bool:
+    """Whether zarr-python 3 refuses this array's ``.zarray``, so that a ``.zmetadata`` holding it
+    makes it refuse the whole group (without one it reads every other array).
+
+    The writer leaves ``.zmetadata`` out for such a store and nczarr-fix writes none into one:
+
+    * a ``>S1`` dtype (netcdf-c's char, Appendix E): no zarr-python data type matches it;
+    * a bytes fill written as text (``fill_is_text``: a netCDF string variable's fill as netcdf-c
+      writes and reads it), where Zarr v2 wants base64;
+    * a fill NaN or ±Infinity (bare JSON, which other writers leave, or spelled) on a dtype
+      that is not floating point: "Invalid type: nan. Expected an integer."
+    """
+    if dtype == ">S1" or (fill_is_text and bool(fill_json)):
+        return True
+    not_finite = (fill_json in _NOT_FINITE) if isinstance(fill_json, str) else (
+        isinstance(fill_json, float) and not math.isfinite(fill_json))
+    return not_finite and not (isinstance(dtype, str) and _FLOAT_DTYPE.match(dtype) is not None)
 
 
 def consolidated_bytes(objects: Mapping[str, Any]) -> bytes:

@@ -22,7 +22,7 @@ that are not there yet, nor a ``.zmetadata`` that disagrees with the objects it 
 has a non-empty fill (netcdf-c's text, not Zarr's base64): zarr-python 3 parses every entry of
 a ``.zmetadata`` when it opens the group, so one such array would make it refuse the whole
 dataset, where without ``.zmetadata`` it reads every other array (``True`` writes it anyway,
-``False`` never).
+``False`` never). The rule is :func:`.consolidated.refused_by_zarr_python`, which nczarr-fix applies too.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from ..flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES as FLAVOR_ALIASES, WR
 from ..model import Attribute, Dataset, Group, Variable, is_internal_attribute
 from ..stores.base import Store
 from . import attrs as attr_codec
-from .consolidated import CONSOLIDATED_KEY, consolidated_bytes
+from .consolidated import CONSOLIDATED_KEY, consolidated_bytes, refused_by_zarr_python
 from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, dtype_string, numpy_dtype
 
 SUPERBLOCK = {"version": "2.0.0"}
@@ -302,14 +302,15 @@ class DatasetWriter:
         """Whether ``.zmetadata`` is written (after :meth:`plan`): see the module docstring."""
         if self.consolidate is not None:
             return self.consolidate
-        return not any(p.dtype_text == ">S1" or self._text_fill_in_bytes(p) for p in self.plans.values())
+        return not any(refused_by_zarr_python(p.dtype_text, p.fill_json, fill_is_text=self._text_fill(p))
+                       for p in self.plans.values())
 
-    def _text_fill_in_bytes(self, plan: ArrayPlan) -> bool:
-        """A string variable's fill written as text, as netcdf-c writes and reads it; Zarr v2 says a
+    def _text_fill(self, plan: ArrayPlan) -> bool:
+        """A string variable's fill is written as text, as netcdf-c writes and reads it; Zarr v2 says a
         bytes fill is base64, so zarr-python refuses it (or decodes it to other bytes), and through a
         ``.zmetadata`` it then refuses the whole group. Pure Zarr writes base64 (netcdf-c does not read
         those variables' fill anyway: it sees pure Zarr without _FillValue types)."""
-        return plan.var.type == "string" and self.flavor != "zarr" and bool(plan.fill_json)
+        return plan.var.type == "string" and self.flavor != "zarr"
 
     def _put_metadata(self, key: str, doc: dict[str, Any]) -> None:
         payload = _dumps(doc)
