@@ -18,7 +18,7 @@ import pytest
 from nczarr_conformance.cdl_parse import parse_cdl, storage_stated
 from nczarr_conformance.model import STORAGE_FIELDS, diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
-from tests.conftest import NETCDF_C_CORPUS, need_tool
+from tests.conftest import NETCDF_C_CORPUS, require_tool
 from tests.peers.known import PeerStillWrong, still_wrong
 
 pytestmark = pytest.mark.peer
@@ -27,7 +27,7 @@ BASELINES = sorted(p.name for p in NETCDF_C_CORPUS.glob("ref_*.cdl"))
 
 def _ncdump_data_lines(store: Path) -> list[str]:
     """The ``:data = …`` lines ncdump 4.9.0 prints for the store (its own text, no parser of ours)."""
-    done = subprocess.run([need_tool("ncdump"), f"file://{store}#mode=nczarr,file"], capture_output=True, text=True,
+    done = subprocess.run([require_tool("ncdump"), f"file://{store}#mode=nczarr,file"], capture_output=True, text=True,
                           timeout=120, check=True)
     return [line.strip() for line in done.stdout.splitlines() if line.strip().startswith(":data = ")]
 
@@ -90,7 +90,7 @@ NCDUMP_CANNOT_READ = {"ref_nulls.cdl": -11, "ref_scalar.cdl": -11, "ref_scalar_n
 
 def _build(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path:
     cdl = NETCDF_C_CORPUS / name
-    built = subprocess.run([need_tool("ncgen"), "-4", "-b", "-o", f"file://{tmp_path}/b.file#mode=nczarr,file",
+    built = subprocess.run([require_tool("ncgen"), "-4", "-b", "-o", f"file://{tmp_path}/b.file#mode=nczarr,file",
                             str(cdl)], capture_output=True, text=True, timeout=120)
     first = (built.stderr.strip().splitlines() or [""])[0].replace(str(NETCDF_C_CORPUS), "<corpus>")
     if name in NCGEN_CANNOT_BUILD:
@@ -122,7 +122,7 @@ def _ignoring_unstated(*texts: str) -> dict[str, str]:
 @pytest.mark.parametrize("name", BASELINES)
 def test_our_dump_equals_ncdump_490(name, tmp_path, request):
     store = _build(name, tmp_path, request)
-    theirs = subprocess.run([need_tool("ncdump"), "-p", "9,17", f"file://{store}#mode=nczarr,file"],
+    theirs = subprocess.run([require_tool("ncdump"), "-p", "9,17", f"file://{store}#mode=nczarr,file"],
                             capture_output=True, timeout=120)
     if name in NCDUMP_CANNOT_READ:
         request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=f"ncdump 4.9.0 exits "
@@ -137,7 +137,7 @@ def test_our_dump_equals_ncdump_490(name, tmp_path, request):
 def test_our_dump_s_states_the_storage_ncdump_490_states(name, tmp_path, request):
     """With -s both state storage: chunks, NOFILL and byte order compare (4.9.0 prints no NCZarr codecs)."""
     store = _build(name, tmp_path, request)
-    theirs = subprocess.run([need_tool("ncdump"), "-s", "-p", "9,17", f"file://{store}#mode=nczarr,file"],
+    theirs = subprocess.run([require_tool("ncdump"), "-s", "-p", "9,17", f"file://{store}#mode=nczarr,file"],
                             capture_output=True, timeout=120)
     if name in NCDUMP_CANNOT_READ:
         request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=f"ncdump 4.9.0 exits "

@@ -20,7 +20,7 @@ from nczarr_conformance.cli.convert import main
 from nczarr_conformance.convert import convert, total_bytes
 from nczarr_conformance.transforms import parse
 
-from .conftest import CORPUS, need_tool
+from .conftest import CORPUS, require_tool
 
 RICH = CORPUS / "rich.nc"
 #: rich.nc without its string variables: nccopy 4.9.0 refuses -d on a string variable
@@ -91,7 +91,7 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def run_nccopy(opts: list[str], src: Path, dst: Path) -> None:
-    subprocess.run([need_tool("nccopy"), "-k", "nc4", *opts, str(src), str(dst)], check=True, capture_output=True,
+    subprocess.run([require_tool("nccopy"), "-k", "nc4", *opts, str(src), str(dst)], check=True, capture_output=True,
                    timeout=120)
 
 

@@ -24,11 +24,11 @@ from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores.base import Store
-from tests.conftest import CORPUS, NETCDF_C_CORPUS, REPO
+from tests.conftest import CORPUS, NETCDF_C_CORPUS, REPO, require_module
 from tests.real_files import REAL, REAL_IDS, UNDEFINED
 from tests.test_corpus import STORES as CORPUS_STORES
 
-xr = pytest.importorskip("xarray")
+xr = require_module("xarray")
 from nczarr_conformance.xarray_backend import NCZarrBackendEntrypoint  # noqa: E402  (needs xarray)
 
 ENGINE = NCZarrBackendEntrypoint
@@ -316,9 +316,9 @@ def test_netcdf_c_490_upper_case_store_equals_its_source(tmp_path):
 
     import netCDF4
 
-    from tests.conftest import need_tool
+    from tests.conftest import require_tool
 
-    nccopy = need_tool("nccopy")
+    nccopy = require_tool("nccopy")
     src = tmp_path / "s.nc"
     with netCDF4.Dataset(src, "w") as nc:
         nc.title = "4.9.0"

@@ -22,7 +22,7 @@ from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Varia
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.testing.samples import small_model
-from tests.conftest import NETCDF_C_CORPUS, REPO, need_tool
+from tests.conftest import NETCDF_C_CORPUS, REPO, require_module, require_tool
 
 REPORT_SCHEMA = {
     "type": "object",
@@ -99,7 +99,7 @@ def test_netcdf4_python_output_passes(rich_nc, tmp_path):
 
 
 def test_ncgen_490_output_passes(tmp_path):
-    ncgen = need_tool("ncgen")
+    ncgen = require_tool("ncgen")
     (tmp_path / "t.cdl").write_text('netcdf t { dimensions: x = 3 ; variables: int v(x) ; v:u = "m" ; '
                                     'char c(x) ; data: v = 1, 2, 3 ; c = "ab" ; }')
     url = f"file://{tmp_path}/g.file#mode=nczarr,file"
@@ -110,8 +110,8 @@ def test_ncgen_490_output_passes(tmp_path):
 
 
 def test_zarr_python_and_xarray_output_passes(tmp_path):
-    zarr = pytest.importorskip("zarr")
-    xr = pytest.importorskip("xarray")
+    zarr = require_module("zarr")
+    xr = require_module("xarray")
     g = zarr.open_group(str(tmp_path / "zp.zarr"), mode="w", zarr_format=2)
     g.create_array("a", shape=(5, 4), chunks=(2, 3), dtype="<f8", fill_value=np.nan)[...] = 1.0
     g.create_array("s", shape=(), dtype="<i4", fill_value=0)[...] = 3

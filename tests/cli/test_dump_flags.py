@@ -22,7 +22,7 @@ from nczarr_conformance.cli import dump
 from nczarr_conformance.dump_source import StoreSource, open_source
 from nczarr_conformance.stores.directory import DirectoryStore
 from tests.cli.test_cli import assert_clean_failure, run
-from tests.conftest import need_tool
+from tests.conftest import require_module, require_tool
 
 pytestmark = pytest.mark.peer
 
@@ -93,7 +93,7 @@ def sources(rich_nc, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
 
 
 def ncdump(*args: str) -> bytes:
-    done = subprocess.run([need_tool("ncdump"), *args], capture_output=True, timeout=120)
+    done = subprocess.run([require_tool("ncdump"), *args], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -190,7 +190,7 @@ def test_specials_of_a_netcdf_c_store(tmp_path, capsysbinary):
 
 
 def test_pure_zarr_kind(tmp_path, capsysbinary):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     root = zarr.open_group(str(tmp_path / "z.zarr"), mode="w", zarr_format=2)
     root.create_array("a", shape=(3,), dtype="i4")[:] = [1, 2, 3]
     assert ours(capsysbinary, "-k", f"file://{tmp_path}/z.zarr#mode=zarr,file") == b"zarr zarr\n"
@@ -341,7 +341,7 @@ def test_escaped_names_and_bytes_survive_ncgen(tmp_path):
     cdl.write_bytes(subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(store)],
                                    capture_output=True, check=True, timeout=120).stdout)
     rebuilt = tmp_path / "rebuilt.nc"
-    done = subprocess.run([need_tool("ncgen"), "-4", "-o", str(rebuilt), str(cdl)], capture_output=True, timeout=120)
+    done = subprocess.run([require_tool("ncgen"), "-4", "-o", str(rebuilt), str(cdl)], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
     def names(group):  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require_module
 from tests.fix.helpers import c410, snapshot, zarray
 
 pytestmark = pytest.mark.peer
@@ -107,7 +108,7 @@ def test_no_backup(tmp_path):
 
 
 def test_zip_in_place(tmp_path):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     path = _zip(_store(tmp_path), tmp_path / "n.zip")
     before = _members(path)
     result = run(str(path), "--no-backup")
@@ -140,7 +141,7 @@ def test_out_leaves_the_input_identical(tmp_path):
 def test_s3_in_place_dry_run_and_out(tmp_path, s3_bucket, moto_server):
     import boto3
 
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     client = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
     store = _store(tmp_path)
     for p in store.rglob("*"):

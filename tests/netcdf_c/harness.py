@@ -36,7 +36,7 @@ import pytest
 from nczarr_conformance.cdl_parse import parse_cdl
 from nczarr_conformance.model import Dataset, Group, diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
-from tests.conftest import REPO, need_tool
+from tests.conftest import REPO, require_module, require_tool
 from tests.peers.known import PeerStillWrong, still_wrong
 
 #: netcdf-c's test data, copied at the commit named in its README (test-only; not packaged)
@@ -92,7 +92,7 @@ class WriteFailed(Exception):
 
 
 def ncgen(cdl: Path, out: str, *flags: str, cwd: Path | None = None) -> Run:
-    return run([need_tool("ncgen"), *flags, "-o", out, str(cdl)], cwd=cwd)
+    return run([require_tool("ncgen"), *flags, "-o", out, str(cdl)], cwd=cwd)
 
 
 def netcdf4_file(cdl: Path, tmp: Path) -> Path:
@@ -117,7 +117,7 @@ def write_netcdf4(nc: Path | str, url: str, cwd: Path | None = None, env: Mappin
     With ``cwd`` (or ``env``) it runs in a child process there, so that netcdf-c reads that directory's
     ``.ncrc`` (or those environment variables, e.g. ``NCZARR_CONSOLIDATED``).
     """
-    pytest.importorskip("netCDF4")
+    require_module("netCDF4")
     if cwd is not None or env is not None:
         code = "import sys; from nczarr_conformance.peers import netcdf4; netcdf4.write(netcdf4.read(sys.argv[1]), " \
                "sys.argv[2])"
@@ -166,7 +166,7 @@ def dump(reader: str, url: str, *args: str, env: Mapping[str, str] | None = None
          timeout: float = TIMEOUT) -> Run:
     """ncdump 4.9.0 or nczarr-dump on ``url`` with ncdump's flags."""
     if reader == "ncdump-4.9.0":
-        return run([need_tool("ncdump"), *args, url], env=env, cwd=cwd, timeout=timeout)
+        return run([require_tool("ncdump"), *args, url], env=env, cwd=cwd, timeout=timeout)
     if reader == "ours":
         return run([sys.executable, "-m", "nczarr_conformance.cli.dump", *args, url], env={**ours_env(), **(env or {})},
                    cwd=cwd)
@@ -207,7 +207,7 @@ def model_diff(expected_cdl: str, url: str, *, drop_attrs: Iterable[str] = (), d
     """netCDF4-python 4.10.1's reading of ``url`` against the baseline parsed as CDL; () when equal.
 
     ``data=False`` for a header baseline (``ncdump -h``): it states no values."""
-    pytest.importorskip("netCDF4")
+    require_module("netCDF4")
     from nczarr_conformance.peers import netcdf4
 
     from nczarr_conformance.errors import FormatError

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import require_module
+
 from tests.netcdf_c.harness import (NCZARR_TEST, PASS, dump, load_known, nc_url, require, sanitised, settle,
                                     untar)
 
@@ -20,7 +22,7 @@ CASES = {"empty.file": "zarr,file", "notzarr.file": "zarr,file", "empty.zip": "z
 
 def _refused(reader: str, url: str):
     if reader == "netcdf4-4.10.1":
-        netCDF4 = pytest.importorskip("netCDF4")
+        netCDF4 = require_module("netCDF4")
         try:
             netCDF4.Dataset(url).close()
         except OSError as exc:

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.conftest import require_module
 from hypothesis import example, given
 
 from nczarr_conformance.dataset import open_dataset
@@ -316,7 +318,7 @@ def _assert_zarr_equal(group, model: Dataset) -> None:
 @given(datasets())
 @example(corners())
 def test_zarr_python_reads_our_arrays_dir_and_zip(model):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     with Scratch() as where:
         with DirectoryStore(where / "d.file", "w") as store:
             write_dataset(model, store)
@@ -333,8 +335,8 @@ def test_zarr_python_reads_our_arrays_dir_and_zip(model):
 @given(model=datasets(max_depth=1))  # one level: S3 keys nest like dir/zip ones (tested 2 deep); each PUT is an HTTP call
 @example(model=corners())
 def test_zarr_python_reads_our_arrays_s3(model, s3_bucket, moto_server):
-    zarr = pytest.importorskip("zarr")
-    pytest.importorskip("s3fs")
+    zarr = require_module("zarr")
+    require_module("s3fs")
     from nczarr_conformance.stores.s3 import S3Store
 
     prefix = f"zp/{abs(hash(model.canonical_text())) % 10**12}"
