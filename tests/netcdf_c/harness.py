@@ -18,6 +18,7 @@ lines). Known peer failures are strict xfails on that exact outcome (``tests/pee
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import re
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -171,6 +173,37 @@ def dump(reader: str, url: str, *args: str, env: Mapping[str, str] | None = None
         return run([sys.executable, "-m", "nczarr_conformance.cli.dump", *args, url], env={**ours_env(), **(env or {})},
                    cwd=cwd)
     raise ValueError(reader)
+
+
+#: netcdf-c's NC_ENOTBUILT message: the library lacks a feature (NCZarr zip needs libzip at build time)
+NOT_BUILT = "Attempt to use feature that was not turned on when netCDF was built"
+
+
+@functools.cache
+def lacks_zip(reader: str) -> str | None:
+    """Why ``reader`` cannot open an NCZarr zip store at all, or None when it can: asked, not assumed.
+
+    The reader opens netcdf-c's own zip test store (``ref_quotes_orig.zip``, which run_interop.sh reads
+    with ``mode=zarr,zip``); only netcdf-c's "not built" error (NC_ENOTBUILT) counts as no zip support,
+    so a reader that opens it, or fails it any other way, runs the zip cells and is graded on them.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "ref_quotes.zip"
+        shutil.copy(require(NCZARR_TEST / "ref_quotes_orig.zip"), store)
+        url = nc_url(store, "zarr,zip")
+        if reader == "netcdf4-4.10.1":
+            netCDF4 = require_module("netCDF4")
+            try:
+                netCDF4.Dataset(url).close()
+                return None
+            except OSError as exc:
+                error = f"errno {exc.errno}: {exc.strerror}"
+        else:
+            done = dump(reader, url, "-h")
+            if done.rc == 0:
+                return None
+            error = sanitised(done.failure[1], url)
+    return f"{reader} has no NCZarr zip support here: {error}" if NOT_BUILT in error else None
 
 
 def normalise(text: str, *, ws: str = "b", drop: Iterable[str] = ()) -> list[str]:
