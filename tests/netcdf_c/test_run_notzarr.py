@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import require_module
-
 from tests.netcdf_c.harness import (NCZARR_TEST, PASS, dump, lacks_zip, load_known, nc_url, require, sanitised,
                                     settle, untar)
 
