@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +234,7 @@ def _kwargs(opts: str) -> dict[str, Any]:
 
 
 def test_cli_bar_reaches_exactly_its_total(tmp_path: Path) -> None:
-    cli = ["python3", "-m", "nczarr_conformance.cli.convert", "--progress", "-d", "3", "-c", "x/2"]
+    cli = [sys.executable, "-m", "nczarr_conformance.cli.convert", "--progress", "-d", "3", "-c", "x/2"]
     r = subprocess.run([*cli, str(RICH), str(tmp_path / "b.file")], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
