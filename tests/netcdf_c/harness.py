@@ -298,22 +298,42 @@ class Known:
     baseline: a strict xfail raising PeerStillWrong on exactly ``outcome``. ``kind="ours-by-design"``:
     ours differs from netcdf-c's baseline by a documented choice: the cell asserts exactly that
     difference (and passes), so any other change shows.
+
+    A cell whose diff holds both (a peer's fault and one of our documented choices) is split: its
+    ``by_design`` lines are ours (asserted present, outside the xfail: our choice changing fails the
+    cell), and the rest must be exactly the peer's ``outcome`` (the strict xfail), so that a fixed
+    peer leaves only our lines and XPASSes, red, instead of hiding behind them.
     """
 
     outcome: Any
     reason: str
     kind: str = "peer"
+    by_design: tuple[str, ...] = ()
+    by_design_reason: str = ""
+
+
+def _known(cell: str, entry: Mapping[str, Any], where: str) -> Known:
+    """One entry of a known file: {"kind", "reason", "outcome"}, or {"parts": [a peer part, an ours-by-design part]}."""
+    if "parts" not in entry:
+        assert entry["kind"] in KINDS, f"{where}: {cell}: kind must be one of {KINDS}: {entry['kind']}"
+        return Known(entry["outcome"], entry["reason"], entry["kind"])
+    parts = {part["kind"]: part for part in entry["parts"]}
+    assert sorted(parts) == sorted(KINDS) and len(entry["parts"]) == 2, \
+        f"{where}: {cell}: a split cell has one part of each kind {KINDS}"
+    peer, ours = parts["peer"], parts["ours-by-design"]
+    overlap = set(peer["outcome"]) & set(ours["outcome"])
+    assert not overlap and ours["outcome"], f"{where}: {cell}: the parts' lines must be disjoint: {overlap}"
+    return Known(peer["outcome"], peer["reason"], "peer", tuple(ours["outcome"]), ours["reason"])
 
 
 def load_known(script: str) -> dict[str, Known]:
-    """``known/<script>.json``: cell id → {"outcome": exact failure as JSON, "reason": …, "kind": …}."""
+    """``known/<script>.json``: cell id → {"outcome": exact failure as JSON, "reason": …, "kind": …}, or a split
+    cell's {"parts": [{"kind": "peer", …}, {"kind": "ours-by-design", …}]} (see Known)."""
     path = KNOWN_DIR / f"{script}.json"
     if not path.exists():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
-    bad = {cell: v["kind"] for cell, v in data.items() if v["kind"] not in KINDS}
-    assert not bad, f"{path.name}: kind must be one of {KINDS}: {bad}"
-    return {cell: Known(v["outcome"], v["reason"], v["kind"]) for cell, v in data.items()}
+    return {cell: _known(cell, entry, path.name) for cell, entry in data.items()}
 
 
 def as_json(outcome: Any) -> Any:
@@ -339,10 +359,21 @@ def settle(request: pytest.FixtureRequest, outcome: Callable[[], Any], known_cel
         request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=known.reason))
     seen = as_json(outcome())
     _record(request, seen)
+    judge(known, seen)
+
+
+def judge(known: Known | None, seen: Any) -> None:
+    """Return when the cell holds (PASS; ours' documented difference; a fixed peer, which the strict xfail turns
+    red); raise PeerStillWrong when the peer is still exactly as wrong as known; AssertionError otherwise."""
     if known is None:
         assert seen == PASS, seen
     elif known.kind == "ours-by-design":
         assert seen == known.outcome, f"ours changed: {seen!r} (documented: {known.reason})"
+    elif known.by_design:
+        lost = [line for line in known.by_design if not isinstance(seen, list) or line not in seen]
+        assert not lost, f"ours changed: {lost!r} no longer in {seen!r} (documented: {known.by_design_reason})"
+        rest = [line for line in seen if line not in known.by_design]
+        still_wrong(rest, wrong=known.outcome, right=[])
     else:
         assert known.kind == "peer", known.kind
         still_wrong(seen, wrong=known.outcome, right=PASS)
