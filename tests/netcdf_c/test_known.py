@@ -16,7 +16,7 @@ from tests.peers.known import PeerStillWrong
 
 #: words by which a reason blames a choice of ours: such a line belongs to an ours-by-design part
 OURS = re.compile(r"by design|STORAGE_INTERNAL|Deliberate|README|\bours (writes|hides|reads)|"
-                  r"\bour (writer|reader|model|zarr)|\bwe (read|write)", re.I)
+                  r"\bour (writer|reader|model|zarr)|\bwe (read|write)", re.IGNORECASE)
 
 
 def _peer_reasons():
