@@ -363,8 +363,9 @@ def test_zarr_python_reads_a_string_fill_as_base64(fill, tmp_path):
     bytes b"i\\xb7\\x1d"; one that is not ("abc", "é") is refused with the base64 decoder's own error."""
     zarr = require_module("zarr")
     root = Group({"x": Dimension(4)})
-    root.variables["s"] = Variable("string", ["/x"], (4,), {"_FillValue": Attribute("string", np.array([fill], object))},
-                                   np.array(["u", "vw", fill, fill], dtype=object), chunks=(2,))
+    attrs = {"_FillValue": Attribute("string", np.array([fill], dtype=object))}
+    root.variables["s"] = Variable("string", ["/x"], (4,), attrs, np.array(["u", "vw", fill, fill], dtype=object),
+                                   chunks=(2,))
     model = Dataset(root)
     with DirectoryStore(tmp_path / "d.file", "w") as store:
         write_dataset(model, store)
