@@ -96,6 +96,36 @@ def test_rich_sample_equals_netcdf4_engine(tmp_path, kind):
     assert_same(xr.open_dataset(url, engine=ENGINE), reference(CORPUS / "rich.nc"))
 
 
+#: variable → netCDF4-python createVariable compression keywords: every codec whose encoding the engine reports
+COMPRESSED = {
+    "blosc_lz4": {"compression": "blosc_lz4", "complevel": 5, "blosc_shuffle": 1},
+    "blosc_zstd_bitshuffle": {"compression": "blosc_zstd", "complevel": 3, "blosc_shuffle": 2},
+    "blosc_lz4_noshuffle": {"compression": "blosc_lz4", "complevel": 7, "blosc_shuffle": 0},
+    "zstd": {"compression": "zstd", "complevel": 4},
+    "bzip2": {"compression": "bzip2", "complevel": 6},
+    "zlib_shuffle": {"compression": "zlib", "complevel": 2, "shuffle": True},
+}
+
+
+@pytest.mark.parametrize("kind", ["out.zip", "out.file"])
+def test_compression_encoding_equals_netcdf4_engine(tmp_path, kind):
+    """blosc (its level is ``clevel``, its shuffle its own), zstd, bzip2 and zlib with shuffle: the engine reports
+    each variable's complevel, codec and shuffle exactly as xarray's netcdf4 engine reports the source's."""
+    import netCDF4
+
+    src = tmp_path / "compressed.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("x", 4096)
+        for name, codec in COMPRESSED.items():
+            nc.createVariable(name, "i4", ("x",), chunksizes=(1024,), **codec)[:] = np.arange(4096) % 7
+    expected = reference(src)
+    assert {name: expected[name].encoding["complevel"] for name in COMPRESSED} == \
+        {name: codec["complevel"] for name, codec in COMPRESSED.items()}  # the oracle saw what was written
+    out = tmp_path / kind
+    convert(str(src), str(out))
+    assert_same(xr.open_dataset(out, engine=ENGINE), expected)
+
+
 def _row_by_row(src: Path, name: str) -> np.ndarray:
     import netCDF4
 
