@@ -291,9 +291,20 @@ def test_our_reader_refuses_an_array_longer_than_its_unlimited_dimension_rather_
     xr = require_module("xarray")
     with pytest.raises(FormatError, match=re.escape(why)):
         xr.open_dataset(str(path), engine="nczarr")
-    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(path)], capture_output=True,
+    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(path)], capture_output=True, check=False,
                             text=True, timeout=120)
     assert (dumped.returncode, dumped.stdout, dumped.stderr) == (2, "", f"nczarr-dump: {path}: {why}\n")
+
+
+def test_netcdf_c_never_sees_an_unlisted_array(tmp_path):
+    """NCZ-GROUP-UNLISTED's reason (docs/rules.md): an array its group's _nczarr_group does not list is not in
+    the dataset netCDF4-python (netcdf-c 4.10.1) opens, though its objects are all there."""
+    netCDF4 = require_module("netCDF4")
+    path = _base(tmp_path)
+    edit_json(path, "/.zattrs", lambda d: d["_nczarr_group"]["arrays"].remove("v"))
+    assert (path / "v" / ".zarray").exists() and ("NCZ-GROUP-UNLISTED", "/v/.zarray") in errors(check(str(path)))
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file") as nc:
+        assert sorted(nc.variables) == ["s", "sc"]
 
 
 def test_no_dataset(tmp_path):

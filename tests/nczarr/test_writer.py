@@ -94,6 +94,20 @@ class RecordingStore(MemoryStore):
         super()._put(key, data)
 
 
+@pytest.mark.parametrize("flavor", ["nczarr-4.10", "zarr"])
+def test_chunks_go_before_metadata_and_the_root_last(flavor):
+    """nczarr/writer.py: every chunk is put before any metadata object, the root's metadata after every other
+    metadata object and .zmetadata last, so a reader never sees metadata naming chunks not there yet."""
+    store = RecordingStore()
+    write_dataset(_nested(), store, flavor=flavor, consolidate=True)
+    meta = [i for i, key in enumerate(store.order) if key.rsplit("/", 1)[-1].startswith(".z")]
+    chunks = [i for i, key in enumerate(store.order) if not key.rsplit("/", 1)[-1].startswith(".z")]
+    assert chunks and meta and max(chunks) < min(meta), store.order
+    root = [i for i, key in enumerate(store.order) if key in ("/.zgroup", "/.zattrs")]
+    nested = [i for i in meta if store.order[i] not in ("/.zgroup", "/.zattrs", "/.zmetadata")]
+    assert max(nested) < min(root) and store.order[-1] == "/.zmetadata", store.order
+
+
 @pytest.mark.parametrize("flavor", ["nczarr-4.10", "nczarr-2-upper", "zarr"])
 def test_zmetadata_is_written_last_and_equals_zarr_pythons_consolidation(tmp_path, flavor):
     zarr = require_module("zarr")
