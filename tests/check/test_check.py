@@ -291,8 +291,8 @@ def test_our_reader_refuses_an_array_longer_than_its_unlimited_dimension_rather_
     xr = require_module("xarray")
     with pytest.raises(FormatError, match=re.escape(why)):
         xr.open_dataset(str(path), engine="nczarr")
-    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(path)], capture_output=True, check=False,
-                            text=True, timeout=120)
+    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(path)], capture_output=True,
+                            text=True, timeout=120, check=False)
     assert (dumped.returncode, dumped.stdout, dumped.stderr) == (2, "", f"nczarr-dump: {path}: {why}\n")
 
 
