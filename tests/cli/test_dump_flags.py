@@ -356,3 +356,26 @@ def test_escaped_names_and_bytes_survive_ncgen(tmp_path):
         assert np.array_equal(np.ma.getdata(a["chars"][:]), np.ma.getdata(b["chars"][:]))
         assert list(a["strs"][:]) == list(b["strs"][:])
         assert a.getncattr("ctl") == b.getncattr("ctl")
+
+
+def test_to_cdl_default_digits_let_ncgen_rebuild_the_same_values(tmp_path):
+    """cdl.to_cdl without options prints 9/17 significant digits, so ncgen 4.9.0 rebuilds exactly the same
+    float and double values (attributes and data) that the model holds; ncdump's 7/15 would round them."""
+    netCDF4 = require_module("netCDF4")
+    from nczarr_conformance.cdl import to_cdl
+    from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
+
+    doubles = np.array([0.1, 1 / 3, 2 / 3, 1e-300, 123456789.123456789, -9.87654321e200], dtype="f8")
+    floats = np.array([0.1, 1 / 3, 2 / 3, 3.4e38], dtype="f4")
+    root = Group({"n": Dimension(6), "m": Dimension(4)})
+    root.variables["d"] = Variable("double", ["/n"], (6,), {"a": Attribute("double", doubles[:2])}, doubles)
+    root.variables["f"] = Variable("float", ["/m"], (4,), {"a": Attribute("float", floats[:2])}, floats)
+    cdl = tmp_path / "t.cdl"
+    cdl.write_text(to_cdl(Dataset(root), "t"))
+    done = subprocess.run([require_tool("ncgen"), "-4", "-o", str(tmp_path / "t.nc"), str(cdl)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    with netCDF4.Dataset(tmp_path / "t.nc") as nc:
+        for name, values in (("d", doubles), ("f", floats)):
+            assert np.asarray(nc[name][:]).tobytes() == values.tobytes(), name
+            assert np.asarray(nc[name].getncattr("a")).tobytes() == values[:2].tobytes(), name
