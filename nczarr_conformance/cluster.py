@@ -4,8 +4,10 @@ Either an existing cluster (``--scheduler ADDRESS``: its workers must see the sa
 and for S3 the same ``AWS_*`` environment) or a ``LocalCluster`` of worker *processes*
 (one per core unless ``--workers N``), which inherit this process's environment, so an
 S3 endpoint and credentials set for the command are the workers' too. The cluster a
-command starts is closed when the command ends, whatever the reason (an interrupt
-included): its worker processes never outlive the run. dask is an optional extra
+command starts is closed when the command ends, whatever the reason Python sees (an
+interrupt or SIGTERM included), and its worker processes with it; a command killed
+outright (SIGKILL) cannot close it (the next run removes what it left in the output's
+directory, not its processes). dask is an optional extra
 (``pip install nczarr-conformance[dask]``) imported only here, only when asked.
 
 Interrupts, and why they are held at two moments: Ctrl-C sends SIGINT to the whole

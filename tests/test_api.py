@@ -14,7 +14,7 @@ from nczarr_conformance.errors import StoreError, UsageError
 from nczarr_conformance.model import diff
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.testing.ignores import CONTIGUOUS
-from tests.conftest import CORPUS, REPO
+from tests.conftest import CORPUS, REPO, require_module
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def nczarr_engine_registered(monkeypatch):
     """engine="nczarr" resolvable by name. An installed package registers it (entry point, proven by
     tests/test_xarray_backend.py); a checkout installed before the entry point existed does not, so
     the name is added here only when missing."""
-    xr = pytest.importorskip("xarray")
+    xr = require_module("xarray")
     from xarray.backends import plugins
 
     from nczarr_conformance.xarray_backend import NCZarrBackendEntrypoint
@@ -75,7 +75,7 @@ def test_write_refuses_what_it_cannot_write(tmp_path):
 
 def test_write_xarray_dataset_reads_back_as_to_netcdf_wrote_it(tmp_path):
     """The store equals, in netCDF4-python's model, the file xarray's to_netcdf writes from the same Dataset."""
-    xr = pytest.importorskip("xarray")
+    xr = require_module("xarray")
     import pandas as pd
 
     ds = xr.Dataset(

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, require_module
 from tests.real_files import REAL, REAL_IDS, UNDEFINED
 
-netCDF4 = pytest.importorskip("netCDF4")
+netCDF4 = require_module("netCDF4")
 
 pytestmark = pytest.mark.peer
 

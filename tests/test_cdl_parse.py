@@ -14,7 +14,7 @@ from nczarr_conformance.cdl_parse import parse_cdl
 from nczarr_conformance.model import diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from nczarr_conformance.testing.source import read_source
-from tests.conftest import NETCDF_C_CORPUS, need_tool
+from tests.conftest import NETCDF_C_CORPUS, require_tool
 from tests.peers.known import PeerStillWrong, still_wrong
 
 pytestmark = pytest.mark.peer
@@ -87,10 +87,10 @@ group: g {
 
 def _cross_check(cdl: Path, tmp_path: Path) -> list[str]:
     nc = tmp_path / "built.nc"
-    built = subprocess.run([need_tool("ncgen"), "-k", "nc4", "-b", "-o", str(nc), str(cdl)], capture_output=True,
+    built = subprocess.run([require_tool("ncgen"), "-k", "nc4", "-b", "-o", str(nc), str(cdl)], capture_output=True,
                            text=True, timeout=120)
     assert built.returncode == 0, built.stderr
-    dumped = subprocess.run([need_tool("ncdump"), "-p", "9,17", str(nc)], capture_output=True, timeout=120)
+    dumped = subprocess.run([require_tool("ncdump"), "-p", "9,17", str(nc)], capture_output=True, timeout=120)
     assert dumped.returncode == 0, dumped.stderr
     parsed = parse_cdl(dumped.stdout.decode("utf-8", "surrogateescape"))[1]
     return diff(read_source(str(nc)), parsed, ignore=CDL_STATES_NO_STORAGE)
@@ -117,9 +117,9 @@ def test_known_deviation_ncdump_490_prints_nul_char_fill_empty(tmp_path):
     cdl = tmp_path / "nul.cdl"
     cdl.write_text('netcdf nul {\ndimensions:\n\tx = 1 ;\nvariables:\n\tchar c(x) ;\n\t\tc:_FillValue = "\\000" ;\n}\n')
     nc = tmp_path / "nul.nc"
-    subprocess.run([need_tool("ncgen"), "-k", "nc4", "-b", "-o", str(nc), str(cdl)], check=True, timeout=120)
+    subprocess.run([require_tool("ncgen"), "-k", "nc4", "-b", "-o", str(nc), str(cdl)], check=True, timeout=120)
     assert read_source(str(nc)).root.variables["c"].attributes["_FillValue"].value == "\x00"  # stored right
-    printed = subprocess.run([need_tool("ncdump"), "-h", str(nc)], capture_output=True, text=True, check=True,
+    printed = subprocess.run([require_tool("ncdump"), "-h", str(nc)], capture_output=True, text=True, check=True,
                              timeout=120).stdout
     seen = [line.strip() for line in printed.splitlines() if "_FillValue" in line]
     still_wrong(seen, wrong=['c:_FillValue = "" ;'], right=['c:_FillValue = "\\000" ;'])

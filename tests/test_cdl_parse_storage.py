@@ -13,9 +13,9 @@ import pytest
 from nczarr_conformance.cdl_parse import parse_cdl, storage_stated
 from nczarr_conformance.model import STORAGE_FIELDS, diff
 from nczarr_conformance.peers import netcdf4
-from tests.conftest import need_tool
+from tests.conftest import require_module, require_tool
 
-netCDF4 = pytest.importorskip("netCDF4")
+netCDF4 = require_module("netCDF4")
 pytestmark = pytest.mark.peer
 
 
@@ -39,7 +39,7 @@ def storage_nc(tmp_path_factory):
 
 
 def test_ncdump_s_storage_equals_netcdf4_python(storage_nc):
-    text = subprocess.run([need_tool("ncdump"), "-s", "-p", "9,17", str(storage_nc)], capture_output=True,
+    text = subprocess.run([require_tool("ncdump"), "-s", "-p", "9,17", str(storage_nc)], capture_output=True,
                           text=True, check=True, timeout=60).stdout
     assert storage_stated(text) == {"chunks", "no_fill", "endianness", "filters"}
     _, parsed = parse_cdl(text)
@@ -113,11 +113,11 @@ def test_braces_of_several_unlimited_dimensions_read_as_ncgen_reads_them():
 
 @pytest.mark.peer
 def test_braces_match_ncgen(tmp_path):
-    netCDF4 = pytest.importorskip("netCDF4")
-    from tests.conftest import need_tool
+    netCDF4 = require_module("netCDF4")
+    from tests.conftest import require_tool
 
     (tmp_path / "r.cdl").write_text(RAGGED)
-    subprocess.run([need_tool("ncgen"), "-4", "-b", "-o", str(tmp_path / "r.nc"), str(tmp_path / "r.cdl")], check=True)
+    subprocess.run([require_tool("ncgen"), "-4", "-b", "-o", str(tmp_path / "r.nc"), str(tmp_path / "r.cdl")], check=True)
     root = parse_cdl(RAGGED)[1].root
     with netCDF4.Dataset(tmp_path / "r.nc") as nc:
         for name in ("v", "w"):

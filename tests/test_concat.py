@@ -24,9 +24,10 @@ from nczarr_conformance.convert import convert
 from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.errors import UsageError
 from nczarr_conformance.model import diff
+from tests.conftest import require_module
 from tests.test_append import make
 
-pytest.importorskip("distributed")
+require_module("distributed")
 
 
 @pytest.fixture(scope="module")

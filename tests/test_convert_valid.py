@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.conftest import require_module
 from tests.real_files import REAL, REAL_IDS, UNDEFINED, is_netcdf3
 
-netCDF4 = pytest.importorskip("netCDF4")
+netCDF4 = require_module("netCDF4")
 
 PATHS = [pytest.param([], id="direct"), pytest.param(["--no-direct-copy"], id="reencode")]
 REPO = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ from nczarr_conformance.stores import open_store
 
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from nczarr_conformance.testing.source import read_source
-from tests.conftest import NETCDF_C_CORPUS, need_tool
+from tests.conftest import NETCDF_C_CORPUS, require_tool
 from tests.test_model import SCHEMA
 
 NETCDF_C = NETCDF_C_CORPUS
@@ -76,7 +76,7 @@ def _cdl_for(name: str) -> Path | None:
 @pytest.mark.peer
 @pytest.mark.parametrize("name", sorted(n for n in STORES if _cdl_for(n)))
 def test_matches_cdl_baseline(name, tmp_path):
-    ncgen = need_tool("ncgen")
+    ncgen = require_tool("ncgen")
     nc = tmp_path / "expected.nc"
     cdl = tmp_path / "baseline.cdl"
     text, renames = rename_keyword_names(_cdl_for(name).read_text())

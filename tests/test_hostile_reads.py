@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import require_module, require_tool
+
 REPO = Path(__file__).resolve().parent.parent
 GiB = 1024**3
 MiB = 1024**2
@@ -131,7 +133,7 @@ VALUES = np.arange(1000, dtype="<f4")
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     """``x = 1000``; ``v`` zlib+shuffle, ``w`` uncompressed, one 4000-byte chunk each, both 0..999."""
-    netCDF4 = pytest.importorskip("netCDF4")
+    netCDF4 = require_module("netCDF4")
     path = tmp_path / "ds.file"
     with netCDF4.Dataset(f"file://{path}#mode=nczarr,file", "w") as nc:
         nc.createDimension("x", 1000)
@@ -247,9 +249,7 @@ def _set_compressor(store: Path, var: str, compressor: dict[str, object] | None,
 
 @pytest.mark.parametrize("known_size", [False, True], ids=["streamed-frame", "frame-with-size"])
 def test_zstd_chunk_bomb_stops_at_the_declared_size(store: Path, tmp_path: Path, known_size: bool) -> None:
-    zstd = shutil.which("zstd")
-    if zstd is None:
-        pytest.skip("the zstd command makes the 1 GiB frame without holding it")
+    zstd = require_tool("zstd")  # makes the 1 GiB frame without holding it
     if known_size:  # a sparse 1 GiB file: the frame header declares its size
         source = tmp_path / "zeros"
         with open(source, "wb") as fh:
@@ -404,7 +404,7 @@ def test_s3_chunk_bomb_and_oversized_metadata(store: Path, zlib_gib: bytes, s3_b
 @pytest.fixture
 def zarr_store(tmp_path: Path) -> tuple[Path, np.ndarray]:
     """A 3-d pure Zarr v2 array with edge chunks and one unwritten chunk, written by zarr-python."""
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     path = tmp_path / "z.zarr"
     root = zarr.open_group(str(path), mode="w", zarr_format=2)
     arr = root.create_array("a", shape=(7, 5, 6), chunks=(3, 2, 4), dtype="<i4", fill_value=-1)

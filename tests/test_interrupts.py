@@ -368,3 +368,31 @@ def test_a_signal_while_nc2nczarr_starts_is_one_line(monkeypatch, capsys, how):
         signal.signal(signal.SIGTERM, saved[1])
         monkeypatch.setattr(safety, "_received", None)
     assert (code, capsys.readouterr().err) == (130, "nc2nczarr: interrupted\n")
+
+
+def test_an_interrupt_while_a_store_opens_aborts_it_and_leaves_no_temporary(tmp_path, monkeypatch):
+    """stores.open_store: SIGINT arriving while a writable store makes its private temporary is held until the
+    store exists, which is then aborted: Interrupted is raised and nothing is left beside the target."""
+    from nczarr_conformance.stores import DirectoryStore, ZipStore, open_store
+
+    for cls in (DirectoryStore, ZipStore):
+        made = cls.__init__
+
+        def init_then_signal(self, *args, _made=made, **kwargs):
+            _made(self, *args, **kwargs)  # the temporary exists now
+            os.kill(os.getpid(), signal.SIGINT)  # delivered inside the critical section: recorded, not raised
+
+        monkeypatch.setattr(cls, "__init__", init_then_signal)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    saved_hook = sys.unraisablehook
+    try:
+        for name in ("out.file", "out.zip"):
+            safety.install_signal_handlers()
+            with pytest.raises(safety.Interrupted):
+                open_store(str(tmp_path / name), "w")
+            assert sorted(p.name for p in tmp_path.iterdir()) == [], name
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = saved_hook
+        safety._received = None  # the recorded signal must not leak into later tests

@@ -21,9 +21,9 @@ import pytest
 from nczarr_conformance.check import check
 from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.stores.zip import ZipStore
-from tests.conftest import NETCDF_C_CORPUS, REPO
+from tests.conftest import NETCDF_C_CORPUS, REPO, require_module
 
-netCDF4 = pytest.importorskip("netCDF4")
+netCDF4 = require_module("netCDF4")
 
 
 def nczarr_url(path: Path) -> str:

@@ -387,3 +387,17 @@ def test_check_flags_the_marker_of_an_interrupted_s3_write(tmp_path, s3_bucket):
                                   Body=json.dumps({"host": "gone", "pid": dead_pid()}).encode())
     rc, findings = _check_json(url)
     assert ("NCZ-STORE-LEFTOVER", "warning", "/.nczarr-partial") in findings
+
+
+def test_remove_path_removes_a_symlink_never_what_it_points_to(tmp_path):
+    """safety.remove_path (leftovers cleanup): a symlink planted where a leftover was is unlinked; the
+    directory or file it points to stays whole."""
+    target_dir, target_file = tmp_path / "keep", tmp_path / "keep.txt"
+    target_dir.mkdir()
+    (target_dir / "data").write_text("x")
+    target_file.write_text("y")
+    for link, target in ((tmp_path / ".out.partial-1-a", target_dir), (tmp_path / ".out.partial-1-b", target_file)):
+        link.symlink_to(target)
+        safety.remove_path(link)
+        assert not os.path.lexists(link)
+    assert (target_dir / "data").read_text() == "x" and target_file.read_text() == "y"

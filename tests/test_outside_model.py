@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import need_tool
+from tests.conftest import require_module, require_tool
 from tests.test_convert_valid import PATHS, differences, run_cli
 
-netCDF4 = pytest.importorskip("netCDF4")
+netCDF4 = require_module("netCDF4")
 
 CDL = """netcdf user_types {
 types:
@@ -56,7 +56,7 @@ OUTSIDE = {"/c": "compound cmp_t", "/v": "vlen vlen_t", "/o": "opaque opq_t", "/
 
 @pytest.fixture(scope="module")
 def user_types(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ncgen = need_tool("ncgen")
+    ncgen = require_tool("ncgen")
     folder = tmp_path_factory.mktemp("user_types")
     (folder / "u.cdl").write_text(CDL)
     subprocess.run([ncgen, "-4", "-o", str(folder / "u.nc"), str(folder / "u.cdl")], check=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from nczarr_conformance.cli.convert import main
 from nczarr_conformance.convert import convert, total_bytes
 from nczarr_conformance.transforms import parse
 
-from .conftest import CORPUS, need_tool
+from .conftest import CORPUS, require_tool
 
 RICH = CORPUS / "rich.nc"
 #: rich.nc without its string variables: nccopy 4.9.0 refuses -d on a string variable
@@ -91,7 +92,7 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def run_nccopy(opts: list[str], src: Path, dst: Path) -> None:
-    subprocess.run([need_tool("nccopy"), "-k", "nc4", *opts, str(src), str(dst)], check=True, capture_output=True,
+    subprocess.run([require_tool("nccopy"), "-k", "nc4", *opts, str(src), str(dst)], check=True, capture_output=True,
                    timeout=120)
 
 
@@ -233,7 +234,7 @@ def _kwargs(opts: str) -> dict[str, Any]:
 
 
 def test_cli_bar_reaches_exactly_its_total(tmp_path: Path) -> None:
-    cli = ["python3", "-m", "nczarr_conformance.cli.convert", "--progress", "-d", "3", "-c", "x/2"]
+    cli = [sys.executable, "-m", "nczarr_conformance.cli.convert", "--progress", "-d", "3", "-c", "x/2"]
     r = subprocess.run([*cli, str(RICH), str(tmp_path / "b.file")], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr

@@ -26,10 +26,11 @@ from nczarr_conformance.convert import convert
 from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.urls import parse
+from tests.conftest import require_module
 
 from .peers.known import PeerStillWrong, still_wrong
 
-netCDF4 = pytest.importorskip("netCDF4")
+netCDF4 = require_module("netCDF4")
 pytestmark = pytest.mark.peer
 
 # every combination a user can write; xarray beside noxarray loses (netcdf-c's modenegations)

@@ -24,11 +24,11 @@ from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores.base import Store
-from tests.conftest import CORPUS, NETCDF_C_CORPUS, REPO
+from tests.conftest import CORPUS, NETCDF_C_CORPUS, REPO, require_module
 from tests.real_files import REAL, REAL_IDS, UNDEFINED
 from tests.test_corpus import STORES as CORPUS_STORES
 
-xr = pytest.importorskip("xarray")
+xr = require_module("xarray")
 from nczarr_conformance.xarray_backend import NCZarrBackendEntrypoint  # noqa: E402  (needs xarray)
 
 ENGINE = NCZarrBackendEntrypoint
@@ -94,6 +94,36 @@ def test_rich_sample_equals_netcdf4_engine(tmp_path, kind):
     url = kind.format(out) if "{}" in kind else out
     convert(str(CORPUS / "rich.nc"), url)
     assert_same(xr.open_dataset(url, engine=ENGINE), reference(CORPUS / "rich.nc"))
+
+
+#: variable → netCDF4-python createVariable compression keywords: every codec whose encoding the engine reports
+COMPRESSED = {
+    "blosc_lz4": {"compression": "blosc_lz4", "complevel": 5, "blosc_shuffle": 1},
+    "blosc_zstd_bitshuffle": {"compression": "blosc_zstd", "complevel": 3, "blosc_shuffle": 2},
+    "blosc_lz4_noshuffle": {"compression": "blosc_lz4", "complevel": 7, "blosc_shuffle": 0},
+    "zstd": {"compression": "zstd", "complevel": 4},
+    "bzip2": {"compression": "bzip2", "complevel": 6},
+    "zlib_shuffle": {"compression": "zlib", "complevel": 2, "shuffle": True},
+}
+
+
+@pytest.mark.parametrize("kind", ["out.zip", "out.file"])
+def test_compression_encoding_equals_netcdf4_engine(tmp_path, kind):
+    """blosc (its level is ``clevel``, its shuffle its own), zstd, bzip2 and zlib with shuffle: the engine reports
+    each variable's complevel, codec and shuffle exactly as xarray's netcdf4 engine reports the source's."""
+    import netCDF4
+
+    src = tmp_path / "compressed.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("x", 4096)
+        for name, codec in COMPRESSED.items():
+            nc.createVariable(name, "i4", ("x",), chunksizes=(1024,), **codec)[:] = np.arange(4096) % 7
+    expected = reference(src)
+    assert {name: expected[name].encoding["complevel"] for name in COMPRESSED} == \
+        {name: codec["complevel"] for name, codec in COMPRESSED.items()}  # the oracle saw what was written
+    out = tmp_path / kind
+    convert(str(src), str(out))
+    assert_same(xr.open_dataset(out, engine=ENGINE), expected)
 
 
 def _row_by_row(src: Path, name: str) -> np.ndarray:
@@ -316,9 +346,9 @@ def test_netcdf_c_490_upper_case_store_equals_its_source(tmp_path):
 
     import netCDF4
 
-    from tests.conftest import need_tool
+    from tests.conftest import require_tool
 
-    nccopy = need_tool("nccopy")
+    nccopy = require_tool("nccopy")
     src = tmp_path / "s.nc"
     with netCDF4.Dataset(src, "w") as nc:
         nc.title = "4.9.0"

@@ -1,4 +1,5 @@
-"""One-feature cases with their intended models, written here, never derived from any implementation."""
+"""One-feature cases with their intended models, written here (the corpus cases: parsed from netcdf-c's own CDL
+baselines), never derived from a reader or writer under test."""
 from __future__ import annotations
 
 from collections.abc import Callable

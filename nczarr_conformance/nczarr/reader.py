@@ -362,6 +362,12 @@ class DatasetReader:
         return {key: g for key, g in self.dataset.root.walk()}
 
     def _check_dimrefs(self) -> None:
+        """Every dimension reference is defined, and no array is longer than a dimension it uses.
+
+        A longer array (NCZ-DIM-SIZE; an unlimited dimension's size is its current length) has
+        values beyond what the dimension says there are: netcdf-c refuses the dataset (NC_EDIMSIZE),
+        and a model holding both would make the next ``--append`` write over the extra records.
+        """
         groups = self._groups_by_key()
         for gkey, group in groups.items():
             for vname, var in group.variables.items():
@@ -370,6 +376,10 @@ class DatasetReader:
                     dim = groups.get(owner, Group()).dimensions.get(name)
                     if dim is None:
                         raise FormatError(f"{keys.join(gkey, vname)}: dimension {ref} is not defined")
+                    if size > dim.size:
+                        kind = "unlimited dimension" if dim.unlimited else "dimension"
+                        raise FormatError(f"{keys.join(gkey, vname, '.zarray')}: extent {size} along {ref}, longer "
+                                          f"than the {kind}'s size {dim.size} (NCZ-DIM-SIZE)")
 
     def _place_pure_zarr_dims(self) -> None:
         """Turn pure-Zarr dimension names into shared dimensions (xarray rules, netcdf-c names)."""

@@ -7,8 +7,8 @@ blocks while the objects queued or uploading hold more than ``in_flight_bytes`` 
 object bigger than the budget goes up alone).
 
 An object of ``multipart_threshold`` bytes or more goes up as a multipart upload whose
-parts are uploaded in parallel by the same pool, each from a view of the object (never a
-copy); the last part to finish completes the upload, a failed one aborts it. Retries
+parts are uploaded in parallel by the same pool, each from a ``memoryview`` slice of the
+object; the last part to finish completes the upload, a failed one aborts it. Retries
 (throttling, 5xx, dropped connections) are botocore's, per request, as configured on the
 client (see s3.py): exponential backoff with jitter.
 

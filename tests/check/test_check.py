@@ -22,7 +22,7 @@ from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Varia
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.testing.samples import small_model
-from tests.conftest import NETCDF_C_CORPUS, REPO, need_tool
+from tests.conftest import NETCDF_C_CORPUS, REPO, require_module, require_tool
 
 REPORT_SCHEMA = {
     "type": "object",
@@ -99,7 +99,7 @@ def test_netcdf4_python_output_passes(rich_nc, tmp_path):
 
 
 def test_ncgen_490_output_passes(tmp_path):
-    ncgen = need_tool("ncgen")
+    ncgen = require_tool("ncgen")
     (tmp_path / "t.cdl").write_text('netcdf t { dimensions: x = 3 ; variables: int v(x) ; v:u = "m" ; '
                                     'char c(x) ; data: v = 1, 2, 3 ; c = "ab" ; }')
     url = f"file://{tmp_path}/g.file#mode=nczarr,file"
@@ -110,8 +110,8 @@ def test_ncgen_490_output_passes(tmp_path):
 
 
 def test_zarr_python_and_xarray_output_passes(tmp_path):
-    zarr = pytest.importorskip("zarr")
-    xr = pytest.importorskip("xarray")
+    zarr = require_module("zarr")
+    xr = require_module("xarray")
     g = zarr.open_group(str(tmp_path / "zp.zarr"), mode="w", zarr_format=2)
     g.create_array("a", shape=(5, 4), chunks=(2, 3), dtype="<f8", fill_value=np.nan)[...] = 1.0
     g.create_array("s", shape=(), dtype="<i4", fill_value=0)[...] = 3
@@ -245,6 +245,67 @@ def test_corruption_is_caught_on_its_key(rule_id, fmt, tmp_path):
         found = {(r, k.rstrip(":")) for r, k in found}
     assert (rule_id, key) in found, result.stdout
     assert before == {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}  # never modified
+
+
+# ---- an array longer than its unlimited dimension (docs/rules.md NCZ-DIM-SIZE: "never longer") ---------------
+
+def _longer_than_unlimited(tmp_path: Path) -> Path:
+    """The base store with v (t unlimited, size 2; x 3) grown to 4 records: shape and chunks 2.* and 3.*
+    written, the dimension left at 2. netCDF4-python (netcdf-c 4.10.1) refuses it: NC_EDIMSIZE."""
+    path = _base(tmp_path)
+    edit_json(path, "/v/.zarray", lambda d: d.update(shape=[4, 3]))
+    for record in (2, 3):
+        for col in (0, 1):
+            (path / "v" / f"{record}.{col}").write_bytes(np.array([7, 7], dtype="<i4").tobytes())
+    return path
+
+
+def test_dim_size_fires_on_an_array_longer_than_its_unlimited_dimension(tmp_path):
+    path = _longer_than_unlimited(tmp_path)
+    assert ("NCZ-DIM-SIZE", "/v/.zarray") in errors(check(str(path)))
+    result = run_cli(str(path))
+    assert result.returncode == 1 and \
+        "error NCZ-DIM-SIZE /v/.zarray: extent 4 along /t but the dimension is 2 (unlimited)" in result.stdout
+
+
+def test_netcdf_c_refuses_an_array_longer_than_its_unlimited_dimension(tmp_path):
+    """The peer's verdict the rule and our reader follow."""
+    netCDF4 = require_module("netCDF4")
+    with pytest.raises(OSError) as refused:
+        netCDF4.Dataset(f"file://{_longer_than_unlimited(tmp_path)}#mode=nczarr,file")
+    assert refused.value.errno == -63  # NC_EDIMSIZE: "NetCDF: Invalid dimension size"
+
+
+def test_our_reader_refuses_an_array_longer_than_its_unlimited_dimension_rather_than_read_part(tmp_path):
+    """Not the first 2 records of 4, nor 4 records of a dimension of 2: one line naming the array, exit 2,
+    through every way in (the model, the lazy reader, xarray's engine, nczarr-dump)."""
+    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.errors import FormatError
+    from nczarr_conformance.lazy import LazyDataset
+
+    path = _longer_than_unlimited(tmp_path)
+    why = "/v/.zarray: extent 4 along /t, longer than the unlimited dimension's size 2 (NCZ-DIM-SIZE)"
+    with pytest.raises(FormatError, match=re.escape(why)):
+        open_dataset(str(path))
+    with pytest.raises(FormatError, match=re.escape(why)):
+        LazyDataset(str(path))
+    xr = require_module("xarray")
+    with pytest.raises(FormatError, match=re.escape(why)):
+        xr.open_dataset(str(path), engine="nczarr")
+    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(path)], capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert (dumped.returncode, dumped.stdout, dumped.stderr) == (2, "", f"nczarr-dump: {path}: {why}\n")
+
+
+def test_netcdf_c_never_sees_an_unlisted_array(tmp_path):
+    """NCZ-GROUP-UNLISTED's reason (docs/rules.md): an array its group's _nczarr_group does not list is not in
+    the dataset netCDF4-python (netcdf-c 4.10.1) opens, though its objects are all there."""
+    netCDF4 = require_module("netCDF4")
+    path = _base(tmp_path)
+    edit_json(path, "/.zattrs", lambda d: d["_nczarr_group"]["arrays"].remove("v"))
+    assert (path / "v" / ".zarray").exists() and ("NCZ-GROUP-UNLISTED", "/v/.zarray") in errors(check(str(path)))
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file") as nc:
+        assert sorted(nc.variables) == ["s", "sc"]
 
 
 def test_no_dataset(tmp_path):

@@ -19,7 +19,7 @@ import pytest
 from nczarr_conformance.check import RULES
 from nczarr_conformance.check.rules import Severity, rule
 from tests.check.test_check import REPORT_SCHEMA
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, require_module
 
 RICH_NC = CORPUS / "rich.nc"
 
@@ -247,7 +247,7 @@ def test_classic_netcdf_file_says_convert_it(tmp_path):
 
 @pytest.mark.parametrize("module", ["check", "dump"])
 def test_zarr_v3_store_is_named(tmp_path, module):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     group = zarr.open_group(str(tmp_path / "v3.zarr"), mode="w", zarr_format=3)
     group.create_array("a", shape=(2,), dtype="i4")
     assert (tmp_path / "v3.zarr" / "zarr.json").is_file()

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tests.check.test_check import REPORT_SCHEMA
+from tests.conftest import require_module
 
 Objects = dict[str, bytes]
 
@@ -219,7 +220,7 @@ def test_deep_json_is_refused_by_python_json():
 
 
 def test_nan_fill_is_refused_by_tensorstore(tmp_path):
-    ts = pytest.importorskip("tensorstore")
+    ts = require_module("tensorstore")
     url = to_dir(nan_fill(), tmp_path / "d.zarr")
     spec = {"driver": "zarr", "kvstore": {"driver": "file", "path": f"{url}/a"}}
     with pytest.raises(ValueError, match="Invalid JSON"):
@@ -229,7 +230,7 @@ def test_nan_fill_is_refused_by_tensorstore(tmp_path):
 
 
 def test_nan_attribute_as_zarr_python_writes_it_is_a_warning(tmp_path):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     group = zarr.open_group(str(tmp_path / "zp.zarr"), mode="w", zarr_format=2)
     group.attrs["missing"] = float("nan")
     assert b"NaN" in (tmp_path / "zp.zarr" / ".zattrs").read_bytes()
@@ -239,7 +240,7 @@ def test_nan_attribute_as_zarr_python_writes_it_is_a_warning(tmp_path):
 
 def test_stale_zmetadata_is_read_by_consolidating_readers(tmp_path):
     """zarr-python (consolidated) and nczarr-dump see the .zmetadata shape [4]; the object says [3]."""
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     url = to_dir(stale_zmetadata(), tmp_path / "d.zarr")
     assert zarr.open_consolidated(url, zarr_format=2)["a"].shape == (4,)
     assert zarr.open_group(url, zarr_format=2, use_consolidated=False)["a"].shape == (3,)
@@ -288,7 +289,7 @@ def test_fill_that_differs_is_stale(tmp_path, in_zarray, in_zmetadata):
 
 
 def test_dim_conflict_is_refused_by_xarray_and_nczarr_dump(tmp_path):
-    xr = pytest.importorskip("xarray")
+    xr = require_module("xarray")
     url = to_dir(dim_conflict(), tmp_path / "d.zarr")
     with pytest.raises(ValueError, match="conflicting sizes"):
         xr.open_zarr(url, consolidated=False)

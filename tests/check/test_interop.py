@@ -25,7 +25,7 @@ from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
-from tests.conftest import need_tool
+from tests.conftest import require_module, require_tool
 
 pytestmark = pytest.mark.peer
 
@@ -55,7 +55,7 @@ def _edit(path: Path, key: str, change) -> None:
 
 
 def _ncdump(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([need_tool("ncdump"), to_file_url(str(path), "file")], capture_output=True, text=True,
+    return subprocess.run([require_tool("ncdump"), to_file_url(str(path), "file")], capture_output=True, text=True,
                           timeout=60)
 
 
@@ -127,7 +127,7 @@ def _scalar() -> Group:
 
 def test_c490_scalar_upper_case_layout_as_490_wrote_it(tmp_path):
     (tmp_path / "s.cdl").write_text("netcdf s { variables: double sc ; data: sc = 2.5 ; }")
-    subprocess.run([need_tool("ncgen"), "-4", "-b", "-o", _url(tmp_path / "s.file"), str(tmp_path / "s.cdl")],
+    subprocess.run([require_tool("ncgen"), "-4", "-b", "-o", _url(tmp_path / "s.file"), str(tmp_path / "s.cdl")],
                    check=True, capture_output=True)
     assert "NCZ-INTEROP-C490-SCALAR" in _rules(tmp_path / "s.file")
     assert _ncdump(tmp_path / "s.file").returncode == SIGSEGV
@@ -224,7 +224,7 @@ def test_c410_jsonchar(tmp_path):
 
 
 def test_c410_zarrscalar(tmp_path):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     g = zarr.open_group(str(tmp_path / "s.zarr"), mode="w", zarr_format=2)
     g.create_array("s", shape=(), dtype="<f8", fill_value=0.0)[...] = 1.25
     g.create_array("a", shape=(1,), dtype="<f8", fill_value=0.0)[...] = 1.5
@@ -257,7 +257,7 @@ def test_c410_bigendian(tmp_path):
 
 def _zarr_python_store(path: Path, dtype: str, values, **kw) -> Path:
     """A zarr-python store: an int array ``ok`` and one array ``bad`` of ``dtype``."""
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     g = zarr.open_group(str(path), mode="w", zarr_format=2)
     ok = g.create_array("ok", shape=(3,), dtype="<i4", compressors=None)
     ok[...] = [1, 2, 3]
@@ -300,7 +300,7 @@ def test_c410_dtype_nczarr(tmp_path, dtype, raw):
 
 @pytest.mark.parametrize("codec", ["gzip", "lz4", "lzma", "delta"])
 def test_c410_codec(tmp_path, codec):
-    numcodecs = pytest.importorskip("numcodecs")
+    numcodecs = require_module("numcodecs")
     made = {"gzip": numcodecs.GZip(1), "lz4": numcodecs.LZ4(), "lzma": numcodecs.LZMA(), "delta": numcodecs.Delta("<i4")}
     kw = {"filters": [made[codec]], "compressors": None} if codec == "delta" else {"compressors": made[codec]}
     path = _zarr_python_store(tmp_path / "c.zarr", "<i4", np.array([4, 5, 6], "<i4"), **kw)
@@ -317,7 +317,7 @@ def test_c410_codec(tmp_path, codec):
 
 @pytest.mark.parametrize("codec", ["zlib", "zstd", "blosc", "bz2", "shuffle"])
 def test_c410_codec_is_silent_on_codecs_netcdf_c_has(tmp_path, codec):
-    numcodecs = pytest.importorskip("numcodecs")
+    numcodecs = require_module("numcodecs")
     made = {"zlib": numcodecs.Zlib(1), "zstd": numcodecs.Zstd(1), "blosc": numcodecs.Blosc(), "bz2": numcodecs.BZ2(1),
             "shuffle": numcodecs.Shuffle(4)}
     kw = {"filters": [made[codec]], "compressors": None} if codec == "shuffle" else {"compressors": made[codec]}
@@ -345,7 +345,7 @@ def test_c410_purechar(tmp_path):
     """Every pure-Zarr char layout the rule fires on, netCDF4-python reads as string and we as char: ours
     (``--flavor zarr``: |S1; ``char_as=">S1"``: App. E's >S1), netcdf-c's own (>S1) and zarr-python's (|S1)."""
     import netCDF4
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
 
     layouts = {"ours-zarr": _write(tmp_path, _chars(), "zarr", "c")}
     with DirectoryStore(tmp_path / "ours-gt.file", "w") as store:
@@ -377,15 +377,15 @@ def test_c490_codec_on_stores_written_by_xarray_and_zarr_python(tmp_path, writer
     """netcdf-c issues #2252, #2449, #2484: 4.9.0 shows the compressed bytes of their default codecs as data."""
     path = tmp_path / "x.zarr"
     if writer == "xarray":
-        xr = pytest.importorskip("xarray")
+        xr = require_module("xarray")
         xr.Dataset({"v": ("x", np.arange(4, dtype="<i4"))}).to_zarr(str(path), mode="w", zarr_format=2)
     else:
-        zarr = pytest.importorskip("zarr")
+        zarr = require_module("zarr")
         arr = zarr.open_group(str(path), mode="w", zarr_format=2).create_array("v", shape=(4,), dtype="<i4")
         arr[...] = np.arange(4)
     assert json.loads((path / "v" / ".zarray").read_text())["compressor"] is not None  # their default
     assert "NCZ-INTEROP-C490-CODEC" in _rules(path)
-    out = subprocess.run([need_tool("ncdump"), _url(path, "zarr")], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([require_tool("ncdump"), _url(path, "zarr")], capture_output=True, text=True, timeout=60)
     assert (out.returncode, " v = 0, 1, 2, 3 ;" in out.stdout, " v = " in out.stdout) == (0, False, True)
 
 
@@ -467,8 +467,8 @@ def test_consolidated_match_is_silent_when_fresh(tmp_path):
 def test_zarr_char(tmp_path):
     """NCZarr char (>S1, Appendix E): zarr-python 3, xarray's open_zarr and open_datatree refuse the dataset;
     |S1 (our pure-Zarr default, or --char-as=S1) opens in all three, and the rule is silent there."""
-    zarr = pytest.importorskip("zarr")
-    xr = pytest.importorskip("xarray")
+    zarr = require_module("zarr")
+    xr = require_module("xarray")
     root = _chars()
     root.variables["v"] = Variable("int", ["/x"], (4,), {}, np.arange(4, dtype="i4"))
     path = _write(tmp_path, root, "nczarr-4.10", "c")
@@ -514,7 +514,7 @@ def test_zarr_char(tmp_path):
 
 
 def test_zarr_i1(tmp_path):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     root = Group({"x": Dimension(2)})
     root.variables["b"] = Variable("byte", ["/x"], (2,), {}, np.array([1, -1], dtype="i1"))
     netcdf4.write(Dataset(root), to_file_url(str(tmp_path / "n.file"), "file"))
@@ -536,7 +536,7 @@ def _shuffled() -> Group:
 
 
 def test_shuffle0(tmp_path):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     netcdf4.write(Dataset(_shuffled()), to_file_url(str(tmp_path / "s.file"), "file"))
     filters = json.loads((tmp_path / "s.file" / "i" / ".zarray").read_text())["filters"]
     assert filters == [{"id": "shuffle", "elementsize": 0}]
@@ -551,8 +551,8 @@ def test_shuffle0(tmp_path):
 
 
 def test_xarray_nodims(tmp_path):
-    zarr = pytest.importorskip("zarr")
-    xr = pytest.importorskip("xarray")
+    zarr = require_module("zarr")
+    xr = require_module("xarray")
     g = zarr.open_group(str(tmp_path / "z.zarr"), mode="w", zarr_format=2)
     g.create_array("a", shape=(3,), dtype="<i4", fill_value=0)[...] = 1
     assert "NCZ-INTEROP-XARRAY-NODIMS" in _rules(tmp_path / "z.zarr")
@@ -566,7 +566,7 @@ def test_xarray_nodims(tmp_path):
 # ---- TensorStore and the rounded default fill (rules in check/readers.py) --------------------------
 
 def _ts_open(path: Path, array: str):
-    ts = pytest.importorskip("tensorstore")
+    ts = require_module("tensorstore")
     return ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(path)}, "path": array},
                    read=True).result()
 
@@ -599,7 +599,7 @@ def test_ts_stringfill(tmp_path):
 
 
 def test_fill_rounded(tmp_path):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     write_partial_double(tmp_path / "n.file")
     assert json.loads((tmp_path / "n.file" / "d" / ".zarray").read_text())["fill_value"] == 9.96921e36
     assert "NCZ-FILL-ROUNDED" in _rules(tmp_path / "n.file")

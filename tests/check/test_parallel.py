@@ -19,8 +19,9 @@ import pytest
 
 from nczarr_conformance.check import check
 from nczarr_conformance.convert import convert
+from tests.conftest import require_module
 
-pytest.importorskip("distributed")
+require_module("distributed")
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from nczarr_conformance.cli import dump
 from nczarr_conformance.dump_source import StoreSource, open_source
 from nczarr_conformance.stores.directory import DirectoryStore
 from tests.cli.test_cli import assert_clean_failure, run
-from tests.conftest import need_tool
+from tests.conftest import require_module, require_tool
 
 pytestmark = pytest.mark.peer
 
@@ -93,7 +93,7 @@ def sources(rich_nc, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
 
 
 def ncdump(*args: str) -> bytes:
-    done = subprocess.run([need_tool("ncdump"), *args], capture_output=True, timeout=120)
+    done = subprocess.run([require_tool("ncdump"), *args], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -190,7 +190,7 @@ def test_specials_of_a_netcdf_c_store(tmp_path, capsysbinary):
 
 
 def test_pure_zarr_kind(tmp_path, capsysbinary):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     root = zarr.open_group(str(tmp_path / "z.zarr"), mode="w", zarr_format=2)
     root.create_array("a", shape=(3,), dtype="i4")[:] = [1, 2, 3]
     assert ours(capsysbinary, "-k", f"file://{tmp_path}/z.zarr#mode=zarr,file") == b"zarr zarr\n"
@@ -341,7 +341,7 @@ def test_escaped_names_and_bytes_survive_ncgen(tmp_path):
     cdl.write_bytes(subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(store)],
                                    capture_output=True, check=True, timeout=120).stdout)
     rebuilt = tmp_path / "rebuilt.nc"
-    done = subprocess.run([need_tool("ncgen"), "-4", "-o", str(rebuilt), str(cdl)], capture_output=True, timeout=120)
+    done = subprocess.run([require_tool("ncgen"), "-4", "-o", str(rebuilt), str(cdl)], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
     def names(group):  # type: ignore[no-untyped-def]
@@ -356,3 +356,26 @@ def test_escaped_names_and_bytes_survive_ncgen(tmp_path):
         assert np.array_equal(np.ma.getdata(a["chars"][:]), np.ma.getdata(b["chars"][:]))
         assert list(a["strs"][:]) == list(b["strs"][:])
         assert a.getncattr("ctl") == b.getncattr("ctl")
+
+
+def test_to_cdl_default_digits_let_ncgen_rebuild_the_same_values(tmp_path):
+    """cdl.to_cdl without options prints 9/17 significant digits, so ncgen 4.9.0 rebuilds exactly the same
+    float and double values (attributes and data) that the model holds; ncdump's 7/15 would round them."""
+    netCDF4 = require_module("netCDF4")
+    from nczarr_conformance.cdl import to_cdl
+    from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
+
+    doubles = np.array([0.1, 1 / 3, 2 / 3, 1e-300, 123456789.123456789, -9.87654321e200], dtype="f8")
+    floats = np.array([0.1, 1 / 3, 2 / 3, 3.4e38], dtype="f4")
+    root = Group({"n": Dimension(6), "m": Dimension(4)})
+    root.variables["d"] = Variable("double", ["/n"], (6,), {"a": Attribute("double", doubles[:2])}, doubles)
+    root.variables["f"] = Variable("float", ["/m"], (4,), {"a": Attribute("float", floats[:2])}, floats)
+    cdl = tmp_path / "t.cdl"
+    cdl.write_text(to_cdl(Dataset(root), "t"))
+    done = subprocess.run([require_tool("ncgen"), "-4", "-o", str(tmp_path / "t.nc"), str(cdl)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    with netCDF4.Dataset(tmp_path / "t.nc") as nc:
+        for name, values in (("d", doubles), ("f", floats)):
+            assert np.asarray(nc[name][:]).tobytes() == values.tobytes(), name
+            assert np.asarray(nc[name].getncattr("a")).tobytes() == values[:2].tobytes(), name

@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from tests.conftest import require_module
+
 from nczarr_conformance.fix import fix_store
 from nczarr_conformance.fix.registry import FIXES, fix
 from tests.fix.helpers import c410, copy, nc_read, ours_without_dims, same_to_netcdf_c, url, zarray
@@ -20,12 +22,12 @@ def _values(path, name: str, mode: str = "nczarr"):
 
 
 def _zarr(path, name: str, group: str = ""):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     return zarr.open_group(str(path), path=group, mode="r", zarr_format=2)[name]
 
 
 def _ts(path, array: str):
-    ts = pytest.importorskip("tensorstore")
+    ts = require_module("tensorstore")
     return ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(path)}, "path": array},
                    read=True).result()
 
@@ -93,7 +95,7 @@ def test_string_fill_for_tensorstore(tmp_path):
 
 
 def test_fill_exact_from_the_default(tmp_path):
-    netCDF4 = pytest.importorskip("netCDF4")
+    netCDF4 = require_module("netCDF4")
     store = c410(tmp_path / "n.file", partial_double=True)
     orig = copy(store, "orig")
     default = float(netCDF4.default_fillvals["f8"])
@@ -123,7 +125,7 @@ def test_fill_exact_from_the_fill_value_attribute(tmp_path):
 
 def test_char_attribute_text(tmp_path):
     store = c410(tmp_path / "n.file", answer=True)
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     assert zarr.open_group(str(store), mode="r", zarr_format=2).attrs["answer"] == 42
     assert nc_read(store).root.attributes["answer"].value == "4"  # netcdf-c's own misreading
     fix_store(str(store), targets="zarr-python", backup=False)
@@ -132,7 +134,7 @@ def test_char_attribute_text(tmp_path):
 
 
 def test_array_dimensions_in_every_group(tmp_path):
-    xr = pytest.importorskip("xarray")
+    xr = require_module("xarray")
     store = ours_without_dims(tmp_path / "o.file")
     orig = copy(store, "orig")
     for group in (None, "g"):
@@ -148,8 +150,8 @@ def test_array_dimensions_in_every_group(tmp_path):
 
 
 def test_array_dimensions_pure_zarr_as_netcdf_c_names_them(tmp_path):
-    zarr = pytest.importorskip("zarr")
-    xr = pytest.importorskip("xarray")
+    zarr = require_module("zarr")
+    xr = require_module("xarray")
     g = zarr.open_group(str(tmp_path / "z.zarr"), mode="w", zarr_format=2)
     g.create_array("a", shape=(3,), dtype="<i4", fill_value=0)[...] = [4, 5, 6]
     orig = copy(tmp_path / "z.zarr", "orig")
@@ -164,7 +166,7 @@ def test_array_dimensions_pure_zarr_as_netcdf_c_names_them(tmp_path):
 
 
 def test_stale_zmetadata_is_rebuilt(tmp_path):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     store = c410(tmp_path / "n.file", byte=True)
     fix_store(str(store), backup=False)
     # a later writer that knows nothing of .zmetadata (netcdf-c) changes .zattrs: .zmetadata is stale
@@ -183,7 +185,7 @@ def test_stale_zmetadata_is_rebuilt(tmp_path):
 
 
 def test_upper_case_layout_netcdf_c_490_reads_the_same(tmp_path):
-    from tests.conftest import need_tool
+    from tests.conftest import require_tool
     import subprocess
 
     from nczarr_conformance.model import Dataset
@@ -191,7 +193,7 @@ def test_upper_case_layout_netcdf_c_490_reads_the_same(tmp_path):
     from nczarr_conformance.stores import DirectoryStore
     from nczarr_conformance.model import Dimension, Group, Variable
 
-    ncdump = need_tool("ncdump")
+    ncdump = require_tool("ncdump")
     root = Group({"x": Dimension(3)})
     root.variables["v"] = Variable("int", ["/x"], (3,), {}, np.array([1, 2, 3], "i4"))
     with DirectoryStore(tmp_path / "u.file", "w") as st:
@@ -231,10 +233,10 @@ def test_ncgen_490_output(tmp_path):
     dimrefs there), now from its own _ARRAY_DIMENSIONS."""
     import subprocess
 
-    from tests.conftest import need_tool
+    from tests.conftest import require_tool
 
-    xr = pytest.importorskip("xarray")
-    ncgen, ncdump = need_tool("ncgen"), need_tool("ncdump")
+    xr = require_module("xarray")
+    ncgen, ncdump = require_tool("ncgen"), require_tool("ncdump")
     cdl = tmp_path / "t.cdl"
     cdl.write_text("netcdf t {\ndimensions: x = 3 ;\nvariables: int v(x) ;\ndata: v = 1, 2, 3 ;\n"
                    "group: g {\n dimensions: y = 2 ;\n variables: double w(y, x) ;\n data: w = 1, 2, 3, 4, 5, 6 ;\n}\n}\n")

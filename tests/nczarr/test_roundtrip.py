@@ -165,3 +165,26 @@ def test_reads_nczarr_v1():
     assert model.root.variables["v"].data.tolist() == [[0, 1], [2, 3], [-1, -1]]  # the stored fill_value
     scalar = model.root.groups["g"].variables["s"]
     assert scalar.shape == () and float(scalar.data) == 6.5
+
+
+def test_the_model_never_shows_storage_bookkeeping_attributes(tmp_path):
+    """model.is_internal_attribute: the NCZarr keys a store holds in its .zattrs (_nczarr_*, _NCZARR_*,
+    _ARRAY_DIMENSIONS) are never attributes of the model our reader gives."""
+    import json
+
+    from nczarr_conformance.convert import convert
+    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.model import is_internal_attribute
+    from nczarr_conformance.testing.samples import write_rich_nc
+
+    src = tmp_path / "rich.nc"
+    write_rich_nc(str(src))
+    convert(str(src), str(tmp_path / "r.file"))
+    stored = {name for z in (tmp_path / "r.file").rglob(".zattrs") for name in json.loads(z.read_text())}
+    # nczarr.md's bookkeeping keys and xarray's dimension names, named here, not taken from the code under test
+    bookkeeping = {name for name in stored if name.lower().startswith("_nczarr") or name == "_ARRAY_DIMENSIONS"}
+    assert {"_nczarr_group", "_nczarr_array", "_nczarr_attr", "_nczarr_superblock", "_ARRAY_DIMENSIONS"} <= bookkeeping
+    shown = {name for _, group in open_dataset(str(tmp_path / "r.file")).root.walk()
+             for obj in [group, *group.variables.values()] for name in obj.attributes}
+    assert shown and not shown & bookkeeping
+    assert all(is_internal_attribute(name) for name in bookkeeping)

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import require_module
+
 from nczarr_conformance.check import check
 from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.cli.convert import main as nc2nczarr
@@ -52,7 +54,7 @@ def _ours(tmp_path: Path, name: str, dataset: Dataset, **kwargs) -> Path:
 @pytest.mark.peer
 @pytest.mark.parametrize("flavor,mode", [("nczarr-4.10", "nczarr"), ("zarr", "zarr")])
 def test_array_dimensions_in_every_group_as_netcdf_c_writes_them(tmp_path, flavor, mode):
-    pytest.importorskip("netCDF4")
+    require_module("netCDF4")
     theirs = tmp_path / f"c-{mode}.file"
     netcdf4.write(_nested(), to_file_url(str(theirs), "file", mode))
     expected = _array_dimensions(theirs)
@@ -70,7 +72,7 @@ def test_array_dimensions_in_every_group_as_netcdf_c_writes_them(tmp_path, flavo
 
 
 def test_xarray_opens_every_group_of_our_default_output(tmp_path):
-    xr = pytest.importorskip("xarray")
+    xr = require_module("xarray")
     import warnings
 
     path = _ours(tmp_path, "ours", _nested())
@@ -92,9 +94,23 @@ class RecordingStore(MemoryStore):
         super()._put(key, data)
 
 
+@pytest.mark.parametrize("flavor", ["nczarr-4.10", "zarr"])
+def test_chunks_go_before_metadata_and_the_root_last(flavor):
+    """nczarr/writer.py: every chunk is put before any metadata object, the root's metadata after every other
+    metadata object and .zmetadata last, so a reader never sees metadata naming chunks not there yet."""
+    store = RecordingStore()
+    write_dataset(_nested(), store, flavor=flavor, consolidate=True)
+    meta = [i for i, key in enumerate(store.order) if key.rsplit("/", 1)[-1].startswith(".z")]
+    chunks = [i for i, key in enumerate(store.order) if not key.rsplit("/", 1)[-1].startswith(".z")]
+    assert chunks and meta and max(chunks) < min(meta), store.order
+    root = [i for i, key in enumerate(store.order) if key in ("/.zgroup", "/.zattrs")]
+    nested = [i for i in meta if store.order[i] not in ("/.zgroup", "/.zattrs", "/.zmetadata")]
+    assert max(nested) < min(root) and store.order[-1] == "/.zmetadata", store.order
+
+
 @pytest.mark.parametrize("flavor", ["nczarr-4.10", "nczarr-2-upper", "zarr"])
 def test_zmetadata_is_written_last_and_equals_zarr_pythons_consolidation(tmp_path, flavor):
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     dataset = _nested()
     if flavor == "nczarr-2-upper":  # 4.9.0's layout has no unlimited dimensions nor scalars
         dataset.root.dimensions["t"].unlimited = False
@@ -127,7 +143,7 @@ def test_zmetadata_is_written_last_and_equals_zarr_pythons_consolidation(tmp_pat
 def test_zmetadata_keeps_attribute_creation_order(tmp_path, flavor):
     """Our reader takes metadata from .zmetadata; each entry must keep its object's key order, so that
     attributes come out in creation order (ncdump's), as netCDF4-python lists them from the source file."""
-    nc4 = pytest.importorskip("netCDF4")
+    nc4 = require_module("netCDF4")
     src = tmp_path / "order.nc"
     with nc4.Dataset(src, "w") as ds:
         ds.createDimension("x", 2)
@@ -162,7 +178,7 @@ def test_consolidate_keyword_and_the_char_exception():
 def test_a_text_string_fill_leaves_zmetadata_out_so_zarr_python_reads_the_rest(tmp_path):
     """netcdf-c writes a string fill_value as text; zarr-python 3 takes a bytes fill as base64 and, through a
     .zmetadata, refuses the whole group over it (found by the S3 property once .zmetadata became the default)."""
-    zarr = pytest.importorskip("zarr")
+    zarr = require_module("zarr")
     root = Group({"x": Dimension(2)})
     root.variables["n"] = Variable("int", ["/x"], (2,), {}, np.array([1, 2], dtype="i4"))
     root.variables["s"] = Variable("string", ["/x"], (2,), {"_FillValue": Attribute("string", np.array(["N/A"],
@@ -174,7 +190,7 @@ def test_a_text_string_fill_leaves_zmetadata_out_so_zarr_python_reads_the_rest(t
     assert not (default / ".zmetadata").exists()
     group = zarr.open_group(str(default), mode="r", zarr_format=2)
     assert group["n"][:].tolist() == [1, 2]
-    nc4 = pytest.importorskip("netCDF4")
+    nc4 = require_module("netCDF4")
     with nc4.Dataset(to_file_url(str(default), "file")) as nc:  # netcdf-c takes the text fill as it is
         assert (nc["s"]._FillValue, nc["s"][:].tolist()) == ("N/A", ["a", "N/A"])
 
@@ -195,8 +211,8 @@ def _chars() -> Dataset:
 def test_pure_zarr_char_is_zarr_pythons_dtype_and_netcdf_c_reads_strings(tmp_path):
     """--flavor zarr writes char as zarr-python does (|S1, base64 fill); the trade-off: netcdf-c 4.10.1
     then reads a string variable, one string per char (NUL -> "")."""
-    zarr = pytest.importorskip("zarr")
-    pytest.importorskip("netCDF4")
+    zarr = require_module("zarr")
+    require_module("netCDF4")
     theirs = zarr.open_group(str(tmp_path / "z.file"), mode="w", zarr_format=2)
     theirs.create_array("c", shape=(4,), dtype="S1", fill_value=b"\x00", compressors=None)
     expected = json.loads((tmp_path / "z.file" / "c" / ".zarray").read_text())
@@ -216,8 +232,8 @@ def test_pure_zarr_char_is_zarr_pythons_dtype_and_netcdf_c_reads_strings(tmp_pat
 
 @pytest.mark.peer
 def test_nczarr_char_as_s1_is_what_zarr_python_reads_and_netcdf_c_reads_as_strings(tmp_path):
-    zarr = pytest.importorskip("zarr")
-    pytest.importorskip("netCDF4")
+    zarr = require_module("zarr")
+    require_module("netCDF4")
     import netCDF4
 
     default = _ours(tmp_path, "gt", _chars())

@@ -18,6 +18,7 @@ lines). Known peer failures are strict xfails on that exact outcome (``tests/pee
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import re
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ import pytest
 from nczarr_conformance.cdl_parse import parse_cdl
 from nczarr_conformance.model import Dataset, Group, diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
-from tests.conftest import REPO, need_tool
+from tests.conftest import REPO, require_module, require_tool
 from tests.peers.known import PeerStillWrong, still_wrong
 
 #: netcdf-c's test data, copied at the commit named in its README (test-only; not packaged)
@@ -92,7 +94,7 @@ class WriteFailed(Exception):
 
 
 def ncgen(cdl: Path, out: str, *flags: str, cwd: Path | None = None) -> Run:
-    return run([need_tool("ncgen"), *flags, "-o", out, str(cdl)], cwd=cwd)
+    return run([require_tool("ncgen"), *flags, "-o", out, str(cdl)], cwd=cwd)
 
 
 def netcdf4_file(cdl: Path, tmp: Path) -> Path:
@@ -117,7 +119,7 @@ def write_netcdf4(nc: Path | str, url: str, cwd: Path | None = None, env: Mappin
     With ``cwd`` (or ``env``) it runs in a child process there, so that netcdf-c reads that directory's
     ``.ncrc`` (or those environment variables, e.g. ``NCZARR_CONSOLIDATED``).
     """
-    pytest.importorskip("netCDF4")
+    require_module("netCDF4")
     if cwd is not None or env is not None:
         code = "import sys; from nczarr_conformance.peers import netcdf4; netcdf4.write(netcdf4.read(sys.argv[1]), " \
                "sys.argv[2])"
@@ -166,11 +168,42 @@ def dump(reader: str, url: str, *args: str, env: Mapping[str, str] | None = None
          timeout: float = TIMEOUT) -> Run:
     """ncdump 4.9.0 or nczarr-dump on ``url`` with ncdump's flags."""
     if reader == "ncdump-4.9.0":
-        return run([need_tool("ncdump"), *args, url], env=env, cwd=cwd, timeout=timeout)
+        return run([require_tool("ncdump"), *args, url], env=env, cwd=cwd, timeout=timeout)
     if reader == "ours":
         return run([sys.executable, "-m", "nczarr_conformance.cli.dump", *args, url], env={**ours_env(), **(env or {})},
                    cwd=cwd)
     raise ValueError(reader)
+
+
+#: netcdf-c's NC_ENOTBUILT message: the library lacks a feature (NCZarr zip needs libzip at build time)
+NOT_BUILT = "Attempt to use feature that was not turned on when netCDF was built"
+
+
+@functools.cache
+def lacks_zip(reader: str) -> str | None:
+    """Why ``reader`` cannot open an NCZarr zip store at all, or None when it can: asked, not assumed.
+
+    The reader opens netcdf-c's own zip test store (``ref_quotes_orig.zip``, which run_interop.sh reads
+    with ``mode=zarr,zip``); only netcdf-c's "not built" error (NC_ENOTBUILT) counts as no zip support,
+    so a reader that opens it, or fails it any other way, runs the zip cells and is graded on them.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "ref_quotes.zip"
+        shutil.copy(require(NCZARR_TEST / "ref_quotes_orig.zip"), store)
+        url = nc_url(store, "zarr,zip")
+        if reader == "netcdf4-4.10.1":
+            netCDF4 = require_module("netCDF4")
+            try:
+                netCDF4.Dataset(url).close()
+                return None
+            except OSError as exc:
+                error = f"errno {exc.errno}: {exc.strerror}"
+        else:
+            done = dump(reader, url, "-h")
+            if done.rc == 0:
+                return None
+            error = sanitised(done.failure[1], url)
+    return f"{reader} has no NCZarr zip support here: {error}" if NOT_BUILT in error else None
 
 
 def normalise(text: str, *, ws: str = "b", drop: Iterable[str] = ()) -> list[str]:
@@ -207,7 +240,7 @@ def model_diff(expected_cdl: str, url: str, *, drop_attrs: Iterable[str] = (), d
     """netCDF4-python 4.10.1's reading of ``url`` against the baseline parsed as CDL; () when equal.
 
     ``data=False`` for a header baseline (``ncdump -h``): it states no values."""
-    pytest.importorskip("netCDF4")
+    require_module("netCDF4")
     from nczarr_conformance.peers import netcdf4
 
     from nczarr_conformance.errors import FormatError
@@ -265,22 +298,42 @@ class Known:
     baseline: a strict xfail raising PeerStillWrong on exactly ``outcome``. ``kind="ours-by-design"``:
     ours differs from netcdf-c's baseline by a documented choice: the cell asserts exactly that
     difference (and passes), so any other change shows.
+
+    A cell whose diff holds both (a peer's fault and one of our documented choices) is split: its
+    ``by_design`` lines are ours (asserted present, outside the xfail: our choice changing fails the
+    cell), and the rest must be exactly the peer's ``outcome`` (the strict xfail), so that a fixed
+    peer leaves only our lines and XPASSes, red, instead of hiding behind them.
     """
 
     outcome: Any
     reason: str
     kind: str = "peer"
+    by_design: tuple[str, ...] = ()
+    by_design_reason: str = ""
+
+
+def _known(cell: str, entry: Mapping[str, Any], where: str) -> Known:
+    """One entry of a known file: {"kind", "reason", "outcome"}, or {"parts": [a peer part, an ours-by-design part]}."""
+    if "parts" not in entry:
+        assert entry["kind"] in KINDS, f"{where}: {cell}: kind must be one of {KINDS}: {entry['kind']}"
+        return Known(entry["outcome"], entry["reason"], entry["kind"])
+    parts = {part["kind"]: part for part in entry["parts"]}
+    assert sorted(parts) == sorted(KINDS) and len(entry["parts"]) == 2, \
+        f"{where}: {cell}: a split cell has one part of each kind {KINDS}"
+    peer, ours = parts["peer"], parts["ours-by-design"]
+    overlap = set(peer["outcome"]) & set(ours["outcome"])
+    assert not overlap and ours["outcome"], f"{where}: {cell}: the parts' lines must be disjoint: {overlap}"
+    return Known(peer["outcome"], peer["reason"], "peer", tuple(ours["outcome"]), ours["reason"])
 
 
 def load_known(script: str) -> dict[str, Known]:
-    """``known/<script>.json``: cell id → {"outcome": exact failure as JSON, "reason": …, "kind": …}."""
+    """``known/<script>.json``: cell id → {"outcome": exact failure as JSON, "reason": …, "kind": …}, or a split
+    cell's {"parts": [{"kind": "peer", …}, {"kind": "ours-by-design", …}]} (see Known)."""
     path = KNOWN_DIR / f"{script}.json"
     if not path.exists():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
-    bad = {cell: v["kind"] for cell, v in data.items() if v["kind"] not in KINDS}
-    assert not bad, f"{path.name}: kind must be one of {KINDS}: {bad}"
-    return {cell: Known(v["outcome"], v["reason"], v["kind"]) for cell, v in data.items()}
+    return {cell: _known(cell, entry, path.name) for cell, entry in data.items()}
 
 
 def as_json(outcome: Any) -> Any:
@@ -306,10 +359,21 @@ def settle(request: pytest.FixtureRequest, outcome: Callable[[], Any], known_cel
         request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason=known.reason))
     seen = as_json(outcome())
     _record(request, seen)
+    judge(known, seen)
+
+
+def judge(known: Known | None, seen: Any) -> None:
+    """Return when the cell holds (PASS; ours' documented difference; a fixed peer, which the strict xfail turns
+    red); raise PeerStillWrong when the peer is still exactly as wrong as known; AssertionError otherwise."""
     if known is None:
         assert seen == PASS, seen
     elif known.kind == "ours-by-design":
         assert seen == known.outcome, f"ours changed: {seen!r} (documented: {known.reason})"
+    elif known.by_design:
+        lost = [line for line in known.by_design if not isinstance(seen, list) or line not in seen]
+        assert not lost, f"ours changed: {lost!r} no longer in {seen!r} (documented: {known.by_design_reason})"
+        rest = [line for line in seen if line not in known.by_design]
+        still_wrong(rest, wrong=known.outcome, right=[])
     else:
         assert known.kind == "peer", known.kind
         still_wrong(seen, wrong=known.outcome, right=PASS)

@@ -12,6 +12,8 @@ import re
 
 import pytest
 
+from tests.conftest import require_module
+
 from tests.netcdf_c.harness import (NCZARR_TEST, PASS, READERS, WRITERS, build, dump, load_known, nc_url, require,
                                     sanitised, settle)
 
@@ -20,7 +22,7 @@ KNOWN = load_known("run_fillonlyz")
 
 def _read(reader: str, url: str):
     if reader == "netcdf4-4.10.1":
-        netCDF4 = pytest.importorskip("netCDF4")
+        netCDF4 = require_module("netCDF4")
         with netCDF4.Dataset(url) as nc:
             v = nc["f"]
             v.set_auto_mask(False)

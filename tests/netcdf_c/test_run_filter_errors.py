@@ -16,6 +16,8 @@ import shutil
 
 import pytest
 
+from tests.conftest import require_module
+
 from tests.netcdf_c.harness import NCZARR_TEST, PASS, dump, load_known, nc_url, require, sanitised, settle
 
 KNOWN = load_known("run_filter_errors")
@@ -62,7 +64,7 @@ def test_ours_names_the_codec_it_reads(faulty):
 
 @pytest.mark.peer
 def test_netcdf_c_410_names_the_codec(faulty, capfd, request):
-    netCDF4 = pytest.importorskip("netCDF4")
+    netCDF4 = require_module("netCDF4")
 
     def outcome():
         with netCDF4.Dataset(nc_url(faulty, "zarr")) as nc:

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import need_tool
+from tests.conftest import require_module, require_tool
 from tests.netcdf_c.harness import (NCZARR_TEST, PASS, dump, load_known, nc_url, netcdf4_file, ours_env, require,
                                     run, sanitised, settle, text_diff)
 
@@ -37,7 +37,7 @@ CHUNKCLEAN = (r":_Storage", r":_ChunkSizes")
 
 def chunks3(path) -> None:
     """test_zchunks3.c, with netCDF4-python."""
-    netCDF4 = pytest.importorskip("netCDF4")
+    netCDF4 = require_module("netCDF4")
     n = int(np.prod(LENS))
     with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
         names = [f"dim{i}" for i in range(len(LENS))]
@@ -49,7 +49,7 @@ def chunks3(path) -> None:
 
 def copy(copier: str, src, url: str, *options: str):
     if copier == "nccopy-4.9.0":
-        done = run([need_tool("nccopy"), "-M0", *options, str(src), url])
+        done = run([require_tool("nccopy"), "-M0", *options, str(src), url])
     else:
         done = run([sys.executable, "-m", "nczarr_conformance.cli.convert", "--quiet", "-M", "0", *options, str(src),
                     url], env=ours_env())
@@ -94,7 +94,7 @@ def test_perdimspecs(copier, reader, tmp_path, request):
     def outcome():
         if copier == "nccopy-4.9.0":
             src = nc_url(tmp_path / "tmp_perdimspecs.file", "nczarr,file")
-            built = run([need_tool("ncgen"), "-4", "-b", "-o", src, str(cdl)])
+            built = run([require_tool("ncgen"), "-4", "-b", "-o", src, str(cdl)])
             if built.rc:
                 return sanitised(("ncgen", *built.failure), src)
         else:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.netcdf_c.harness import (NCZARR_TEST, READERS, WriteFailed, load_known, nc_url, read_outcome, read_text,
                                     require, run, sanitised, settle, unzip, write_netcdf4, write_ours)
-from tests.conftest import need_tool
+from tests.conftest import require_tool
 
 KNOWN = load_known("run_nczarr_fill")
 SCLEAN = (r":_IsNetcdf4", r":_Endianness", r"_NCProperties", r"_SuperblockVersion")
@@ -31,7 +31,7 @@ def _copy(writer: str, tmp):
     h5 = require(NCZARR_TEST / "ref_groups.h5")
     try:
         if writer == "nccopy-4.9.0":
-            done = run([need_tool("nccopy"), str(h5), url])
+            done = run([require_tool("nccopy"), str(h5), url])
             if done.rc:
                 raise WriteFailed(("nccopy", *done.failure))
         elif writer == "ours":

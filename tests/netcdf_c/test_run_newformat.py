@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import need_tool
+from tests.conftest import require_tool
 from tests.netcdf_c.harness import (NCZARR_TEST, PASS, READERS, WriteFailed, dump, load_known, nc_url, read_outcome,
                                     read_text, require, run, sanitised, settle, text_diff, unzip, write_netcdf4)
 
@@ -40,7 +40,7 @@ def _copy(copier: str, tmp, consolidated: bool):
         if copier == "nccopy-4.9.0":
             import os
 
-            done = run([need_tool("nccopy"), old, url], env={**os.environ, **(env or {})})
+            done = run([require_tool("nccopy"), old, url], env={**os.environ, **(env or {})})
             if done.rc:
                 raise WriteFailed(("nccopy", *done.failure))
         else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import need_tool
+from tests.conftest import require_module, require_tool
 from tests.netcdf_c.harness import PASS, WriteFailed, load_known, nc_url, read_outcome, run, settle, write_ours
 
 KNOWN = load_known("run_unlim_io")
@@ -28,7 +28,7 @@ CASES = {
 
 def drive(path: str, case: str) -> None:
     """test_unlim_io -Ocw with the case's options, through netCDF4-python."""
-    netCDF4 = pytest.importorskip("netCDF4")
+    netCDF4 = require_module("netCDF4")
     dims, chunks, start, edges, value, _ = CASES[case]
     with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
         names = [f"d{i}" for i in range(len(dims))]
@@ -69,7 +69,7 @@ def test_unlim_io(case, writer, reader, stores, request):
     """run_unlim_io.sh testcaseN(file): the NCZarr store dumps as the netCDF-4 file does."""
     built, _ = stores.get(f"unlim_io-{case}", lambda tmp: _stores(tmp, case))
     name = CASES[case][5]
-    expected = run([need_tool("ncdump"), "-n", name, str(built["nc"])])
+    expected = run([require_tool("ncdump"), "-n", name, str(built["nc"])])
     assert expected.rc == 0, expected.err
     store = built[writer]
 

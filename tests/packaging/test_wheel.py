@@ -31,17 +31,28 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copy2(REPO / rel, src / rel)
     dist = work / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist),
-                    str(src)], check=True)
+                    str(src)], check=True, env=_isolated_env())
     wheel, = dist.glob("nczarr_conformance-*.whl")
     env_dir = work / "venv"
     venv.create(env_dir, with_pip=True)
     subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    str(wheel)], check=True)
+                    str(wheel)], check=True, env=_isolated_env())
     return env_dir
 
 
+def _isolated_env() -> dict[str, str]:
+    """This environment without what points Python or pip at other packages.
+
+    With PYTHONPATH (or PYTHONHOME, PYTHONUSERBASE, a VIRTUAL_ENV, PIP_TARGET…) inherited, the
+    venv's pip would take the caller's numpy & co. as already installed and skip them, and the
+    commands run later (without it) would then miss them: so every subprocess here drops them.
+    """
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("PYTHON") and k not in ("VIRTUAL_ENV", "PIP_TARGET", "PIP_PREFIX", "PIP_USER")}
+
+
 def _run(env_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = _isolated_env()
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}"
     return subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 

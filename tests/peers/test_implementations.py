@@ -9,7 +9,7 @@ import pytest
 from nczarr_conformance.conformance.cases import BY_ID, CORPUS_CASES, V1_LABEL
 from nczarr_conformance.peers.base import PEERS
 from nczarr_conformance.peers.implementations import NetCDFC490, ZarrPython
-from tests.conftest import need_tool
+from tests.conftest import require_tool
 
 pytestmark = pytest.mark.peer
 
@@ -21,9 +21,9 @@ def test_490_writer_feeds_ncgen_what_ncdump_printed(tmp_path, monkeypatch):
         raise AssertionError("the 4.9.0 writer must not take our CDL")
 
     monkeypatch.setattr(cdl, "to_cdl", no_cdl_of_ours)
-    need_tool("ncgen")
+    require_tool("ncgen")
     NetCDFC490().write(BY_ID["big-endian"].model(), tmp_path / "w", {})
-    printed = subprocess.run([need_tool("ncdump"), "-p", "9,17", str(tmp_path / "w.nc")], capture_output=True,
+    printed = subprocess.run([require_tool("ncdump"), "-p", "9,17", str(tmp_path / "w.nc")], capture_output=True,
                              check=True, timeout=120).stdout
     assert (tmp_path / "w.cdl").read_bytes() == printed
     assert (tmp_path / "w" / ".zgroup").exists()

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 
 from nczarr_conformance.dataset import open_dataset
+from tests.conftest import require_module
 
-zarr = pytest.importorskip("zarr")
-netCDF4 = pytest.importorskip("netCDF4")
+zarr = require_module("zarr")
+netCDF4 = require_module("netCDF4")
 pytestmark = pytest.mark.peer
 
 

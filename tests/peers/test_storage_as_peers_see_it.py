@@ -11,6 +11,7 @@ from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.peers.implementations import ZarrPython
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
+from tests.conftest import require_module
 
 pytestmark = pytest.mark.peer
 
@@ -32,7 +33,7 @@ def _storage(var: Variable) -> dict:
 
 
 def test_zarr_python_reports_the_array_metadata_we_wrote(tmp_path):
-    pytest.importorskip("zarr")
+    require_module("zarr")
     root, path = _stored(tmp_path)
     theirs = ZarrPython().read(str(path)).root.variables
     for name, var in root.variables.items():

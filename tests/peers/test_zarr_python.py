@@ -13,9 +13,10 @@ from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.stores.zip import dataset_folder
 from nczarr_conformance.testing.source import read_source
+from tests.conftest import require_module
 from tests.peers.known import PeerStillWrong, still_wrong
 
-zarr = pytest.importorskip("zarr")
+zarr = require_module("zarr")
 pytestmark = pytest.mark.peer
 
 NUMERIC = {"byte", "ubyte", "short", "ushort", "int", "uint", "int64", "uint64", "float", "double"}
@@ -116,7 +117,7 @@ def test_we_read_zarr_python_output_including_scalars(tmp_path):
 
 
 def test_we_read_xarray_consolidated_output(tmp_path):
-    xr = pytest.importorskip("xarray")
+    xr = require_module("xarray")
     ds = xr.Dataset({"t": (("time", "lat"), np.arange(6, dtype="i4").reshape(2, 3))},
                     coords={"lat": [1.0, 2.0, 3.0]}, attrs={"title": "xr"})
     ds.to_zarr(str(tmp_path / "xr.zarr"), zarr_format=2, consolidated=True)

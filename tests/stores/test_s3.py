@@ -16,6 +16,7 @@ from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.s3 import S3Store
 from nczarr_conformance.testing.ignores import CONTIGUOUS
 from nczarr_conformance.testing.source import read_source
+from tests.conftest import require_module
 from tests.stores.test_stores import StoreContract
 
 pytestmark = pytest.mark.s3
@@ -49,8 +50,9 @@ def test_rich_dataset_to_s3_and_back(rich_nc, s3_bucket, tmp_path):
     dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", "--json", "--storage", url],
                             capture_output=True, text=True, timeout=120)
     assert dumped.returncode == 0, dumped.stderr
-    from nczarr_conformance.model import Dataset
     import json
+
+    from nczarr_conformance.model import Dataset
 
     assert diff(read_source(str(rich_nc)), Dataset.from_json(json.loads(dumped.stdout)), ignore=CONTIGUOUS) == []
 
@@ -104,7 +106,7 @@ def test_our_default_output_opens_in_one_get(rich_nc, small, s3_bucket):
 
 
 def test_consolidated_metadata_is_one_get(s3_bucket, tmp_path):
-    xr = pytest.importorskip("xarray")
+    xr = require_module("xarray")
     import numpy as np
 
     ds = xr.Dataset({"v": (("x",), np.arange(4))}, attrs={"a": 1})
@@ -194,8 +196,8 @@ def test_existing_s3_dataset_needs_overwrite(small, s3_bucket):
 
 def test_zarr_scalars_read_as_netcdf_scalars_from_s3(s3_bucket, moto_server):
     """zarr-python's shape-[] arrays (netcdf-c issue #3108) are netCDF scalars, here on S3."""
-    zarr = pytest.importorskip("zarr")
-    pytest.importorskip("s3fs")
+    zarr = require_module("zarr")
+    require_module("s3fs")
     store = zarr.storage.FsspecStore.from_url(
         f"s3://{s3_bucket}/zs", storage_options={"key": "testing", "secret": "testing",
                                                  "client_kwargs": {"endpoint_url": moto_server}})

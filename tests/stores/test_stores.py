@@ -146,3 +146,27 @@ def test_open_store_missing(tmp_path):
         open_store(str(tmp_path / "nope.zip"))
     with pytest.raises(StoreError):
         open_store(str(tmp_path / "nope.file"))
+
+
+def test_worker_part_views_refuse_metadata_and_never_create_the_tree(tmp_path):
+    """stores/part.py: a worker's view puts chunks only, below a tree the client made; once the client has
+    removed the tree (an abort) a late worker's put fails and does not bring the tree back."""
+    import shutil
+
+    from nczarr_conformance.stores.part import PartSpec, open_part
+
+    root = tmp_path / ".out.partial-1-x"
+    with pytest.raises(StoreError, match="the tree being written is gone"):
+        open_part(PartSpec("file", root=str(root)))
+    assert not root.exists()
+    root.mkdir()
+    part = open_part(PartSpec("file", root=str(root)))
+    part.put("/v/0.0", b"chunk")
+    assert (root / "v" / "0.0").read_bytes() == b"chunk"
+    for meta in ("/v/.zarray", "/.zgroup", "/.zattrs", "/.zmetadata"):
+        with pytest.raises(StoreError, match="metadata is written by the client"):
+            part.put(meta, b"{}")
+    shutil.rmtree(root)
+    with pytest.raises(StoreError, match="the tree being written is gone"):
+        part.put("/w/0", b"late")
+    assert not root.exists()
