@@ -31,7 +31,7 @@ from .nczarr.flavors import GROUP_PLACE
 from .nczarr.reader import DatasetReader
 from .nczarr.writer import _to_storage
 from .peers import netcdf4 as nc4
-from .stores import ZipStore, open_store
+from .stores import ZipStore, lock_for_writing, open_store
 from .stores.base import Store
 from .urls import parse
 
@@ -94,6 +94,14 @@ def _compare(old: Group, new: Group, path: str, dim: str, problems: list[str]) -
 
 
 def append(src: str, dst: str, dim_name: str) -> AppendStats:
+    """Append ``src`` to the store ``dst`` along ``dim_name``, holding the store's writer lock
+    from before the checks read it until the new dataset is in place (or the write aborted):
+    a second writer is refused at once, never appended over a dataset about to change."""
+    with lock_for_writing(dst):
+        return _append(src, dst, dim_name)
+
+
+def _append(src: str, dst: str, dim_name: str) -> AppendStats:
     started = time.perf_counter()
     spec = parse(dst)
     stats = AppendStats()

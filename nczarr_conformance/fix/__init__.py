@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..sniff import netcdf_file_error
-from ..stores import open_store
+from ..stores import lock_for_writing, open_store
 from ..urls import parse
 from . import fixes  # noqa: F401  (registers the fixes)
 from .apply import fix_in_place, refuse_unsafe_output, write_backup, write_copy
@@ -27,7 +27,19 @@ class FixResult:
 
 def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, targets: str | None = None,
               backup: bool = True) -> FixResult:
-    """Fix the store at ``url`` in place, or into ``out``; ``dry_run`` only plans (see the CLI)."""
+    """Fix the store at ``url`` in place, or into ``out``; ``dry_run`` only plans (see the CLI).
+
+    In place, the store's writer lock is held from before the plan reads the store until the
+    edits are in: no other writer changes the store between the plan and the edits, and a
+    fix meeting another writer is refused at once (``stores.lock_for_writing``).
+    """
+    if out is not None or dry_run:
+        return _fix_store(url, out=out, dry_run=dry_run, targets=targets, backup=backup)
+    with lock_for_writing(url):
+        return _fix_store(url, out=out, dry_run=dry_run, targets=targets, backup=backup)
+
+
+def _fix_store(url: str, *, out: str | None, dry_run: bool, targets: str | None, backup: bool) -> FixResult:
     chosen = parse_targets(targets)
     spec = parse(url)
     not_a_store = netcdf_file_error(spec, url)
