@@ -165,17 +165,19 @@ def test_a_new_store_is_refused_while_another_writer_makes_it(tmp_path, series, 
     assert sorted(os.listdir(tmp_path)) == before
 
 
+@pytest.mark.parametrize("command", ["append", "fix", "convert-overwrite"])
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_two_appends_the_first_stopped_inside_its_write(tmp_path, series, kind):
-    """Writer A is stopped (SIGSTOP) once its private temporary exists, B runs the whole time A
-    is stopped: B is refused naming A, A then finishes, and the store holds base + A exactly.
-    (Before the lock both exited 0 and B's records were lost under A's swap.)"""
+def test_a_second_writer_while_an_append_is_stopped_inside_its_write(tmp_path, series, kind, command):
+    """Append A is stopped (SIGSTOP) once its private temporary exists; writer B (another append,
+    an in-place fix, an overwrite) runs the whole time A is stopped: B is refused naming A, A then
+    finishes, and the store holds base + A exactly. (Before the lock B exited 0 and its records or
+    edits were lost under A's swap, or A's under B's.)"""
     out = new_store(tmp_path, series, kind)
     first = start([*CONVERT, "--append", "time", str(series["big"]), str(out)])
     try:
         wait_for(inside(out.parent, first.pid), first)
         first.send_signal(signal.SIGSTOP)
-        second = run([*CONVERT, "--append", "time", str(series["b"]), str(out)])
+        second = run(COMMANDS[command](series, out))
     finally:
         first.send_signal(signal.SIGCONT)
     _, err = first.communicate(timeout=120)
