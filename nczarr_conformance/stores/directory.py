@@ -22,7 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .. import keys, limits, safety
@@ -45,55 +45,20 @@ class DirectoryStore(Store):
                 reason = "not a directory" if self.target.exists() else "no such file or directory"
                 raise StoreError(f"{self.target}: {reason}")
             self.root = self.target
-        elif mode in ("w", "a", "u"):
+        elif mode == "w":
             self.writable = True
             self._real = Path(os.path.realpath(self.target))
-            if not self._real.parent.is_dir():
-                raise StoreError(f"{self.target.parent}: no such directory")
-            self._hold = safety.hold_writer_lock(self._real, str(self.target))
-            try:  # leftovers are removed, and the store read, only under the lock
-                {"w": self._open_new, "a": self._open_append, "u": self._open_update}[mode]()
-            except BaseException:
-                self._release()
-                raise
+            self._open_locked(self._open_new)
+        elif mode == "a":
+            self.writable = True
+            self._real = Path(os.path.realpath(self.target))
+            self._open_locked(self._open_append)
+        elif mode == "u":  # update in place (nczarr-fix): each put replaces one object atomically; no transaction
+            self.writable = True
+            self._real = Path(os.path.realpath(self.target))
+            self._open_locked(self._open_update)
         else:
             raise ValueError(f"bad mode {mode!r}")
-
-    def _open_new(self) -> None:
-        if os.path.lexists(self.target):
-            if not self.overwrite:
-                raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
-            if not self._real.is_dir():
-                raise StoreError(f"{self.target}: not a directory; --overwrite replaces only a dataset directory")
-            safety.refuse_foreign(str(self.target), safety.directory_keys(self._real))
-        safety.remove_leftovers(self._real)
-        self._umask = safety.umask()
-        self.root = safety.make_temp_dir(self._real)
-
-    def _open_append(self) -> None:
-        if not self._real.is_dir():
-            raise StoreError(f"{self.target}: no such directory")
-        safety.remove_leftovers(self._real)
-        self._umask = safety.umask()
-        self.root = safety.make_temp_dir(self._real)
-        try:
-            shutil.copytree(self._real, self.root, symlinks=True, copy_function=_link_or_copy, dirs_exist_ok=True)
-        except (OSError, shutil.Error) as exc:
-            shutil.rmtree(self.root, ignore_errors=True)
-            raise StoreError(f"{self.target}: cannot prepare the append: {exc}") from exc
-
-    def _open_update(self) -> None:
-        """Update in place (nczarr-fix): each put replaces one object atomically; no transaction."""
-        if not self.target.is_dir():
-            raise StoreError(f"{self.target}: no such directory")
-        self._umask = safety.umask()
-        self.root = self.target
-
-    def _release(self) -> None:
-        """Let the writer lock go (once): after the commit or the abort, or a failed open."""
-        hold, self._hold = self._hold, None
-        if hold is not None:
-            hold.release()
 
     def _path(self, key: str) -> Path:
         return self.root.joinpath(*keys.split(key))
@@ -224,6 +189,52 @@ class DirectoryStore(Store):
                     self._remove_tree()
         finally:
             self._release()
+
+    def _open_locked(self, open_mode: Callable[[], None]) -> None:
+        """Take the writer lock, then open (leftovers are removed, and the store read, only under it)."""
+        if not self._real.parent.is_dir():
+            raise StoreError(f"{self.target.parent}: no such directory")
+        self._hold = safety.hold_writer_lock(self._real, str(self.target))
+        try:
+            open_mode()
+        except BaseException:
+            self._release()
+            raise
+
+    def _open_new(self) -> None:
+        if os.path.lexists(self.target):
+            if not self.overwrite:
+                raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
+            if not self._real.is_dir():
+                raise StoreError(f"{self.target}: not a directory; --overwrite replaces only a dataset directory")
+            safety.refuse_foreign(str(self.target), safety.directory_keys(self._real))
+        safety.remove_leftovers(self._real)
+        self._umask = safety.umask()
+        self.root = safety.make_temp_dir(self._real)
+
+    def _open_append(self) -> None:
+        if not self._real.is_dir():
+            raise StoreError(f"{self.target}: no such directory")
+        safety.remove_leftovers(self._real)
+        self._umask = safety.umask()
+        self.root = safety.make_temp_dir(self._real)
+        try:
+            shutil.copytree(self._real, self.root, symlinks=True, copy_function=_link_or_copy, dirs_exist_ok=True)
+        except (OSError, shutil.Error) as exc:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise StoreError(f"{self.target}: cannot prepare the append: {exc}") from exc
+
+    def _open_update(self) -> None:
+        if not self.target.is_dir():
+            raise StoreError(f"{self.target}: no such directory")
+        self._umask = safety.umask()
+        self.root = self.target
+
+    def _release(self) -> None:
+        """Let the writer lock go (once): after the commit or the abort, or a failed open."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.release()
 
     def __repr__(self) -> str:
         return f"DirectoryStore('file://{self.target.resolve()}')"

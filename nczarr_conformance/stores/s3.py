@@ -148,9 +148,13 @@ class S3Store(Store):
         self._restore: dict[str, bytes | None] = {}  # append: metadata to put back on abort
         self._hold: safety.WriterLock | None = None  # the claimed marker, until commit or abort
         self._orphans: list[str] = []  # a dead append's chunks outside the grid, removed once the marker is ours
-        if mode in ("w", "a", "u"):  # 'u': update in place (nczarr-fix): each put is one PUT at once
+        if mode == "u":  # an update in place claims the prefix as every writer does
+            self._open_for_writing(mode, overwrite)
+        if mode in ("w", "a"):
             self.writable = True
             self._open_for_writing(mode, overwrite)
+        elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once, under its marker; no deletes
+            self.writable = True
 
     def _open_for_writing(self, mode: str, overwrite: bool) -> None:
         """Check the prefix, then claim it (the marker) before anything else is written.
