@@ -22,7 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import keys, limits, safety
@@ -48,15 +48,15 @@ class DirectoryStore(Store):
         elif mode == "w":
             self.writable = True
             self._real = Path(os.path.realpath(self.target))
-            self._open_locked(self._open_new)
+            self._open_locked("w")
         elif mode == "a":
             self.writable = True
             self._real = Path(os.path.realpath(self.target))
-            self._open_locked(self._open_append)
+            self._open_locked("a")
         elif mode == "u":  # update in place (nczarr-fix): each put replaces one object atomically; no transaction
             self.writable = True
             self._real = Path(os.path.realpath(self.target))
-            self._open_locked(self._open_update)
+            self._open_locked("u")
         else:
             raise ValueError(f"bad mode {mode!r}")
 
@@ -190,13 +190,13 @@ class DirectoryStore(Store):
         finally:
             self._release()
 
-    def _open_locked(self, open_mode: Callable[[], None]) -> None:
+    def _open_locked(self, mode: str) -> None:
         """Take the writer lock, then open (leftovers are removed, and the store read, only under it)."""
         if not self._real.parent.is_dir():
             raise StoreError(f"{self.target.parent}: no such directory")
         self._hold = safety.hold_writer_lock(self._real, str(self.target))
         try:
-            open_mode()
+            {"w": self._open_new, "a": self._open_append, "u": self._open_update}[mode]()
         except BaseException:
             self._release()
             raise
