@@ -229,22 +229,39 @@ class S3Store(Store):
 
     def _marker(self) -> tuple[Any, str | None]:
         """The marker's record (None when unreadable) and its ETag (None when gone)."""
+        raw, etag = self._fetch(safety.S3_MARKER, 4096)
+        try:
+            record = json.loads(raw or b"")
+        except ValueError:
+            record = None
+        return record, etag
+
+    def _fetch(self, key: str, limit: int) -> tuple[bytes | None, str | None]:
+        """A writer's look at one small object before it claims the prefix: its first ``limit + 1``
+        bytes (more than ``limit`` is never JSON we accept) and its ETag; (None, None) when missing."""
         import botocore.exceptions as bx
 
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=self._name(safety.S3_MARKER))
-            raw = response["Body"].read(4096)
+            response = self.client.get_object(Bucket=self.bucket, Key=self._name(key))
+            try:
+                raw: bytes = response["Body"].read(limit + 1)
+            finally:
+                response["Body"].close()
         except bx.ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code")) in MISSING_KEY_CODES:
                 return None, None
-            raise self._fail(exc, "read the writer marker") from exc
+            raise self._fail(exc, f"get {key}") from exc
         except bx.BotoCoreError as exc:
-            raise self._fail(exc, "read the writer marker") from exc
+            raise self._fail(exc, f"get {key}") from exc
+        return (None if len(raw) > limit else raw), response.get("ETag")
+
+    def _json(self, key: str) -> Any:
+        """A metadata object parsed (None when missing, too big or not JSON)."""
+        raw, _ = self._fetch(key, limits.max_metadata_bytes())
         try:
-            record = json.loads(raw)
+            return json.loads(raw) if raw is not None else None
         except ValueError:
-            record = None
-        return record, response.get("ETag")
+            return None
 
     def _complete(self, existing: set[str]) -> bool:
         """Whether the prefix holds a dataset readers open: its root ``.zgroup`` (or a root array's
@@ -256,21 +273,13 @@ class S3Store(Store):
         """
         for key in ("/.zgroup", "/.zarray"):
             if key in existing:
-                try:
-                    return isinstance(json.loads(self._get(key, limits.max_metadata_bytes()) or b""), dict)
-                except ValueError:
-                    return False
+                return isinstance(self._json(key), dict)
         return False
 
     def _zarrays(self, existing: set[str]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key in existing:
-            if keys.basename(key) == ".zarray":
-                try:
-                    out[keys.parent(key)] = json.loads(self._get(key, limits.max_metadata_bytes()) or b"")
-                except ValueError:
-                    pass  # not parsed: none of its chunks is called an orphan
-        return out
+        """Each array's parsed ``.zarray`` (one not parsed: none of its chunks is called an orphan)."""
+        out = {keys.parent(k): self._json(k) for k in existing if keys.basename(k) == ".zarray"}
+        return {node: zarray for node, zarray in out.items() if isinstance(zarray, dict)}
 
     def _claim(self, mode: str, dead_etag: str | None) -> Callable[[], None]:
         """PUT the marker only if no other writer's is there (``If-None-Match: *``), or only over
