@@ -98,10 +98,10 @@ def append(src: str, dst: str, dim_name: str) -> AppendStats:
     from before the checks read it until the new dataset is in place (or the write aborted):
     a second writer is refused at once, never appended over a dataset about to change."""
     with lock_for_writing(dst):
-        return _append(src, dst, dim_name)
+        return _append_unlocked(src, dst, dim_name)
 
 
-def _append(src: str, dst: str, dim_name: str) -> AppendStats:
+def _append_unlocked(src: str, dst: str, dim_name: str) -> AppendStats:
     started = time.perf_counter()
     spec = parse(dst)
     stats = AppendStats()

@@ -366,8 +366,11 @@ class WriterLock:
         self.release()
 
 
+Release = Callable[[], None]  # what lets a taken lock go (unlock and remove the file, delete the marker)
+
+
 class _Hold:
-    def __init__(self, free: Callable[[], None]) -> None:
+    def __init__(self, free: Release) -> None:
         self.free = free
         self.count = 0
         self.pid = os.getpid()
@@ -378,7 +381,7 @@ _HOLDS: dict[str, _Hold] = {}
 _HOLDS_LOCK = threading.RLock()
 
 
-def hold(key: str, where: str, take: Callable[[], Callable[[], None]]) -> WriterLock:
+def hold(key: str, where: str, take: Callable[[], Release]) -> WriterLock:
     """A hold on the lock ``key`` names; the first one in this process calls ``take``.
 
     ``take`` locks (or raises the refusal) and returns what lets the lock go. Counting holds
@@ -449,7 +452,7 @@ def hold_writer_lock(target: str | os.PathLike[str], where: str) -> WriterLock:
     return hold(f"file:{path}", where, lambda: _flock(path, where))
 
 
-def _flock(path: Path, where: str) -> Callable[[], None]:
+def _flock(path: Path, where: str) -> Release:
     for _ in range(20):  # each retry means a holder released between our open and our lock
         fd = _open_lock_file(path, where)
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..sniff import netcdf_file_error
-from ..stores import lock_for_writing, open_store
+from ..stores import open_store
 from ..urls import parse
 from . import fixes  # noqa: F401  (registers the fixes)
 from .apply import fix_in_place, refuse_unsafe_output, write_backup, write_copy
@@ -33,6 +33,8 @@ def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, target
     edits are in: no other writer changes the store between the plan and the edits, and a
     fix meeting another writer is refused at once (``stores.lock_for_writing``).
     """
+    from ..stores import lock_for_writing
+
     if out is not None or dry_run:
         return _fix_store(url, out=out, dry_run=dry_run, targets=targets, backup=backup)
     with lock_for_writing(url):

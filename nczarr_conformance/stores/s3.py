@@ -57,7 +57,7 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from .. import keys, limits, safety
@@ -281,7 +281,7 @@ class S3Store(Store):
         out = {keys.parent(k): self._json(k) for k in existing if keys.basename(k) == ".zarray"}
         return {node: zarray for node, zarray in out.items() if isinstance(zarray, dict)}
 
-    def _claim(self, mode: str, dead_etag: str | None) -> Callable[[], None]:
+    def _claim(self, mode: str, dead_etag: str | None) -> safety.Release:
         """PUT the marker only if no other writer's is there (``If-None-Match: *``), or only over
         the dead writer's marker we read (``If-Match``): of two writers that raced past the
         checks, one gets the prefix and the other the refusal. An S3 service without
