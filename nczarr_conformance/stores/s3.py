@@ -113,6 +113,7 @@ def _clients(endpoint: str | None, profile: str | None, region: str | None) -> t
 
 class S3Store(Store):
     kind = "s3"
+    _hold: safety.WriterLock | None = None  # the claimed marker, from opening for writing until commit or abort
 
     def __init__(self, bucket: str, prefix: str, *, mode: str = "r", overwrite: bool = False,
                  endpoint: str | None = None, profile: str | None = None, region: str | None = None,
@@ -146,15 +147,12 @@ class S3Store(Store):
         self._begun = False
         self._begin_lock = threading.Lock()
         self._restore: dict[str, bytes | None] = {}  # append: metadata to put back on abort
-        self._hold: safety.WriterLock | None = None  # the claimed marker, until commit or abort
-        self._orphans: list[str] = []  # a dead append's chunks outside the grid, removed once the marker is ours
-        if mode == "u":  # an update in place claims the prefix as every writer does
-            self._open_for_writing(mode, overwrite)
         if mode in ("w", "a"):
             self.writable = True
             self._open_for_writing(mode, overwrite)
         elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once, under its marker; no deletes
             self.writable = True
+            self._open_for_writing(mode, overwrite)
 
     def _open_for_writing(self, mode: str, overwrite: bool) -> None:
         """Check the prefix, then claim it (the marker) before anything else is written.
@@ -182,6 +180,7 @@ class S3Store(Store):
             if safety.S3_MARKER in existing and not ours:
                 record, etag = self._marker()
         dead: dict[str, Any] | None = None
+        orphans: list[str] = []  # a dead append's chunks outside the grid, removed once the marker is ours
         if etag is not None:
             if safety.record_is_live(record):
                 raise safety.another_writer(where, record)
@@ -204,7 +203,7 @@ class S3Store(Store):
         elif mode != "w":
             self._old = sorted(existing)
             if dead is not None:
-                self._orphans = safety.orphan_chunks(existing, self._zarrays(existing))
+                orphans = safety.orphan_chunks(existing, self._zarrays(existing))
         elif existing and not overwrite:
             first = sorted(existing)[0].lstrip("/")
             left = f", left complete by a writer that died ({safety.describe_holder(dead)})" if dead is not None else ""
@@ -216,9 +215,9 @@ class S3Store(Store):
         if dead is not None:
             try:
                 self._abort_dead_uploads()
-                if self._orphans:
-                    self._delete_many(self._orphans)
-                    self._old = sorted(set(self._old) - set(self._orphans))
+                if orphans:
+                    self._delete_many(orphans)
+                    self._old = sorted(set(self._old) - set(orphans))
             except BaseException:
                 self._release()
                 raise
