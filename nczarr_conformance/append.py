@@ -35,7 +35,7 @@ from .nczarr.flavors import GROUP_PLACE
 from .nczarr.reader import DatasetReader
 from .nczarr.writer import _to_storage
 from .peers import netcdf4 as nc4
-from .stores import ZipStore, open_store
+from .stores import ZipStore, lock_for_writing, open_store
 from .stores.base import Store
 from .urls import parse
 
@@ -234,10 +234,18 @@ def _compare(old: Group, new: Group, path: str, dim: str, problems: list[str]) -
 def append(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> AppendStats:
     """Append the records of the netCDF file ``src`` to the store ``dst`` along ``dim_name``.
 
-    ``src`` is stamped before it is opened and checked again just before the commit: a file
-    replaced, rewritten or still growing meanwhile is refused (:class:`InputChanged`), as is
-    any read error while it changed, so no mix of two versions of it is ever committed.
+    The store's writer lock is held from before the checks read it until the new dataset is
+    in place (or the write aborted): a second writer is refused at once, never appended over a
+    dataset about to change. ``src`` is stamped before it is opened and checked again just
+    before the commit: a file replaced, rewritten or still growing meanwhile is refused
+    (:class:`InputChanged`), as is any read error while it changed, so no mix of two versions
+    of it is ever committed.
     """
+    with lock_for_writing(dst):
+        return _append_unlocked(src, dst, dim_name, allow_gaps=allow_gaps)
+
+
+def _append_unlocked(src: str, dst: str, dim_name: str, *, allow_gaps: bool) -> AppendStats:
     started = time.perf_counter()
     spec = parse(dst)
     stamp = Stamp.of(src)

@@ -572,8 +572,7 @@ class ZipTarget(Target):
         self.overwrite = overwrite
         self.old = ZipStore(spec.path, "r") if append else None  # an append rewrites the zip (write-once)
         real = Path(os.path.realpath(spec.path))
-        safety.remove_leftovers(real)
-        self.zip = ZipStore(spec.path, "w", overwrite or append)  # refuses an existing output now
+        self.zip = ZipStore(spec.path, "w", overwrite or append)  # locks, removes leftovers, refuses an existing output
         try:
             self.aside = safety.make_temp_dir(real)
         except BaseException:
@@ -684,6 +683,7 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     """
     from .cluster import open_client
     from .nczarr.writer import FLAVOR_ALIASES
+    from .stores import lock_for_writing
 
     started = time.perf_counter()
     files = expand_inputs(inputs)
@@ -702,6 +702,7 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
         raise UsageError("--append keeps the store's layout: it takes no consolidate or char_as")
     job = _Job(files, spec, dim_name, flavor, overwrite, direct, allow_gaps, progress, stats, append=append,
                consolidate=consolidate, char_as=char_as)
+    held = lock_for_writing(spec) if append else None  # before the checks read the store, and before a cluster
     try:
         if client is not None:
             job.own_cluster = False
@@ -712,6 +713,9 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     except BaseException:
         job.abort()  # after the cluster this command started is closed: no worker still writing
         raise
+    finally:
+        if held is not None:
+            held.release()  # (a new store's writer lock is its own, from open_target to commit or abort)
     stats.seconds = time.perf_counter() - started
     return stats
 

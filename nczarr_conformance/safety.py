@@ -13,6 +13,12 @@ Why each piece exists:
   on the same target can tell a dead run's leftovers (:func:`find_leftovers`) from a live one.
 * :func:`exchange` — swaps two directories atomically (Linux ``renameat2(RENAME_EXCHANGE)``)
   so a reader of a directory store sees the old tree or the new one, never neither.
+* :func:`hold_writer_lock` — one writer at a time on a directory or zip store: an OS lock
+  (``flock``) on ``.NAME.lock`` beside the store, taken before the writer's first byte and
+  refused at once (never waited for) with one line naming the holder's PID and command. The
+  S3 backend's marker object plays the same part there (stores/s3.py); both go through
+  :func:`hold`, which counts holds per store in this process, so a command that locks a store
+  before reading it (an append's checks) and the store it then opens for writing share one lock.
 * Interrupts — the CLIs install :func:`install_signal_handlers`: SIGINT and SIGTERM raise
   :class:`Interrupted` (a KeyboardInterrupt carrying exit code 130/143) *and* set a flag.
   Stores check the flag before every put and at commit, so a signal whose exception was
@@ -23,25 +29,32 @@ Why each piece exists:
 from __future__ import annotations
 
 import ctypes
+import errno
+import fcntl
+import json
 import os
 import re
+import shlex
 import shutil
 import signal
+import socket
 import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any, Self
 
 from . import keys
 from .errors import StoreError, UsageError
 
 META_NAMES = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata", ".nczarr"})
 ROOT_META = ("/.zmetadata", "/.zgroup", "/.zarray", "/.nczarr", "/.zattrs")  # deleted in this order
-S3_MARKER = "/.nczarr-partial"  # an S3 write in progress: {"host": …, "pid": …}
+S3_MARKER = "/.nczarr-partial"  # an S3 writer holds the prefix: {"host", "pid", "command", "mode"}
 _CHUNK_SEGMENT = re.compile(r"^\d+(\.\d+)*$")
 _PARTIAL = re.compile(r"\.partial-(\d+)(-[^/]*)?$")
 
@@ -107,6 +120,41 @@ def split_dataset_keys(all_keys: Iterable[str]) -> tuple[list[str], list[str]]:
                     break
         (owned if ok else foreign).append(key)
     return owned, foreign
+
+
+def orphan_chunks(all_keys: Iterable[str], zarrays: Mapping[str, Any]) -> list[str]:
+    """Chunk objects of the dataset's arrays that lie outside their array's chunk grid.
+
+    ``zarrays`` maps each array (its key) to its parsed ``.zarray``. No reader reads a chunk
+    whose index is past ``ceil(shape / chunks)`` along some axis, so such objects (the new
+    chunks of an append killed before its metadata went in) are provably not part of the
+    dataset. A key this cannot parse against its ``.zarray`` is never called an orphan.
+    """
+    owned, _ = split_dataset_keys(all_keys)
+    out: list[str] = []
+    for key in owned:
+        segs = keys.split(key)
+        for i in range(len(segs) - 1, -1, -1):
+            zarray = zarrays.get(keys.join(*segs[:i]))
+            if zarray is not None:
+                if segs[-1] not in META_NAMES and _outside_grid(segs[i:], zarray):
+                    out.append(key)
+                break
+    return out
+
+
+def _outside_grid(tail: list[str], zarray: Any) -> bool:
+    try:
+        shape = [int(n) for n in zarray["shape"]]
+        chunks = [int(n) for n in zarray["chunks"]]
+        separator = zarray.get("dimension_separator") or "."
+        parts = tail if separator == "/" else tail[0].split(".") if len(tail) == 1 else []
+        index = [int(p) for p in parts]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    if not shape or len(index) != len(shape) or len(chunks) != len(shape) or min(chunks) <= 0:
+        return False
+    return any(i >= -(-n // c) for i, n, c in zip(index, shape, chunks))
 
 
 def refuse_foreign(where: str, all_keys: Iterable[str]) -> list[str]:
@@ -248,6 +296,234 @@ def swap_in(new: Path, target: Path) -> None:
     os.rename(target, aside)  # a directory renamed onto an empty directory replaces it
     os.rename(new, target)
     remove_path(aside)
+
+
+# ---- one writer at a time ----------------------------------------------------------------------
+program: str | None = None  # the CLI's name (cli/common.run sets it), for the lock's record of its holder
+_HOLDER_WAIT = 0.5  # seconds a refused writer waits for the holder to have written its record
+
+
+def command_line() -> str:
+    """This process's command as a lock record names it: one printable line, at most 300 characters."""
+    argv = list(sys.argv) or [""]
+    words = [program or os.path.basename(argv[0]) or "python", *(shlex.quote(a) for a in argv[1:])]
+    text = "".join(c if c.isprintable() else "?" for c in " ".join(words))
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def holder_record(mode: str | None = None) -> dict[str, Any]:
+    """What a writer records about itself in its lock file or S3 marker."""
+    record: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid(), "command": command_line()}
+    if mode is not None:
+        record["mode"] = mode
+    return record
+
+
+def describe_holder(record: Any) -> str:
+    """'PID 1234: nc2nczarr --append …' ('PID 1234 on HOST: …' from another host; 'PID unknown')."""
+    if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
+        return "PID unknown"
+    host = record.get("host")
+    where = "" if host in (None, socket.gethostname()) else f" on {host}"
+    command = record.get("command")
+    return f"PID {record['pid']}{where}" + (f": {command}" if isinstance(command, str) and command else "")
+
+
+def record_is_live(record: Any) -> bool:
+    """Whether the writer a record names may still run: another host's always may; ours if its PID lives."""
+    if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
+        return False
+    if record.get("host") != socket.gethostname():
+        return True
+    return record["pid"] != os.getpid() and pid_alive(record["pid"])
+
+
+def another_writer(where: str, record: Any) -> StoreError:
+    """The refusal a second writer prints: one line naming the first one."""
+    return StoreError(f"{where}: another writer holds it ({describe_holder(record)}); not written")
+
+
+class WriterLock:
+    """One hold on a store's writer lock: ``release()`` it (idempotent), or use it as a context manager.
+
+    Holds are counted per store in this process (see :func:`hold`); the lock itself (the
+    OS lock, the S3 marker) goes when the last hold is released.
+    """
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            _drop(self.key)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+Release = Callable[[], None]  # what lets a taken lock go (unlock and remove the file, delete the marker)
+
+
+class _Hold:
+    def __init__(self, free: Release) -> None:
+        self.free = free
+        self.count = 0
+        self.pid = os.getpid()
+        self.thread = threading.get_ident()
+
+
+_HOLDS: dict[str, _Hold] = {}
+_HOLDS_LOCK = threading.RLock()
+
+
+def hold(key: str, where: str, take: Callable[[], Release]) -> WriterLock:
+    """A hold on the lock ``key`` names; the first one in this process calls ``take``.
+
+    ``take`` locks (or raises the refusal) and returns what lets the lock go. Counting holds
+    lets a command lock a store before reading it and the store it opens for writing take
+    the same lock again, instead of meeting itself as "another writer". Only the thread that
+    took the lock shares it: another thread of this process is another writer, refused.
+    """
+    with _HOLDS_LOCK:
+        entry = _HOLDS.get(key)
+        if entry is None:
+            entry = _Hold(take())
+            _HOLDS[key] = entry
+        elif entry.thread != threading.get_ident():
+            raise another_writer(where, holder_record())
+        entry.count += 1
+        return WriterLock(key)
+
+
+def holding(key: str) -> bool:
+    """Whether this process holds the lock ``key`` names."""
+    with _HOLDS_LOCK:
+        return key in _HOLDS
+
+
+def _drop(key: str) -> None:
+    with _HOLDS_LOCK:
+        entry = _HOLDS.get(key)
+        if entry is None or entry.pid != os.getpid():
+            return
+        entry.count -= 1
+        if entry.count == 0:
+            del _HOLDS[key]
+            entry.free()
+
+
+def _forget_holds() -> None:
+    """In a forked child: the parent's holds are the parent's to release (the child never unlinks
+    the lock file nor deletes the marker); the inherited descriptors are closed, which does not
+    unlock (flock belongs to the open file the parent still has)."""
+    for entry in _HOLDS.values():
+        entry.pid = -1
+    _HOLDS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_holds)
+
+
+def lock_path(target: str | os.PathLike[str]) -> Path:
+    """``.NAME.lock`` beside the store (symlinks resolved): never inside it, where readers list."""
+    real = Path(os.path.realpath(target))
+    return real.parent / f".{real.name}.lock"
+
+
+def hold_writer_lock(target: str | os.PathLike[str], where: str) -> WriterLock:
+    """Hold the writer lock of the directory or zip store at ``target``, or raise its refusal.
+
+    An exclusive ``flock`` on :func:`lock_path`, tried once (a second writer is refused at
+    once, never made to wait), then the holder's host, PID and command written into the file
+    for that refusal to name. The kernel lets go of the lock when the holder exits however it
+    exits (SIGKILL included), so a dead writer never blocks the next one. The file is removed
+    on release while still locked: a writer that opened it meanwhile then finds, once it
+    holds the lock, that the path no longer names its file, and tries again on the new one
+    (removing it without that check would let two writers lock two different files). A
+    killed holder leaves the file; the next writer locks and removes it. Linux and other
+    POSIX systems (``flock``; on NFS as far as the server honours locks).
+    """
+    path = lock_path(target)
+    return hold(f"file:{path}", where, lambda: _flock(path, where))
+
+
+def _flock(path: Path, where: str) -> Release:
+    for _ in range(20):  # each retry means a holder released between our open and our lock
+        fd = _open_lock_file(path, where)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            record = _read_record(fd)
+            os.close(fd)
+            raise another_writer(where, record) from None
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(f"{where}: cannot lock {path}: {exc.strerror or exc}; not written") from exc
+        if _names(path, fd):
+            _write_record(fd)
+            return lambda: _unlock(path, fd)
+        os.close(fd)
+    raise StoreError(f"{where}: cannot lock {path}: it keeps being replaced; not written")
+
+
+def _open_lock_file(path: Path, where: str) -> int:
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o666)
+        except PermissionError:  # another user's lock file: reading is enough to lock it
+            return os.open(path, os.O_RDONLY | flags)
+    except OSError as exc:
+        reason = "is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise StoreError(f"{where}: cannot open its writer lock {path}: {reason}; not written") from exc
+
+
+def _names(path: Path, fd: int) -> bool:
+    try:
+        here, mine = os.stat(path, follow_symlinks=False), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _write_record(fd: int) -> None:
+    data = json.dumps(holder_record()).encode()
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+    except OSError:
+        pass  # a lock file opened read-only: the lock holds, the refusal says "PID unknown"
+
+
+def _read_record(fd: int) -> Any:
+    """The holder's record. It writes it just after locking, so an empty one (or a killed
+    writer's, still in the file) is waited for a moment, then not named at all."""
+    deadline = time.monotonic() + _HOLDER_WAIT
+    while True:
+        try:
+            record = json.loads(os.pread(fd, 4096, 0) or b"null")
+        except (OSError, ValueError):
+            record = None
+        if record_is_live(record):
+            return record
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.02)
+
+
+def _unlock(path: Path, fd: int) -> None:
+    try:
+        if _names(path, fd):  # never another writer's file (ours removed by hand and made anew)
+            os.unlink(path)
+    except OSError:
+        pass  # a lock file left is harmless: the next writer locks it and removes it
+    finally:
+        os.close(fd)  # the lock goes with the last descriptor
 
 
 # ---- interrupts ------------------------------------------------------------------------------

@@ -61,8 +61,8 @@ def leftovers(ctx: CheckContext) -> Iterator[Finding]:
                       "removes it (or delete it)")
     elif spec.kind == "s3" and ctx.store.exists(S3_MARKER):
         yield get("NCZ-STORE-LEFTOVER").finding(
-            S3_MARKER, "an interrupted write left this prefix (its marker is still here): convert again to this "
-                       "prefix (the next writer removes a dead writer's objects)")
+            S3_MARKER, "a writer's marker is here: a write in progress or an interrupted one (over a complete "
+                       "dataset the next --append or fix removes it; over none, the next write removes what it left)")
 
 
 @rule("NCZ-STORE-READ", Severity.ERROR, source="nczarr-check; every reader needs the bytes", final=True)

@@ -32,6 +32,7 @@ def run(prog: str, body: Callable[[], int]) -> int:
     from .. import safety
 
     safety.install_signal_handlers()  # SIGINT and SIGTERM abort: exit 130 / 143, one line
+    safety.program = prog  # a writer lock names its holder by the command's name
     try:
         code = body()
         safety.raise_if_interrupted()  # a signal whose exception was swallowed still counts

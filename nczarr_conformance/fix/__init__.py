@@ -47,7 +47,21 @@ def _text(lines: list[str]) -> str:
 
 def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, targets: str | None = None,
               backup: bool = True) -> FixResult:
-    """Fix the store at ``url`` in place, or into ``out``; ``dry_run`` only plans (see the CLI)."""
+    """Fix the store at ``url`` in place, or into ``out``; ``dry_run`` only plans (see the CLI).
+
+    In place, the store's writer lock is held from before the plan reads the store until the
+    edits are in: no other writer changes the store between the plan and the edits, and a
+    fix meeting another writer is refused at once (``stores.lock_for_writing``).
+    """
+    from ..stores import lock_for_writing
+
+    if out is not None or dry_run:
+        return _fix_store(url, out=out, dry_run=dry_run, targets=targets, backup=backup)
+    with lock_for_writing(url):
+        return _fix_store(url, out=out, dry_run=dry_run, targets=targets, backup=backup)
+
+
+def _fix_store(url: str, *, out: str | None, dry_run: bool, targets: str | None, backup: bool) -> FixResult:
     chosen = parse_targets(targets)
     spec = parse(url)
     not_a_store = netcdf_file_error(spec, url)

@@ -4,14 +4,14 @@ from __future__ import annotations
 import os
 
 from .. import safety
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from ..urls import StoreSpec, parse
 from .base import Store
 from .directory import DirectoryStore
 from .memory import MemoryStore
 from .zip import ZipStore
 
-__all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store"]
+__all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store", "lock_for_writing"]
 
 
 def open_store(url: str | os.PathLike[str] | StoreSpec, mode: str = "r", overwrite: bool = False) -> Store:
@@ -29,6 +29,29 @@ def open_store(url: str | os.PathLike[str] | StoreSpec, mode: str = "r", overwri
         store.abort()
         safety.raise_if_interrupted()
     return store
+
+
+def lock_for_writing(url: str | os.PathLike[str] | StoreSpec) -> safety.WriterLock:
+    """Hold the writer lock of the store ``url`` names, or raise the one-line refusal (exit 2).
+
+    Every store opened for writing takes this lock itself; a command that first reads the
+    store it will write (an append's checks, a fix's plan) takes it before reading, so no
+    other writer changes the store between the reading and the writing: the store it then
+    opens for writing shares the hold. Directory and zip: ``.NAME.lock`` beside the store
+    (:func:`safety.hold_writer_lock`); S3: the prefix's ``.nczarr-partial`` marker, claimed as
+    an update claims it (:func:`stores.s3.hold_prefix`). Release it, or use it as a context manager.
+    """
+    spec = url if isinstance(url, StoreSpec) else parse(url)
+    if spec.kind in ("file", "zip"):
+        real = os.path.realpath(spec.path)
+        if not os.path.isdir(os.path.dirname(real)):
+            raise StoreError(f"{spec.path}: no such file or directory")  # (a store to update must exist)
+        return safety.hold_writer_lock(real, spec.path)
+    if spec.kind == "s3":
+        from .s3 import hold_prefix
+
+        return hold_prefix(spec)
+    raise UsageError(f"unknown storage kind {spec.kind!r}")
 
 
 def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -> Store:

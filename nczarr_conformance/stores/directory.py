@@ -8,6 +8,9 @@ one. Appending builds the new tree the same way from hard links to the old objec
 (cheap, and the old files are never written: every put is a new file renamed into
 place). ``--overwrite`` replaces only a directory that holds nothing but a dataset.
 Leftovers of dead writers on the same target are removed when a writer opens.
+One writer at a time: every writing mode holds the store's writer lock (``.NAME.lock``
+beside it, :func:`safety.hold_writer_lock`) from opening until commit or abort; a second
+writer is refused at once, naming the first one's PID and command.
 Mode ``u`` (nczarr-fix's in-place metadata update) writes into the live tree, each object
 through a temporary file renamed over it: atomic per object, no transaction.
 """
@@ -30,6 +33,7 @@ from .base import Store
 
 class DirectoryStore(Store):
     kind = "file"
+    _hold: safety.WriterLock | None = None  # the writer lock, while a writing mode is open
 
     def __init__(self, path: str | os.PathLike[str], mode: str = "r", overwrite: bool = False) -> None:
         super().__init__()
@@ -47,38 +51,15 @@ class DirectoryStore(Store):
         elif mode == "w":
             self.writable = True
             self._real = Path(os.path.realpath(self.target))
-            if os.path.lexists(self.target):
-                if not overwrite:
-                    raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
-                if not self._real.is_dir():
-                    raise StoreError(f"{self.target}: not a directory; --overwrite replaces only a dataset directory")
-                safety.refuse_foreign(str(self.target), safety.directory_keys(self._real))
-            parent = self._real.parent
-            if not parent.is_dir():
-                raise StoreError(f"{self.target.parent}: no such directory")
-            safety.remove_leftovers(self._real)
-            self._umask = safety.umask()
-            self.root = safety.make_temp_dir(self._real)
+            self._open_locked("w")
         elif mode == "a":
             self.writable = True
             self._real = Path(os.path.realpath(self.target))
-            if not self._real.is_dir():
-                raise StoreError(f"{self.target}: no such directory")
-            safety.remove_leftovers(self._real)
-            self._umask = safety.umask()
-            self.root = safety.make_temp_dir(self._real)
-            try:
-                shutil.copytree(self._real, self.root, symlinks=True, copy_function=_link_or_copy,
-                                dirs_exist_ok=True)
-            except (OSError, shutil.Error) as exc:
-                shutil.rmtree(self.root, ignore_errors=True)
-                raise StoreError(f"{self.target}: cannot prepare the append: {exc}") from exc
+            self._open_locked("a")
         elif mode == "u":  # update in place (nczarr-fix): each put replaces one object atomically; no transaction
             self.writable = True
-            if not self.target.is_dir():
-                raise StoreError(f"{self.target}: no such directory")
-            self._umask = safety.umask()
-            self.root = self.target
+            self._real = Path(os.path.realpath(self.target))
+            self._open_locked("u")
         else:
             raise ValueError(f"bad mode {mode!r}")
 
@@ -208,6 +189,12 @@ class DirectoryStore(Store):
             os.close(fd)
 
     def commit(self) -> None:
+        try:
+            self._commit()
+        finally:
+            self._release()
+
+    def _commit(self) -> None:
         if self.mode not in ("w", "a"):
             return
         self._quiesce()
@@ -239,10 +226,59 @@ class DirectoryStore(Store):
         self.mode = "done"
 
     def abort(self) -> None:
-        if self.mode in ("w", "a"):
-            self._quiesce()
-            with safety.critical():
-                self._remove_tree()
+        try:
+            if self.mode in ("w", "a"):
+                self._quiesce()
+                with safety.critical():
+                    self._remove_tree()
+        finally:
+            self._release()
+
+    def _open_locked(self, mode: str) -> None:
+        """Take the writer lock, then open (leftovers are removed, and the store read, only under it)."""
+        if not self._real.parent.is_dir():
+            raise StoreError(f"{self.target.parent}: no such directory")
+        self._hold = safety.hold_writer_lock(self._real, str(self.target))
+        try:
+            {"w": self._open_new, "a": self._open_append, "u": self._open_update}[mode]()
+        except BaseException:
+            self._release()
+            raise
+
+    def _open_new(self) -> None:
+        if os.path.lexists(self.target):
+            if not self.overwrite:
+                raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
+            if not self._real.is_dir():
+                raise StoreError(f"{self.target}: not a directory; --overwrite replaces only a dataset directory")
+            safety.refuse_foreign(str(self.target), safety.directory_keys(self._real))
+        safety.remove_leftovers(self._real)
+        self._umask = safety.umask()
+        self.root = safety.make_temp_dir(self._real)
+
+    def _open_append(self) -> None:
+        if not self._real.is_dir():
+            raise StoreError(f"{self.target}: no such directory")
+        safety.remove_leftovers(self._real)
+        self._umask = safety.umask()
+        self.root = safety.make_temp_dir(self._real)
+        try:
+            shutil.copytree(self._real, self.root, symlinks=True, copy_function=_link_or_copy, dirs_exist_ok=True)
+        except (OSError, shutil.Error) as exc:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise StoreError(f"{self.target}: cannot prepare the append: {exc}") from exc
+
+    def _open_update(self) -> None:
+        if not self.target.is_dir():
+            raise StoreError(f"{self.target}: no such directory")
+        self._umask = safety.umask()
+        self.root = self.target
+
+    def _release(self) -> None:
+        """Let the writer lock go (once): after the commit or the abort, or a failed open."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.release()
 
     def __repr__(self) -> str:
         return f"DirectoryStore('file://{self.target.resolve()}')"

@@ -15,8 +15,11 @@ Writing, and why in this order (S3 has no rename, so readers see each PUT at onc
   ``.zgroup``/``.zarray``/``.zattrs`` keys, see :func:`safety.split_dataset_keys`): other
   objects, a bucket root with no dataset in it included, make the writer refuse, and only
   the old dataset's objects are ever deleted.
-* The first PUT writes a marker object ``.nczarr-partial`` (host and PID of the writer).
-  An overwrite then deletes the old dataset's root metadata (``.zmetadata``, ``.zgroup``,
+* Opening for writing (any mode) claims the prefix with a marker object ``.nczarr-partial``
+  (host, PID, command and mode of the writer), PUT only if no other writer's marker is there
+  (``If-None-Match``) or only over the dead writer's marker just read (``If-Match``): one
+  writer at a time, the second refused in one line naming the first (see ``_open_for_writing``
+  for a dead writer's marker). At the first chunk PUT an overwrite deletes the old dataset's root metadata (``.zmetadata``, ``.zgroup``,
   ``.zattrs``, then every other metadata object), so during the write the prefix reads as
   "no dataset", never as old metadata over new chunks.
 * Chunks are PUT as they come, many at once (see s3_upload.py: a bounded pool, a byte
@@ -30,14 +33,17 @@ Writing, and why in this order (S3 has no rename, so readers see each PUT at onc
   root ``.zgroup``/``.zmetadata``, PUTs the new metadata and the root last. ``abort()`` during
   that phase puts the old metadata back.
 
-Mode ``u`` (nczarr-fix's in-place update) PUTs each object at once and nothing else: an S3 PUT
-replaces one object atomically, which is all an in-place metadata fix needs.
+Mode ``u`` (nczarr-fix's in-place update) PUTs each object at once and nothing else (under
+its marker): an S3 PUT replaces one object atomically, which is all an in-place metadata fix needs.
 
 So an interrupted overwrite leaves an unreadable prefix (old dataset gone, marker present),
 an interrupted append leaves the old dataset or, killed during its metadata phase, an
 unreadable one — never a readable mix. ``abort()`` removes everything the writer put and,
-for an overwrite, what is left of the old dataset. The next writer on the prefix removes a
-dead writer's leftovers (marker present, its PID gone): they hold only dataset-shaped keys.
+for an overwrite, what is left of the old dataset. A dead writer's marker (its PID gone) over
+a complete dataset (the root ``.zgroup`` there: an append killed before its metadata phase, or
+any writer killed after its root went in) is "interrupted, the dataset is intact": never taken
+as leftovers. Over no complete dataset, the next write removes a dead create's or overwrite's
+leftovers (dataset-shaped keys only); a dead append's need ``--overwrite``.
 
 Retries are botocore's "standard" mode (exponential backoff with jitter on throttling,
 5xx and dropped connections): 3 attempts a request for reading, 8 for writing, so a
@@ -116,6 +122,7 @@ def _clients(endpoint: str | None, profile: str | None, region: str | None) -> t
 
 class S3Store(Store):
     kind = "s3"
+    _hold: safety.WriterLock | None = None  # the claimed marker, from opening for writing until commit or abort
 
     def __init__(self, bucket: str, prefix: str, *, mode: str = "r", overwrite: bool = False,
                  endpoint: str | None = None, profile: str | None = None, region: str | None = None,
@@ -144,7 +151,6 @@ class S3Store(Store):
         self._upload_options = {"concurrency": concurrency, "in_flight_bytes": in_flight_bytes,
                                 "multipart_threshold": multipart_threshold, "part_size": part_size}
         self._uploader: Uploader | None = None
-        self._dead_uploads = False
         self._held: dict[str, bytes] = {}  # metadata, PUT at commit
         self._old: list[str] = []  # the old dataset's objects ('w') or every object ('a')
         self._begun = False
@@ -155,50 +161,178 @@ class S3Store(Store):
         if mode in ("w", "a"):
             self.writable = True
             self._open_for_writing(mode, overwrite)
-        elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once; no marker, no deletes
+        elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once, under its marker; no deletes
             self.writable = True
+            self._open_for_writing(mode, overwrite)
 
     def _open_for_writing(self, mode: str, overwrite: bool) -> None:
-        existing = set(self._list_prefix("/"))
+        """Check the prefix, then claim it (the marker) before anything else is written.
+
+        A dead writer's marker (same host, PID gone) over a complete dataset (:meth:`_complete`)
+        means that writer died without changing what readers see, or after its new dataset was
+        whole: the dataset is intact. An append or a fix then proceeds, removing only that
+        writer's chunks outside every array's grid (provably not part of the dataset); a new
+        write without ``--overwrite`` is refused and nothing is deleted. Over no complete
+        dataset, a dead create's or overwrite's marker leaves only leftovers (removed by the next
+        write); a dead append's (or fix's) leaves the old chunks under half-replaced metadata,
+        replaced only with ``--overwrite``.
+        """
         where = f"s3://{self.bucket}/{self.prefix}"
-        if safety.S3_MARKER in existing:
-            owner = self._marker_owner()
-            if owner is not None:
-                raise StoreError(f"{where}: being written by process {owner} (its {safety.S3_MARKER[1:]} object); "
-                                 "not touched")
-            if mode == "a":
-                raise StoreError(f"{where}: holds the leftovers of an interrupted write (no dataset); "
-                                 "write it again instead of appending")
+        key = self._hold_key()
+        ours = safety.holding(key)  # claimed already by this process (stores.lock_for_writing)
+        record: Any = None
+        etag = None
+        if mode == "u":  # an update needs the listing only over a dead writer's marker
+            if not ours:
+                record, etag = self._marker()
+            existing = set(self._list_prefix("/")) if etag is not None else set()
+        else:
+            existing = set(self._list_prefix("/"))
+            if safety.S3_MARKER in existing and not ours:
+                record, etag = self._marker()
+        dead: dict[str, Any] | None = None
+        orphans: list[str] = []  # a dead append's chunks outside the grid, removed once the marker is ours
+        if etag is not None:
+            if safety.record_is_live(record):
+                raise safety.another_writer(where, record)
+            dead = record if isinstance(record, dict) else {}
+        existing.discard(safety.S3_MARKER)
+        complete = dead is None or self._complete(existing)
+        if dead is not None and not complete:
+            holder = safety.describe_holder(dead)
+            if dead.get("mode") not in (None, "w") and not (mode == "w" and overwrite):  # an append's, a fix's
+                raise StoreError(f"{where}: a writer that died ({holder}) was replacing the metadata: the chunks are "
+                                 "there, the root metadata is not; not touched (--overwrite replaces it)")
+            if mode != "w":
+                raise StoreError(f"{where}: holds the leftovers of an interrupted write ({holder}), no dataset; "
+                                 "write it again instead")
             foreign = sorted(k for k in existing if not safety.is_dataset_shaped(k))
             if foreign:
                 raise StoreError(f"{where}: holds {foreign[0].lstrip('/')}, which is not part of a Zarr dataset; "
                                  "not replaced")
             self._old = sorted(existing)  # a dead writer's leftovers: ours to remove
-            self._dead_uploads = True  # and its unfinished multipart uploads, at _begin()
-            return
-        if mode == "a":
+        elif mode != "w":
             self._old = sorted(existing)
-            return
-        if existing and not overwrite:
+            if dead is not None:
+                orphans = safety.orphan_chunks(existing, self._zarrays(existing))
+        elif existing and not overwrite:
             first = sorted(existing)[0].lstrip("/")
-            raise StoreError(f"{where}: holds {len(existing)} object(s) ({first}…); use --overwrite to replace a "
-                             "dataset there")
-        if existing:
+            left = f", left complete by a writer that died ({safety.describe_holder(dead)})" if dead is not None else ""
+            raise StoreError(f"{where}: holds {len(existing)} object(s) ({first}…){left}; use --overwrite to replace "
+                             "a dataset there")
+        elif existing:
             self._old = safety.refuse_foreign(where, existing)
+        self._hold = safety.hold(key, where, lambda: self._claim(mode, etag))
+        if dead is not None:
+            try:
+                self._abort_dead_uploads()
+                if orphans:
+                    self._delete_many(orphans)
+                    self._old = sorted(set(self._old) - set(orphans))
+            except BaseException:
+                self._release()
+                raise
 
-    def _marker_owner(self) -> str | None:
-        """'pid N on HOST' for a live writer's marker, None for a dead one's (or an unreadable one)."""
-        raw = self._get(safety.S3_MARKER)
+    def _hold_key(self) -> str:
+        endpoint = self.client.meta.endpoint_url
+        return f"s3:{endpoint}/{self.bucket}/{self.prefix}"
+
+    def _marker(self) -> tuple[Any, str | None]:
+        """The marker's record (None when unreadable) and its ETag (None when gone)."""
+        raw, etag = self._fetch(safety.S3_MARKER, 4096)
         try:
-            doc = json.loads(raw or b"{}")
-            host, pid = str(doc["host"]), int(doc["pid"])
-        except (ValueError, KeyError, TypeError):
+            record = json.loads(raw or b"")
+        except ValueError:
+            record = None
+        return record, etag
+
+    def _fetch(self, key: str, limit: int) -> tuple[bytes | None, str | None]:
+        """A writer's look at one small object before it claims the prefix: its first ``limit + 1``
+        bytes (more than ``limit`` is never JSON we accept) and its ETag; (None, None) when missing."""
+        import botocore.exceptions as bx
+
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self._name(key))
+            try:
+                raw: bytes = response["Body"].read(limit + 1)
+            finally:
+                response["Body"].close()
+        except bx.ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code")) in MISSING_KEY_CODES:
+                return None, None
+            raise self._fail(exc, f"get {key}") from exc
+        except bx.BotoCoreError as exc:
+            raise self._fail(exc, f"get {key}") from exc
+        return (None if len(raw) > limit else raw), response.get("ETag")
+
+    def _json(self, key: str) -> Any:
+        """A metadata object parsed (None when missing, too big or not JSON)."""
+        raw, _ = self._fetch(key, limits.max_metadata_bytes())
+        try:
+            return json.loads(raw) if raw is not None else None
+        except ValueError:
             return None
-        if host == socket.gethostname() and (pid == os.getpid() or not safety.pid_alive(pid)):
-            return None
-        if host != socket.gethostname():
-            return f"{pid} on {host}"
-        return str(pid)
+
+    def _complete(self, existing: set[str]) -> bool:
+        """Whether the prefix holds a dataset readers open: its root ``.zgroup`` (or a root array's
+        ``.zarray``) is there and is a JSON object.
+
+        Every writer puts the root ``.zgroup`` after every other object of the new dataset and
+        an append deletes it before its first metadata PUT, so present means either the
+        writer never touched what readers read, or its new dataset was whole.
+        """
+        for key in ("/.zgroup", "/.zarray"):
+            if key in existing:
+                return isinstance(self._json(key), dict)
+        return False
+
+    def _zarrays(self, existing: set[str]) -> dict[str, Any]:
+        """Each array's parsed ``.zarray`` (one not parsed: none of its chunks is called an orphan)."""
+        out = {keys.parent(k): self._json(k) for k in existing if keys.basename(k) == ".zarray"}
+        return {node: zarray for node, zarray in out.items() if isinstance(zarray, dict)}
+
+    def _claim(self, mode: str, dead_etag: str | None) -> safety.Release:
+        """PUT the marker only if no other writer's is there (``If-None-Match: *``), or only over
+        the dead writer's marker we read (``If-Match``): of two writers that raced past the
+        checks, one gets the prefix and the other the refusal. An S3 service without
+        conditional writes (501) gets a plain PUT: the checks before were the guard, as before.
+        """
+        import botocore.exceptions as bx
+
+        where = f"s3://{self.bucket}/{self.prefix}"
+        body = json.dumps(safety.holder_record(mode)).encode()
+        condition = {"IfMatch": dead_etag} if dead_etag else {"IfNoneMatch": "*"}
+        try:
+            self.write_client.put_object(Bucket=self.bucket, Key=self._name(safety.S3_MARKER), Body=body,
+                                         **condition)
+        except bx.ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in ("NotImplemented", "501"):
+                self._put_now(safety.S3_MARKER, body)
+            elif code in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409", *MISSING_KEY_CODES):
+                record, _ = self._marker()
+                mine = isinstance(record, dict) and record.get("pid") == os.getpid() and \
+                    record.get("host") == socket.gethostname()
+                if not mine:  # (ours when a retried PUT had landed the first time)
+                    raise safety.another_writer(where, record) from exc
+            else:
+                raise self._fail(exc, "put the writer marker") from exc
+        except bx.BotoCoreError as exc:
+            raise self._fail(exc, "put the writer marker") from exc
+        return self._unclaim
+
+    def _unclaim(self) -> None:
+        """Delete the marker (best effort: a marker left over a complete dataset is harmless now)."""
+        try:
+            self._delete_many([safety.S3_MARKER])
+        except StoreError:
+            pass
+
+    def _release(self) -> None:
+        """Let the claim go (once): after the commit or the abort, or a failed open."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.release()
 
     @classmethod
     def from_spec(cls, spec: StoreSpec, mode: str = "r", overwrite: bool = False) -> S3Store:
@@ -370,19 +504,16 @@ class S3Store(Store):
             raise self._fail(exc, f"put {key}") from exc
 
     def _begin(self) -> None:
-        """Before the first PUT: the marker; for an overwrite, the old metadata goes (root first)."""
+        """Before the first PUT (the marker is ours since opening): for an overwrite, the old metadata
+        goes (root first)."""
         with self._begin_lock:  # not self._lock: the request recorder takes that one
             if self._begun:
                 return
-            marker = json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()
-            self._put_now(safety.S3_MARKER, marker)
             if self.mode == "w" and self._old:
                 meta = [k for k in self._old if keys.basename(k) in safety.META_NAMES]
                 root = [k for k in safety.ROOT_META if k in meta]
                 self._delete_many(root)
                 self._delete_many(sorted(set(meta) - set(root)))
-            if self._dead_uploads:
-                self._abort_dead_uploads()
             self._begun = True
 
     def _abort_dead_uploads(self) -> None:
@@ -448,6 +579,12 @@ class S3Store(Store):
         return sorted(n for n in out if n)
 
     def commit(self) -> None:
+        try:
+            self._commit()
+        finally:
+            self._release()  # the marker goes last of all
+
+    def _commit(self) -> None:
         if self.mode not in ("w", "a"):
             return
         self._quiesce()
@@ -463,7 +600,7 @@ class S3Store(Store):
                 self._begin()
                 if self.mode == "w":
                     put = set(self._put_keys) | set(self._held)
-                    stale = sorted(k for k in self._old if k not in put and k != safety.S3_MARKER)
+                    stale = sorted(k for k in self._old if k not in put)
                     if stale:
                         self._delete_many(stale)
                 else:
@@ -478,7 +615,6 @@ class S3Store(Store):
                     zgroup = self._restore.get("/.zgroup")
                     if "/.zgroup" not in self._held and zgroup is not None:
                         self._put_now("/.zgroup", zgroup)
-                self._delete_many([safety.S3_MARKER])
             except BaseException:
                 self._cancel_uploads()
                 self._abort_writes()
@@ -519,11 +655,14 @@ class S3Store(Store):
 
     def abort(self) -> None:
         """Remove what this writer put (see the module docstring); best effort, never raises."""
-        if self.mode in ("w", "a"):
-            self._quiesce()
-            with safety.critical():
-                self._cancel_uploads()
-                self._abort_writes()
+        try:
+            if self.mode in ("w", "a"):
+                self._quiesce()
+                with safety.critical():
+                    self._cancel_uploads()
+                    self._abort_writes()
+        finally:
+            self._release()
 
     def _abort_writes(self) -> None:
         mode, self.mode = self.mode, "done"
@@ -540,9 +679,17 @@ class S3Store(Store):
                         self._put_now(key, data)
             else:
                 self._delete_many(sorted(set(self._put_keys) | set(self._old)))
-            self._delete_many([safety.S3_MARKER])
         except (StoreError, OSError):
             pass  # the write's own error is the one worth reporting
 
     def __repr__(self) -> str:
         return f"S3Store('s3://{self.bucket}/{self.prefix}')"
+
+
+def hold_prefix(spec: StoreSpec) -> safety.WriterLock:
+    """``stores.lock_for_writing`` on S3: the prefix's marker, claimed as an update (an append, a
+    fix) claims it, held until released; the stores this process then opens on the prefix share it."""
+    store = S3Store.from_spec(spec, "u")
+    store.close()  # stop recording its requests; the claim's release needs only the client
+    assert store._hold is not None
+    return store._hold

@@ -11,6 +11,9 @@ Writing goes to a private temporary file next to the target,
 ``.<name>.partial-<pid>-<random>`` (``mkstemp``: ``O_EXCL``, never through a symlink),
 renamed onto the target at ``commit()``: a reader sees the old zip or the new one.
 ``--overwrite`` replaces only a zip file. Leftovers of dead writers are removed on open.
+One writer at a time: a writer holds the store's writer lock (``.NAME.lock`` beside it,
+:func:`safety.hold_writer_lock`) from opening until commit or abort; an append (a rewrite)
+takes it before reading the old zip (``stores.lock_for_writing``).
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ def dataset_folder(path: str | os.PathLike[str]) -> str:
 class ZipStore(Store):
     kind = "zip"
     supports_deletes = False
+    _hold: safety.WriterLock | None = None  # the writer lock, while open for writing
 
     def __init__(self, path: str | os.PathLike[str], mode: str = "r", overwrite: bool = False) -> None:
         super().__init__()
@@ -50,21 +54,35 @@ class ZipStore(Store):
         elif mode == "w":
             self.writable = True
             self._real = Path(os.path.realpath(self.target))
-            if os.path.lexists(self.target):
-                if not overwrite:
-                    raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
-                if not self._real.is_file() or not zipfile.is_zipfile(self._real):
-                    raise StoreError(f"{self.target}: not a zip file; --overwrite replaces only a zip store")
             if not self._real.parent.is_dir():
                 raise StoreError(f"{self.target.parent}: no such directory")
-            safety.remove_leftovers(self._real)
-            self._umask = safety.umask()
-            self.prefix = dataset_folder(self.target) + "/"
-            fd, self.tmp = safety.make_temp_file(self._real)
-            self.zf = zipfile.ZipFile(os.fdopen(fd, "w+b"), "w", compression=zipfile.ZIP_STORED, allowZip64=True)
-            self._written: set[str] = set()
+            self._hold = safety.hold_writer_lock(self._real, str(self.target))
+            try:  # leftovers are removed only under the lock
+                self._open_write(overwrite)
+            except BaseException:
+                self._release()
+                raise
         else:
             raise ValueError(f"bad mode {mode!r}")
+
+    def _open_write(self, overwrite: bool) -> None:
+        if os.path.lexists(self.target):
+            if not overwrite:
+                raise StoreError(f"{self.target}: exists (use --overwrite to replace it)")
+            if not self._real.is_file() or not zipfile.is_zipfile(self._real):
+                raise StoreError(f"{self.target}: not a zip file; --overwrite replaces only a zip store")
+        safety.remove_leftovers(self._real)
+        self._umask = safety.umask()
+        self.prefix = dataset_folder(self.target) + "/"
+        fd, self.tmp = safety.make_temp_file(self._real)
+        self.zf = zipfile.ZipFile(os.fdopen(fd, "w+b"), "w", compression=zipfile.ZIP_STORED, allowZip64=True)
+        self._written: set[str] = set()
+
+    def _release(self) -> None:
+        """Let the writer lock go (once): after the commit or the abort, or a failed open."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.release()
 
     def _open_read(self) -> None:
         if not self.target.is_file():
@@ -178,6 +196,12 @@ class ZipStore(Store):
         return (k for k in list(source) if k.startswith(p))
 
     def commit(self) -> None:
+        try:
+            self._commit()
+        finally:
+            self._release()
+
+    def _commit(self) -> None:
         if self.mode != "w":
             return
         self._quiesce()
@@ -203,6 +227,12 @@ class ZipStore(Store):
             self.mode = "done"
 
     def abort(self) -> None:
+        try:
+            self._abort()
+        finally:
+            self._release()
+
+    def _abort(self) -> None:
         if self.mode == "w":
             self._quiesce()
             with safety.critical(), self._lock:
