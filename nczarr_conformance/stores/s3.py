@@ -341,9 +341,10 @@ class S3Store(Store):
             self.requests.append((model.name, str(params.get("Key", params.get("Prefix", "")))))
 
     def close(self) -> None:
-        """Stop recording requests on the shared clients."""
+        """Stop recording requests on the shared clients (and let go of an update's claim)."""
         for client in (self.client, self.write_client):
             client.meta.events.unregister("before-parameter-build.s3.*", self._recorder)
+        self._release()
 
     def _name(self, key: str) -> str:
         rel = key.lstrip("/")
@@ -624,6 +625,7 @@ def hold_prefix(spec: StoreSpec) -> safety.WriterLock:
     """``stores.lock_for_writing`` on S3: the prefix's marker, claimed as an update (an append, a
     fix) claims it, held until released; the stores this process then opens on the prefix share it."""
     store = S3Store.from_spec(spec, "u")
-    store.close()  # stop recording its requests; the claim's release needs only the client
-    assert store._hold is not None
-    return store._hold
+    hold, store._hold = store._hold, None  # the claim outlives this store object: its release needs only the client
+    store.close()  # stop recording its requests
+    assert hold is not None
+    return hold
