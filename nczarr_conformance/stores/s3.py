@@ -183,7 +183,7 @@ class S3Store(Store):
         orphans: list[str] = []  # a dead append's chunks outside the grid, removed once the marker is ours
         if etag is not None:
             if safety.record_is_live(record):
-                raise safety.another_writer(where, record)
+                raise safety.another_writer(where, record, safety.S3_MARKER[1:])
             dead = record if isinstance(record, dict) else {}
         existing.discard(safety.S3_MARKER)
         complete = dead is None or self._complete(existing)
@@ -303,7 +303,7 @@ class S3Store(Store):
                 mine = isinstance(record, dict) and record.get("pid") == os.getpid() and \
                     record.get("host") == socket.gethostname()
                 if not mine:  # (ours when a retried PUT had landed the first time)
-                    raise safety.another_writer(where, record) from exc
+                    raise safety.another_writer(where, record, safety.S3_MARKER[1:]) from exc
             else:
                 raise self._fail(exc, "put the writer marker") from exc
         except bx.BotoCoreError as exc:
