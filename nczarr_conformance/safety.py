@@ -338,9 +338,11 @@ def record_is_live(record: Any) -> bool:
     return record["pid"] != os.getpid() and pid_alive(record["pid"])
 
 
-def another_writer(where: str, record: Any) -> StoreError:
-    """The refusal a second writer prints: one line naming the first one."""
-    return StoreError(f"{where}: another writer holds it ({describe_holder(record)}); not written")
+def another_writer(where: str, record: Any, marker: str | None = None) -> StoreError:
+    """The refusal a second writer prints: one line naming the first one (and the S3 marker
+    object that says so, which a writer on another host left behind must be deleted by hand)."""
+    via = f"; its marker {marker}" if marker else ""
+    return StoreError(f"{where}: another writer holds it ({describe_holder(record)}{via}); not written")
 
 
 class WriterLock:
