@@ -330,7 +330,8 @@ def describe_holder(record: Any) -> str:
 
 
 def record_is_live(record: Any) -> bool:
-    """Whether the writer a record names may still run: another host's always may; ours if its PID lives."""
+    """Whether the writer a record names may still run: another host's always may; one of this host's if
+    its PID lives and is not this process (whose own holds :func:`hold` counts); a record without a PID, no."""
     if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
         return False
     if record.get("host") != socket.gethostname():

@@ -303,6 +303,42 @@ def dead_pid() -> int:
     return gone.pid
 
 
+def test_a_record_names_a_writer_that_may_still_run():
+    """safety.record_is_live, which decides whether a marker (or a lock file's record) is a live writer's: one
+    on another host always may still run (its PID means nothing here); one of this host's while its PID lives
+    (this very process excepted: its own holds are counted, see safety.hold); a record naming no PID, never."""
+    from nczarr_conformance import safety
+
+    here = socket.gethostname()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        gone = dead_pid()
+        assert safety.record_is_live({"host": "elsewhere.invalid", "pid": gone})
+        assert safety.record_is_live({"host": here, "pid": sleeper.pid})
+        assert not safety.record_is_live({"host": here, "pid": gone})
+        assert not safety.record_is_live({"host": here, "pid": os.getpid()})
+        assert not safety.record_is_live({"host": here}) and not safety.record_is_live(None)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_orphans_are_chunks_outside_their_arrays_grid_and_an_unparsable_key_never_is():
+    """safety.orphan_chunks (what a dead append's marker lets the next writer delete): a chunk whose index
+    is past ceil(shape / chunks) on some axis; a key that does not parse against its .zarray (index count,
+    separator, a .zarray without numbers) is never one. Expected: the arithmetic done by hand here."""
+    from nczarr_conformance import safety
+
+    zarrays = {"/v": {"shape": [8, 3], "chunks": [4, 2]},  # grid 2 x 2
+               "/n": {"shape": [6], "chunks": [4], "dimension_separator": "/"},  # grid 2
+               "/bad": {"shape": "eight", "chunks": [4]}, "/z": {"shape": [4], "chunks": [0]}}
+    outside = ["/v/2.0", "/v/0.2", "/n/2"]
+    inside = ["/v/0.0", "/v/1.1", "/n/1"]
+    unparsable = ["/v/5", "/v/9.0.0", "/v/0/5", "/n/7.0", "/bad/9", "/z/7"]
+    meta = ["/.zgroup", *(f"{a}/.zarray" for a in zarrays)]
+    assert sorted(safety.orphan_chunks(meta + outside + inside + unparsable, zarrays)) == sorted(outside)
+
+
 @pytest.mark.s3
 def test_s3_every_writer_is_refused_while_the_prefix_is_held(tmp_path, series, s3_bucket):
     from nczarr_conformance.stores import lock_for_writing
