@@ -74,7 +74,8 @@ class Stamp:
         return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
     def changes(self, now: Stamp, *, device: bool = True) -> list[str]:
-        """How ``now`` differs from this stamp, in words (empty: the same content)."""
+        """How ``now`` differs from this stamp, in words (empty: size, mtime and inode, and device unless told not to,
+        are as stamped; a stamp cannot see content rewritten with all of them kept)."""
         out = []
         if self.inode != now.inode or (device and self.device != now.device):
             out.append("replaced by another file")

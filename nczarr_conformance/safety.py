@@ -330,7 +330,8 @@ def describe_holder(record: Any) -> str:
 
 
 def record_is_live(record: Any) -> bool:
-    """Whether the writer a record names may still run: another host's always may; ours if its PID lives."""
+    """Whether the writer a record names may still run: another host's always may; one of this host's if
+    its PID lives and is not this process (whose own holds :func:`hold` counts); a record without a PID, no."""
     if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
         return False
     if record.get("host") != socket.gethostname():
@@ -338,9 +339,11 @@ def record_is_live(record: Any) -> bool:
     return record["pid"] != os.getpid() and pid_alive(record["pid"])
 
 
-def another_writer(where: str, record: Any) -> StoreError:
-    """The refusal a second writer prints: one line naming the first one."""
-    return StoreError(f"{where}: another writer holds it ({describe_holder(record)}); not written")
+def another_writer(where: str, record: Any, marker: str | None = None) -> StoreError:
+    """The refusal a second writer prints: one line naming the first one (and the S3 marker
+    object that says so, which a writer on another host left behind must be deleted by hand)."""
+    via = f"; its marker {marker}" if marker else ""
+    return StoreError(f"{where}: another writer holds it ({describe_holder(record)}{via}); not written")
 
 
 class WriterLock:

@@ -522,6 +522,42 @@ def test_a_task_never_writes_outside_its_plan(tmp_path):
     assert not b_task.may_write("/v/1.5", rows) and not b_task.may_write("/v/.zarray", rows)
 
 
+def test_a_worker_compares_an_inputs_stamp_without_its_device_number(tmp_path):
+    """append.Stamp: workers on other hosts may see another device number for the same shared file, so a task
+    compares size, mtime and inode only. A task whose stamps carry another device runs; another inode (a file
+    replaced) is refused before a chunk is put."""
+    import dataclasses
+
+    from nczarr_conformance.append import InputChanged
+    from nczarr_conformance.concat import (
+        _pieces,
+        _plan_target,
+        describe,
+        order_and_check,
+        plan_tasks,
+        run_task,
+    )
+    from nczarr_conformance.stores.part import PartSpec
+
+    ordered = order_and_check([describe(str(p), "time") for p in _aligned(tmp_path)])
+
+    def first_task(name: str, **seen_elsewhere: int):
+        infos = [dataclasses.replace(i, stamp=dataclasses.replace(
+            i.stamp, **{k: getattr(i.stamp, k) + v for k, v in seen_elsewhere.items()})) for i in ordered]
+        plans = _plan_target(infos[0], 12, "nczarr-4.10", True).plans
+        along = {k: p.var.dimensions.index("/time") for k, p in plans.items() if "/time" in p.var.dimensions}
+        (tmp_path / name).mkdir()
+        tasks = plan_tasks(_pieces(infos, 0), "/time", 12, plans, along, PartSpec("file", str(tmp_path / name)),
+                           flavor="nczarr-4.10", xarray=True, direct=False)
+        return next(t for t in tasks if t.path == str(tmp_path / "a.nc"))
+
+    chunks, _, put = run_task(first_task("other-device", device=1))
+    assert chunks > 0 and "/v/0.0" in put
+    with pytest.raises(InputChanged, match=r"a.nc: changed since it was checked \(replaced by another file\)"):
+        run_task(first_task("other-inode", inode=1))
+    assert [p for p in (tmp_path / "other-inode").rglob("*") if p.is_file()] == []
+
+
 @pytest.mark.parametrize("kind", ["file", "zip"])
 def test_cli_refuses_a_file_that_grows_during_a_real_run(tmp_path, kind):
     """No hook: a real run on one slow worker, and the last file (in time order) gains records with

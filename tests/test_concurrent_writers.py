@@ -35,7 +35,7 @@ FIX = [sys.executable, "-m", "nczarr_conformance.cli.fix"]
 
 # ---- helpers ---------------------------------------------------------------------------------------------
 def run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def start(args: list[str]) -> subprocess.Popen[str]:
@@ -50,8 +50,8 @@ def source_values(*files: Path) -> dict[str, np.ndarray]:
     for path in files:
         with netCDF4.Dataset(str(path)) as nc:
             nc.set_auto_mask(False)
-            for key in out:
-                out[key].append(np.asarray(nc[key[1:]][...]))
+            for key, values in out.items():
+                values.append(np.asarray(nc[key[1:]][...]))
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
@@ -303,6 +303,42 @@ def dead_pid() -> int:
     return gone.pid
 
 
+def test_a_record_names_a_writer_that_may_still_run():
+    """safety.record_is_live, which decides whether a marker (or a lock file's record) is a live writer's: one
+    on another host always may still run (its PID means nothing here); one of this host's while its PID lives
+    (this very process excepted: its own holds are counted, see safety.hold); a record naming no PID, never."""
+    from nczarr_conformance import safety
+
+    here = socket.gethostname()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        gone = dead_pid()
+        assert safety.record_is_live({"host": "elsewhere.invalid", "pid": gone})
+        assert safety.record_is_live({"host": here, "pid": sleeper.pid})
+        assert not safety.record_is_live({"host": here, "pid": gone})
+        assert not safety.record_is_live({"host": here, "pid": os.getpid()})
+        assert not safety.record_is_live({"host": here}) and not safety.record_is_live(None)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_orphans_are_chunks_outside_their_arrays_grid_and_an_unparsable_key_never_is():
+    """safety.orphan_chunks (what a dead append's marker lets the next writer delete): a chunk whose index
+    is past ceil(shape / chunks) on some axis; a key that does not parse against its .zarray (index count,
+    separator, a .zarray without numbers) is never one. Expected: the arithmetic done by hand here."""
+    from nczarr_conformance import safety
+
+    zarrays = {"/v": {"shape": [8, 3], "chunks": [4, 2]},  # grid 2 x 2
+               "/n": {"shape": [6], "chunks": [4], "dimension_separator": "/"},  # grid 2
+               "/bad": {"shape": "eight", "chunks": [4]}, "/z": {"shape": [4], "chunks": [0]}}
+    outside = ["/v/2.0", "/v/0.2", "/n/2"]
+    inside = ["/v/0.0", "/v/1.1", "/n/1"]
+    unparsable = ["/v/5", "/v/9.0.0", "/v/0/5", "/n/7.0", "/bad/9", "/z/7"]
+    meta = ["/.zgroup", *(f"{a}/.zarray" for a in zarrays)]
+    assert sorted(safety.orphan_chunks(meta + outside + inside + unparsable, zarrays)) == sorted(outside)
+
+
 @pytest.mark.s3
 def test_s3_every_writer_is_refused_while_the_prefix_is_held(tmp_path, series, s3_bucket):
     from nczarr_conformance.stores import lock_for_writing
@@ -336,7 +372,7 @@ def test_s3_a_marker_put_between_the_check_and_the_claim_wins(s3_bucket, moto_se
         store = S3Store(s3_bucket, "ds", mode="r")
         other = {"host": socket.gethostname(), "pid": sleeper.pid, "command": "nc2nczarr other.nc ds"}
         boto3.client("s3").put_object(Bucket=s3_bucket, Key="ds/.nczarr-partial", Body=json.dumps(other).encode())
-        with pytest.raises(StoreError, match=rf"another writer holds it \(PID {sleeper.pid}: nc2nczarr other.nc ds\)"):
+        with pytest.raises(StoreError, match=rf"another writer holds it \(PID {sleeper.pid}: nc2nczarr other.nc ds; its marker .nczarr-partial\); not written"):
             store._claim("w", None)
     finally:
         sleeper.kill()

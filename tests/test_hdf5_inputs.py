@@ -389,3 +389,105 @@ def test_append_refuses_an_object_netcdf4_hides(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert len(done.stderr.splitlines()) == 1 and "/time:arr (array int32[3]" in done.stderr
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+# ---- what hdf5_types.py relies on and promises ------------------------------------------------------
+
+def test_netcdf_c_crashes_closing_fixed_strings_with_an_hdf5_fill_even_unread(tmp_path: Path) -> None:
+    """The peer behaviour behind refusing such datasets (hdf5_types.py): netcdf-c 4.10.1 segfaults in
+    nc_close on a fixed-length string dataset with an HDF5 fill value, though no value was read. When a
+    netcdf-c release stops crashing, this fails: the refusal can then become a conversion."""
+    src = _with(tmp_path / "s.h5", KINDS["fixed strings with an HDF5 fill"][0])
+    done = subprocess.run([sys.executable, "-c", "import sys, netCDF4; netCDF4.Dataset(sys.argv[1]).close()", str(src)],
+                          check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode < 0, (done.returncode, done.stderr)  # killed by a signal (SIGSEGV here)
+
+
+def test_unwritten_value_is_what_hdf5_reads_which_netcdf_c_does_not_always_report(tmp_path: Path) -> None:
+    """hdf5_types.unwritten_value: HDF5's fill (zero unless the writer set one) for storage never written, None
+    when the fill time is NEVER (the bytes are then undefined). netcdf-c reports the default one as NOFILL
+    (None), not as the 0 it reads. Expected values: h5py's and netCDF4-python's readings of the file."""
+    from nczarr_conformance.hdf5_types import unwritten_value
+
+    src = tmp_path / "fills.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("default", (8,), "u1", chunks=(4,))[:4] = 1
+        f.create_dataset("set", (8,), "u1", chunks=(4,), fillvalue=7)[:4] = 1
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((4,))
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+        h5py.h5d.create(f.id, b"never", h5py.h5t.NATIVE_UINT8, h5py.h5s.create_simple((8,)), dcpl=dcpl)
+    with h5py.File(src, "r") as f:
+        assert f["default"][4:].tolist() == [0] * 4 and f["set"][4:].tolist() == [7] * 4
+        assert (unwritten_value(f["default"]), unwritten_value(f["set"]), unwritten_value(f["never"])) == (0, 7, None)
+    with netCDF4.Dataset(str(src)) as nc:
+        assert nc["default"].get_fill_value() is None and nc["set"].get_fill_value() == 7
+
+
+def test_is_hdf5_never_opens_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    """hdf5_types.is_hdf5 on a FIFO: False at once (opening it would wait for a writer that never comes)."""
+    fifo = tmp_path / "in.h5"
+    os.mkfifo(fifo)
+    code = "import sys; from nczarr_conformance.hdf5_types import is_hdf5; print(is_hdf5(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", code, str(fifo)], check=False, capture_output=True, text=True,
+                          timeout=20, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert (done.returncode, done.stdout) == (0, "False\n"), done.stderr
+
+
+def test_scan_reads_types_and_dataspaces_never_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hdf5_types.scan reads no dataset's values: every byte h5py reads of the file is recorded, and at most a
+    header's speculative read (HDF5 reads 512 bytes ahead) touches the 8.5 MiB of data; reading one
+    dataset's values touches all of its 8 MiB."""
+    import io
+
+    from nczarr_conformance import hdf5_types
+
+    src = tmp_path / "big.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("contiguous", data=np.arange(2**20, dtype="f8")).attrs["a"] = np.arange(10.0)
+        f.create_dataset("chunked", data=np.arange(2**16, dtype="i4").reshape(256, 256), chunks=(64, 64))
+        f.create_dataset("h", data=np.arange(2**17, dtype="f2"))  # float16: a finding
+    extents: list[tuple[int, int]] = []
+    with h5py.File(src, "r") as f:
+        for name in ("contiguous", "h"):
+            extents.append((f[name].id.get_offset(), f[name].id.get_storage_size()))
+        chunked = f["chunked"].id
+        extents += [(info.byte_offset, info.size) for info in
+                    (chunked.get_chunk_info(i) for i in range(chunked.get_num_chunks()))]
+    reads: list[tuple[int, int]] = []
+
+    class Recorded(io.FileIO):
+        def readinto(self, buffer: Any) -> int | None:
+            start, n = self.tell(), super().readinto(buffer)
+            reads.append((start, n or 0))
+            return n
+
+    real = h5py.File
+    monkeypatch.setattr(h5py, "File", lambda path, mode="r", **kw: real(Recorded(path, "rb"), mode, **kw))
+
+    def data_bytes_read() -> int:
+        return sum(max(0, min(s + n, o + size) - max(s, o)) for s, n in reads for o, size in extents)
+
+    found = hdf5_types.scan(str(src))
+    assert [(x.where, x.what) for x in found.findings] == [("/h", "float16")]
+    assert reads and data_bytes_read() <= 4096, data_bytes_read()
+    reads.clear()
+    with h5py.File(str(src), "r") as f:
+        f["contiguous"][...]
+    assert data_bytes_read() >= 8 * 2**20  # the recording sees a value read
+
+
+def test_blosc_snappy_is_rewritten_as_lz4_at_the_sources_level_and_shuffle(tmp_path: Path) -> None:
+    """transforms.writable_codecs: numcodecs' blosc has no snappy, so such a variable is written with blosc lz4,
+    its level and shuffle kept. Expected: the source's HDF5 blosc filter parameters, read with h5py
+    (cd_values: …, level, shuffle, compressor code: 3 is snappy)."""
+    src = HDF5 / "written-here" / "blosc_snappy.h5"
+    with h5py.File(src, "r") as f:
+        params = f["v"]._filters["32001"]
+    assert params[6] == 3
+    out = tmp_path / "out.file"
+    done = run_cli("--quiet", str(src), str(out))
+    assert done.returncode == 0, done.stderr
+    compressor = json.loads((out / "v" / ".zarray").read_text())["compressor"]
+    assert (compressor["id"], compressor["cname"], compressor["clevel"], compressor["shuffle"]) == \
+        ("blosc", "lz4", params[4], params[5])

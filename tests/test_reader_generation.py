@@ -223,3 +223,45 @@ def test_an_s3_open_racing_an_overwrite_refuses_metadata_from_two_datasets(s3_bu
     store = OverwrittenAfterTheRoot(s3_bucket, "store")
     with pytest.raises(StoreError, match="replaced by another writer while being read"):
         read_dataset(store, data=False)
+
+
+def test_s3_generation_asks_the_root_again_and_reads_on_while_it_is_unchanged():
+    """stores/s3_generation.py with a scripted HEAD: a chunk newer than the open (an append still under way)
+    makes it ask the pinned root once; unchanged, the chunk is read and the clock moves on to that HEAD's
+    Date, so a later chunk older than it is read without asking again. A missing chunk asks too: fill while
+    the root is unchanged, the one clear error once it changed."""
+    import datetime as dt
+    from email.utils import format_datetime
+
+    from nczarr_conformance.stores.s3_generation import Generation
+
+    opened = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
+
+    def response(etag: str, date: dt.datetime) -> dict[str, object]:
+        return {"ETag": etag, "LastModified": opened - dt.timedelta(hours=1),
+                "ResponseMetadata": {"HTTPHeaders": {"date": format_datetime(date, usegmt=True)}}}
+
+    root = {"now": response('"r1"', opened)}
+    asked: list[str] = []
+
+    def head(key: str) -> dict[str, object]:
+        asked.append(key)
+        return root["now"]
+
+    def chunk(seconds: int) -> dict[str, object]:
+        return {"LastModified": opened + dt.timedelta(seconds=seconds)}
+
+    generation = Generation("s3://b/p", head)
+    generation.seen("/.zmetadata", root["now"])
+    generation.seen("/v/0", chunk(-10))  # older than the open: the opened dataset's
+    assert asked == []
+    root["now"] = response('"r1"', opened + dt.timedelta(seconds=60))  # the same root, asked a minute later
+    generation.seen("/v/5", chunk(30))
+    assert asked == ["/.zmetadata"]
+    generation.seen("/v/6", chunk(45))  # older than the last answer's clock: not asked again
+    assert asked == ["/.zmetadata"]
+    generation.missing("/v/7")  # fill of the dataset opened
+    assert asked == ["/.zmetadata"] * 2
+    root["now"] = response('"r2"', opened + dt.timedelta(seconds=90))  # an overwrite put its new root
+    with pytest.raises(StoreError, match="replaced by another writer while being read"):
+        generation.missing("/v/8")

@@ -399,10 +399,7 @@ class S3Session(Session):
     def __init__(self, spec: StoreSpec) -> None:
         self.where = f"s3://{spec.path}"
         self.store = open_store(spec, "u")
-        self.plan: Plan | None = None
-        if self.store.get(safety.S3_MARKER) is not None:
-            raise StoreError(f"{self.where}: holds {safety.S3_MARKER.lstrip('/')} (a write in progress, or an "
-                             "interrupted one); not fixed")
+        self.plan: Plan | None = None  # (mode u claims the prefix's marker: a live writer's refused there)
 
     def apply(self, plan: Plan) -> None:
         if plan.recodes:
@@ -425,6 +422,7 @@ class S3Session(Session):
             except StoreError as exc:
                 self._put_back(done, exc)
             self.done = True
+        self.store.close()  # the claim goes with the batch in
 
     def _put_back(self, done: list[ObjectEdit], exc: StoreError) -> None:
         try:

@@ -194,7 +194,7 @@ class S3Store(Store):
         orphans: list[str] = []  # a dead append's chunks outside the grid, removed once the marker is ours
         if etag is not None:
             if safety.record_is_live(record):
-                raise safety.another_writer(where, record)
+                raise safety.another_writer(where, record, safety.S3_MARKER[1:])
             dead = record if isinstance(record, dict) else {}
         existing.discard(safety.S3_MARKER)
         complete = dead is None or self._complete(existing)
@@ -314,7 +314,7 @@ class S3Store(Store):
                 mine = isinstance(record, dict) and record.get("pid") == os.getpid() and \
                     record.get("host") == socket.gethostname()
                 if not mine:  # (ours when a retried PUT had landed the first time)
-                    raise safety.another_writer(where, record) from exc
+                    raise safety.another_writer(where, record, safety.S3_MARKER[1:]) from exc
             else:
                 raise self._fail(exc, "put the writer marker") from exc
         except bx.BotoCoreError as exc:
@@ -352,9 +352,10 @@ class S3Store(Store):
             self.requests.append((model.name, str(params.get("Key", params.get("Prefix", "")))))
 
     def close(self) -> None:
-        """Stop recording requests on the shared clients."""
+        """Stop recording requests on the shared clients (and let go of an update's claim)."""
         for client in (self.client, self.write_client):
             client.meta.events.unregister("before-parameter-build.s3.*", self._recorder)
+        self._release()
 
     def _name(self, key: str) -> str:
         rel = key.lstrip("/")
@@ -690,6 +691,7 @@ def hold_prefix(spec: StoreSpec) -> safety.WriterLock:
     """``stores.lock_for_writing`` on S3: the prefix's marker, claimed as an update (an append, a
     fix) claims it, held until released; the stores this process then opens on the prefix share it."""
     store = S3Store.from_spec(spec, "u")
-    store.close()  # stop recording its requests; the claim's release needs only the client
-    assert store._hold is not None
-    return store._hold
+    hold, store._hold = store._hold, None  # the claim outlives this store object: its release needs only the client
+    store.close()  # stop recording its requests
+    assert hold is not None
+    return hold

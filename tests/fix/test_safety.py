@@ -159,6 +159,112 @@ def test_an_edit_netcdf_c_reads_differently_is_refused(tmp_path):
     assert snapshot(tmp_path) == before
 
 
+def test_the_probe_of_a_local_store_is_made_beside_it_never_in_it(tmp_path, monkeypatch):
+    """fix/verify.py: the reader check's probe is a private directory next to a local store (under its
+    temporary prefix, so a killed run's probe is a leftover the next run removes), never inside it, where
+    readers list; it is gone once the check is done."""
+    from nczarr_conformance.fix import fix_store, verify
+
+    store = c410(tmp_path / "n.file", byte=True)
+    made: list[Path] = []
+    real = verify._write_probes
+
+    def seen(top, *args, **kw):
+        made.append(top)
+        return real(top, *args, **kw)
+
+    monkeypatch.setattr(verify, "_write_probes", seen)
+    fix_store(str(store), backup=False)
+    (top,) = made
+    assert top.parent == tmp_path and top.name.startswith(".n.file.partial-"), top
+    assert not top.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_netcdf_c_crashing_on_the_edited_store_costs_the_verdict_not_the_one_line(tmp_path, monkeypatch):
+    """fix/verify.py: netcdf-c reads both probes in a child; here the child saves its readings of the store
+    as it is, then dies of SIGSEGV opening the edited one (as netcdf-c does on hostile metadata). The fix is
+    refused with one line naming the crash, exit 2, nothing changed."""
+    import types
+
+    from nczarr_conformance.errors import UsageError
+    from nczarr_conformance.fix import fix_store, verify
+
+    store = c410(tmp_path / "n.file", byte=True)
+    crash_on_after = ("import json, os, signal, sys\n"
+                      "from pathlib import Path\n"
+                      "from nczarr_conformance.fix import verify\n"
+                      "top = Path(sys.argv[1])\n"
+                      "arrays = json.loads((top / 'arrays.json').read_text())\n"
+                      "before = verify.read_netcdf_c(top / 'before', arrays, sys.argv[2])\n"
+                      "verify._save(before, arrays, top / 'netcdf-c-before.npz')\n"
+                      "os.kill(os.getpid(), signal.SIGSEGV)\n")
+
+    def run_child(args, **kw):
+        assert args[1:3] == ["-m", verify.__name__], args
+        return subprocess.run([args[0], "-c", crash_on_after, *args[3:]], **kw)  # noqa: PLW1510 - kw: check=False
+
+    monkeypatch.setattr(verify, "subprocess", types.SimpleNamespace(
+        run=run_child, DEVNULL=subprocess.DEVNULL, TimeoutExpired=subprocess.TimeoutExpired))
+    before = snapshot(tmp_path)
+    with pytest.raises(UsageError) as refused:
+        fix_store(str(store), backup=False)
+    line = str(refused.value)
+    assert "\n" not in line and refused.value.exit_code == 2
+    assert f"netcdf-c cannot read /b (netcdf-c crashed (killed by signal {int(signal.SIGSEGV)}" in line, line
+    assert line.endswith("nothing was changed")
+    assert snapshot(tmp_path) == before
+
+
+def _readings(**arrays: list[float]) -> dict[str, object]:
+    from nczarr_conformance.fix.verify import Reading
+
+    return {f"/{name}": Reading(values=np.array(values)) for name, values in arrays.items()}
+
+
+def test_a_fix_may_move_a_reader_towards_netcdf_c_never_away():
+    """fix/verify.worse: zarr-python reading what netcdf-c read is what a fix is for; zarr-python leaving
+    netcdf-c's values (netcdf-c unchanged) is a reader made worse."""
+    from nczarr_conformance.fix.verify import worse
+
+    netcdf_c = _readings(a=[1, 2, 3])
+    towards = worse({"netcdf-c": netcdf_c, "zarr-python": _readings(a=[1, 2, 300])},
+                    {"netcdf-c": netcdf_c, "zarr-python": _readings(a=[1, 2, 3])})
+    away = worse({"netcdf-c": netcdf_c, "zarr-python": _readings(a=[1, 2, 3])},
+                 {"netcdf-c": netcdf_c, "zarr-python": _readings(a=[1, 2, 300])})
+    assert towards == [] and away == ["zarr-python reads other values from /a than before"]
+
+
+@pytest.mark.parametrize("after,accepted", [
+    ([1, -9, 3, -9], True),  # the fill cells read the new fill, every other cell the same value
+    ([1, -9, -9, 3], False),  # a fill cell moved
+    ([1, -9, 4, -9], False),  # another cell changed
+    ([1, -9, 3, -1], False),  # one fill cell read the old fill, the other the new: not the variable's fill
+], ids=["fill-only", "fill-moved", "value-changed", "mixed"])
+def test_only_a_changed_fill_is_no_worse(after, accepted):
+    """fix/verify.worse, exception (b): the same cells read the fill before (declared -1) and after (the new
+    _FillValue -9), every other cell the same value; anything else reads worse."""
+    from nczarr_conformance.fix.verify import worse
+
+    before = {"nczarr-conformance": _readings(a=[1, -1, 3, -1])}
+    now = {"nczarr-conformance": _readings(a=after)}
+    found = worse(before, now, {"/a": ([-1], [-9])})
+    assert found == ([] if accepted else ["nczarr-conformance reads other values from /a than before"])
+
+
+def test_same_values_whatever_each_readers_dtype():
+    """fix/verify.same: readers return other dtypes for the same values (int8 and int64, float32 and
+    float64, bytes and str); NaN equals NaN; text is compared as text, never with numbers."""
+    from nczarr_conformance.fix.verify import same
+
+    assert same(np.array([1, -2], "i1"), np.array([1, -2], "i8"))
+    assert same(np.array([1.5, np.nan], "f4"), np.array([1.5, np.nan], "f8"))
+    assert not same(np.array([1.5, np.nan]), np.array([1.5, 2.0]))
+    assert same(np.array([b"ab", b"c"], "S2"), np.array(["ab", "c"], dtype=object))
+    assert same(np.array([b"c\x00"], "O"), np.array(["c"]))  # netcdf-c's trailing NUL
+    assert not same(np.array(["1"]), np.array([1]))
+    assert not same(np.array([1, 2]), np.array([1, 2, 2]))
+
+
 # ---- item 8: the backup is always outside the store --------------------------------------------------
 def test_fix_run_from_inside_the_store_keeps_its_backup_beside_it(tmp_path):
     from tests.check.test_check import run_cli

@@ -98,6 +98,34 @@ def test_cut_short_on_every_attempt_is_one_unavailable_line(faulty, stored):
     assert "\n" not in str(err.value) and faulty.faults[0].seen == {f"{stored.split('/')[2]}/p/t/0": READ_ATTEMPTS}
 
 
+def test_cut_short_bodies_wait_botocores_backoff_between_attempts(faulty, stored, monkeypatch):
+    """A body cut short is fetched again with the same backoff as botocore's standard retries: its
+    ExponentialBackoff between attempts, waited for. The jitter is pinned at its maximum here, so the
+    policy says 1 s, then 2 s (base 2, attempt numbers 1 and 2)."""
+    import time
+
+    from botocore.retries import standard
+
+    delays: list[float] = []
+
+    class FullJitter(standard.ExponentialBackoff):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **{**kw, "random": lambda: 1.0})
+
+        def delay_amount(self, context):
+            delays.append(super().delay_amount(context))
+            return delays[-1]
+
+    monkeypatch.setattr(standard, "ExponentialBackoff", FullJitter)
+    store = S3Store(stored.split("/")[2], "p")
+    faulty.faults = [cut(r"/p/t/0$", 99)]
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError):
+        store.get("/t/0", limit=1 << 20)
+    assert delays == [2.0 ** n for n in range(READ_ATTEMPTS - 1)]
+    assert time.monotonic() - started >= sum(delays)
+
+
 @pytest.mark.parametrize("key,deep", [(r"/p/v/3$", True), (r"/p/t/\.zarray$", False), (r"/p/\.zgroup$", False)],
                          ids=["chunk", "metadata", "root"])
 def test_persistent_503_is_could_not_check_not_a_finding(faulty, stored, key, deep):
