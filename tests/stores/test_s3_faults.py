@@ -17,18 +17,10 @@ import pytest
 
 from nczarr_conformance.errors import StoreUnavailableError
 from nczarr_conformance.stores.s3 import READ_ATTEMPTS, S3Store
-from tests.stores.faulty_s3 import Fault, FaultyS3
+from tests.stores.faulty_s3 import Fault
+from tests.test_output_safety import one_line
 
 pytestmark = pytest.mark.s3
-
-
-@pytest.fixture
-def faulty(moto_server, monkeypatch):
-    """The proxy in front of moto; this process's S3 clients (and the CLIs it starts) talk to it."""
-    proxy = FaultyS3(moto_server)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-    yield proxy
-    proxy.close()
 
 
 @pytest.fixture
@@ -52,15 +44,6 @@ def run(tool: str, *args: str, endpoint: str | None = None) -> subprocess.Comple
     env = dict(os.environ, **({"AWS_ENDPOINT_URL": endpoint} if endpoint else {}))
     return subprocess.run([sys.executable, "-m", f"nczarr_conformance.cli.{tool}", *args], capture_output=True,
                           text=True, check=False, timeout=120, env=env)
-
-
-def one_line(result: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == code, result.stderr
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def cut(fault_key: str, times: int) -> Fault:

@@ -19,19 +19,10 @@ import pytest
 
 from nczarr_conformance.convert import convert
 from nczarr_conformance.stores.s3 import S3Store
-from tests.stores.faulty_s3 import Fault, FaultyS3
+from tests.stores.faulty_s3 import Fault
 
 pytestmark = pytest.mark.s3
 MiB = 1024**2
-
-
-@pytest.fixture
-def faulty(moto_server, monkeypatch):
-    """The proxy in front of moto; this process's S3 clients (and the CLIs it starts) talk to it."""
-    proxy = FaultyS3(moto_server)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-    yield proxy
-    proxy.close()
 
 
 @pytest.fixture
