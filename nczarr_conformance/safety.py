@@ -565,14 +565,26 @@ def _quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM raise :class:`Interrupted` in the main thread and are remembered."""
-    global _received
+    """SIGINT and SIGTERM raise :class:`Interrupted` in the main thread and are remembered.
+
+    A command starts raising again even if an earlier one in this process (a test calling
+    ``main()``) ended with :func:`stop_raising`.
+    """
+    global _received, _defer
     _received = None
     if threading.current_thread() is not threading.main_thread():
         return
+    _defer = 0
     sys.unraisablehook = _quiet_unraisable
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _handler)
+
+
+def stop_raising() -> None:
+    """From now on a signal is only recorded (a command's outcome is decided and being reported)."""
+    global _defer
+    if threading.current_thread() is threading.main_thread():
+        _defer += 1
 
 
 def received() -> int | None:

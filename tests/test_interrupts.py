@@ -398,3 +398,28 @@ def test_an_interrupt_while_a_store_opens_aborts_it_and_leaves_no_temporary(tmp_
             signal.signal(sig, handler)
         sys.unraisablehook = saved_hook
         safety._received = None  # the recorded signal must not leak into later tests
+
+
+def test_a_signal_after_a_commands_outcome_is_decided_never_escapes_as_pythons_traceback():
+    """A SIGINT landing once the command's body has returned (the fix's store already swapped in, the
+    process on its way out) used to escape as Python's own KeyboardInterrupt: exit -2 and a traceback
+    (seen once in tests/fix/test_safety.py's +0.15 s moment). After ``run()`` a signal is recorded only."""
+    from nczarr_conformance.cli.common import run
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    saved_hook = sys.unraisablehook
+    try:
+        assert run("nczarr-test", lambda: 0) == 0
+        os.kill(os.getpid(), signal.SIGINT)  # would raise Interrupted right here before the fix
+        time.sleep(0.05)
+        assert safety.received() == signal.SIGINT
+        safety.install_signal_handlers()  # the next command in this process raises again
+        with pytest.raises(safety.Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = saved_hook
+        safety._received = None
+        safety._defer = 0

@@ -34,13 +34,30 @@ def run(prog: str, body: Callable[[], int]) -> int:
     safety.install_signal_handlers()  # SIGINT and SIGTERM abort: exit 130 / 143, one line
     safety.program = prog  # a writer lock names its holder by the command's name
     try:
+        return _run(prog, body)
+    except KeyboardInterrupt:  # a signal landing while an outcome below was being reported
+        safety.stop_raising()
+        signum = safety.received() or 2
+        print(f"{prog}: {safety.Interrupted(signum)}", file=sys.stderr)
+        return 128 + signum
+    finally:
+        # the outcome is decided: a signal from now until the process exits is recorded, not
+        # raised, so it can never escape as Python's own KeyboardInterrupt traceback (exit -2)
+        safety.stop_raising()
+
+
+def _run(prog: str, body: Callable[[], int]) -> int:
+    from .. import safety
+
+    try:
         code = body()
         safety.raise_if_interrupted()  # a signal whose exception was swallowed still counts
         return code
     except NczarrError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt as exc:
+    except KeyboardInterrupt:
+        safety.stop_raising()
         signum = safety.received() or 2
         print(f"{prog}: {safety.Interrupted(signum)}", file=sys.stderr)
         return 128 + signum
