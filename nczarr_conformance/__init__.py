@@ -15,10 +15,10 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import check, convert, write, write_dataset
-    from .dataset import open_dataset
-    from .lazy import LazyDataset, open
-    from .model import Dataset
+    from nczarr_conformance.api import check, convert, write, write_dataset
+    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.lazy import LazyDataset, open
+    from nczarr_conformance.model import Dataset
 
 __all__ = ["open", "write", "convert", "check", "LazyDataset", "open_dataset", "write_dataset", "Dataset",
            "__version__"]

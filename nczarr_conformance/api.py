@@ -10,17 +10,17 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
-from .flavor_names import FLAVOR_ALIASES
-from .model import Dataset
-from .stores import open_store
-from .stores.base import Store
-from .urls import parse
+from nczarr_conformance.errors import UsageError
+from nczarr_conformance.flavor_names import FLAVOR_ALIASES
+from nczarr_conformance.model import Dataset
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import parse
 
 if TYPE_CHECKING:
-    from .check.report import Report
-    from .check.rules import Severity
-    from .convert import ConvertStats
+    from nczarr_conformance.check.report import Report
+    from nczarr_conformance.check.rules import Severity
+    from nczarr_conformance.convert import ConvertStats
 
 __all__ = ["write", "write_dataset", "convert", "check"]
 
@@ -60,7 +60,7 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bo
         raise UsageError(f"write() of a model Dataset takes no {', '.join(sorted(convert_options))}")
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
-    from .nczarr.writer import write_dataset
+    from nczarr_conformance.nczarr.writer import write_dataset
 
     spec = parse(target)
     layout = FLAVOR_ALIASES[flavor]
@@ -75,7 +75,7 @@ def write_dataset(dataset: Dataset, target: Store | PathOrURL, **options: Any) -
     path or URL (committed here); the package exports this one, so a path no longer fails on a
     missing ``put``. Returns the chunks copied as stored (0 for a path or URL)."""
     if isinstance(target, Store):
-        from .nczarr.writer import write_dataset as into_store
+        from nczarr_conformance.nczarr.writer import write_dataset as into_store
 
         return into_store(dataset, target, **options)
     write(dataset, target, **options)
@@ -85,7 +85,7 @@ def write_dataset(dataset: Dataset, target: Store | PathOrURL, **options: Any) -
 def convert(src: PathOrURL, url: PathOrURL, **options: Any) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``url`` (nc2nczarr; options as
     :func:`nczarr_conformance.convert.convert`: ``flavor``, ``overwrite``, ``transforms``, ...)."""
-    from .convert import convert as run
+    from nczarr_conformance.convert import convert as run
 
     return run(os.fspath(src), os.fspath(url), **options)
 
@@ -94,7 +94,7 @@ def check(url: PathOrURL, *, deep: bool = False, expect: str | None = None, sele
           ignore: list[str] | None = None, fail_on: Severity | str = "error") -> Report:
     """Run nczarr-check's rules on the store ``url``; the report's ``findings`` and ``exit_code``
     are what ``nczarr-check`` prints and returns."""
-    from .check import check as run
-    from .check.rules import Severity as Level
+    from nczarr_conformance.check import check as run
+    from nczarr_conformance.check.rules import Severity as Level
 
     return run(os.fspath(url), deep=deep, expect=expect, select=select, ignore=ignore, fail_on=Level(fail_on))

@@ -26,18 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from . import keys
-from .convert import _header
-from .errors import StoreError, UnsupportedError, UsageError
-from .model import Dataset, Group
-from .nczarr.consolidated import CONSOLIDATED_KEY, with_updates
-from .nczarr.flavors import GROUP_PLACE
-from .nczarr.reader import DatasetReader
-from .nczarr.writer import _to_storage
-from .peers import netcdf4 as nc4
-from .stores import ZipStore, lock_for_writing, open_store
-from .stores.base import Store
-from .urls import parse
+from nczarr_conformance import keys
+from nczarr_conformance.convert import _header
+from nczarr_conformance.errors import StoreError, UnsupportedError, UsageError
+from nczarr_conformance.model import Dataset, Group
+from nczarr_conformance.nczarr.consolidated import CONSOLIDATED_KEY, with_updates
+from nczarr_conformance.nczarr.flavors import GROUP_PLACE
+from nczarr_conformance.nczarr.reader import DatasetReader
+from nczarr_conformance.nczarr.writer import _to_storage
+from nczarr_conformance.peers import netcdf4 as nc4
+from nczarr_conformance.stores import ZipStore, lock_for_writing, open_store
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import parse
 
 MAX_COMPARE_BYTES = 64 * 1024**2
 STRING_SLAB = 1_000_000  # elements read at once when checking incoming strings
@@ -198,7 +198,7 @@ def _find_dim(model: Dataset, name: str) -> str:
 
 
 def _attrs_json(attrs: dict[str, Any]) -> str:
-    from .model import attribute_to_json
+    from nczarr_conformance.model import attribute_to_json
 
     return json.dumps({n: attribute_to_json(a) for n, a in sorted(attrs.items())}, sort_keys=True)
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from .cdl_text import (KEYWORDS, ValueFormatter, attribute_values, byte_len, char_data_string, escape_name,
+from nczarr_conformance.cdl_text import (KEYWORDS, ValueFormatter, attribute_values, byte_len, char_data_string, escape_name,
                        to_bytes)
-from .cdl_time import TimeInfo, iso_time, time_info
-from .errors import UsageError
-from .model import Attribute, Dataset, Group, Variable
-from .nczarr.dtypes import DEFAULT_FILL
+from nczarr_conformance.cdl_time import TimeInfo, iso_time, time_info
+from nczarr_conformance.errors import UsageError
+from nczarr_conformance.model import Attribute, Dataset, Group, Variable
+from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL
 
 #: A variable's values in C order, as arrays along the first dimension (one 0-d array for a scalar).
 Slabs = Callable[[str, Variable], Iterator[np.ndarray]]

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import FormatError
-from .model import Attribute, Dataset, Dimension, Group, Variable, char_fill_byte
-from .nczarr.dtypes import DEFAULT_FILL, NC_TYPES, numpy_dtype
+from nczarr_conformance.errors import FormatError
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, char_fill_byte
+from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, NC_TYPES, numpy_dtype
 
 PUNCT = set("{}(),;:=")
 SUFFIX_TYPES = [("ull", "uint64"), ("ub", "ubyte"), ("us", "ushort"), ("ll", "int64"), ("u", "uint"), ("b", "byte"),

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Variable
+from nczarr_conformance.model import Variable
 
 #: ncdump's calendar names → cftime's (gregorian/standard is the mixed Julian/Gregorian one in both).
 CALENDARS = {"gregorian": "standard", "standard": "standard", "proleptic_gregorian": "proleptic_gregorian",

@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from . import safety
-from .errors import UsageError
+from nczarr_conformance import safety
+from nczarr_conformance.errors import UsageError
 
 WORKER_STOP_SECONDS = 1.0  # a worker still busy when the command's cluster closes is killed after 0.8 of this
 

@@ -37,7 +37,7 @@ import numcodecs
 import numpy as np
 from numcodecs.abc import Codec
 
-from .errors import FormatError, UnsupportedError
+from nczarr_conformance.errors import FormatError, UnsupportedError
 
 
 class InflateError(FormatError):

@@ -51,13 +51,13 @@ from typing import Any
 
 import numpy as np
 
-from . import keys, safety
-from .append import MAX_COMPARE_BYTES, InputChanged, Stamp, refuse_if_changed
-from .errors import StoreError, UsageError
-from .model import Dataset
-from .nczarr.writer import ArrayPlan, DatasetWriter, Progress, _all_fill, _to_storage
-from .stores.part import PartSpec, open_part
-from .urls import StoreSpec, parse
+from nczarr_conformance import keys, safety
+from nczarr_conformance.append import MAX_COMPARE_BYTES, InputChanged, Stamp, refuse_if_changed
+from nczarr_conformance.errors import StoreError, UsageError
+from nczarr_conformance.model import Dataset
+from nczarr_conformance.nczarr.writer import ArrayPlan, DatasetWriter, Progress, _all_fill, _to_storage
+from nczarr_conformance.stores.part import PartSpec, open_part
+from nczarr_conformance.urls import StoreSpec, parse
 
 WORKER_THREADS = 2  # copy threads inside one task (a worker process runs one task at a time)
 DRAIN_SECONDS = 60.0  # longest wait, on a caller's cluster, for cancelled tasks still running to end
@@ -156,8 +156,8 @@ def describe(path: str, dim_name: str) -> FileInfo:
 
 
 def _describe(path: str, dim_name: str) -> FileInfo:
-    from .convert import _header
-    from .peers import netcdf4 as nc4
+    from nczarr_conformance.convert import _header
+    from nczarr_conformance.peers import netcdf4 as nc4
 
     nc = nc4.open_nc(path, check="all")  # what netCDF-4 hides would be lost without a word: refused
     try:
@@ -193,7 +193,7 @@ def order_and_check(infos: list[FileInfo], *, allow_gaps: bool = False, stored: 
     (``stored``: the coordinate of the store a multi-file ``--append`` extends), so one file
     appended at a time and many at once are held to the same rules.
     """
-    from .append import _compare, check_coordinates
+    from nczarr_conformance.append import _compare, check_coordinates
 
     for info in infos:
         if info.length == 0:
@@ -362,8 +362,8 @@ def run_task(task: Task) -> tuple[int, int, list[str]]:
 
 
 def _run_task(task: Task) -> tuple[int, int, list[str]]:
-    from .convert import _header
-    from .peers import netcdf4 as nc4
+    from nczarr_conformance.convert import _header
+    from nczarr_conformance.peers import netcdf4 as nc4
 
     store = open_part(task.part)
     put: list[str] = []
@@ -420,8 +420,8 @@ def _run_task(task: Task) -> tuple[int, int, list[str]]:
 
 def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: Any, counted: list[int]) -> int:
     """The file's chunks that are wholly its own and aligned, through the converter's writer."""
-    from .convert import _direct_source
-    from .peers import netcdf4 as nc4
+    from nczarr_conformance.convert import _direct_source
+    from nczarr_conformance.peers import netcdf4 as nc4
 
     assert task.path is not None
     length = task.length  # the plan's, not the file's header: rows past it belong to no one
@@ -467,7 +467,7 @@ def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
               nc_of: Callable[[str], tuple[Any, dict[str, Any], Any]], store: Any,
               base: StoreSpec | None = None) -> int:
     """Every chunk of row ``k`` along DIM, filled from the sources it spans, encoded once; how many."""
-    from .codecs import Pipeline
+    from nczarr_conformance.codecs import Pipeline
 
     pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
     fill_chunk = np.full(plan.chunks, plan.fill_storage, dtype=plan.storage)
@@ -476,8 +476,8 @@ def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
     ranges = [range(k, k + 1) if i == axis else range(g) for i, g in enumerate(grid)]
     reader = None
     if base is not None and any(src.path == "" for src in sources):
-        from .nczarr.reader import DatasetReader
-        from .stores import open_store
+        from nczarr_conformance.nczarr.reader import DatasetReader
+        from nczarr_conformance.stores import open_store
 
         reader = DatasetReader(open_store(base))
     try:
@@ -491,7 +491,7 @@ def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
 def _assemble_rows(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
                    nc_of: Callable[[str], tuple[Any, dict[str, Any], Any]], store: Any, base: StoreSpec | None,
                    reader: Any, ranges: list[range], pipeline: Any, fill_chunk: np.ndarray, skip_fill: bool) -> int:
-    from .peers import netcdf4 as nc4
+    from nczarr_conformance.peers import netcdf4 as nc4
 
     done = 0
     for index in itertools.product(*ranges):
@@ -547,7 +547,7 @@ class DirectoryTarget(Target):
     """A tree built aside (an append's from hard links to the old files, which are never written into)."""
 
     def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
-        from .stores import DirectoryStore
+        from nczarr_conformance.stores import DirectoryStore
 
         self.store = DirectoryStore(spec.path, "a" if append else "w", overwrite)
         self.part = PartSpec("file", str(self.store.root), in_place=not append, umask=safety.umask())
@@ -566,7 +566,7 @@ class ZipTarget(Target):
     """Built aside as a directory next to the zip, then zipped under a temporary name and renamed."""
 
     def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
-        from .stores import ZipStore
+        from nczarr_conformance.stores import ZipStore
 
         self.spec = spec
         self.overwrite = overwrite
@@ -585,7 +585,7 @@ class ZipTarget(Target):
         self.meta[key] = data
 
     def commit(self) -> None:
-        from .stores.part import DirectoryPart
+        from nczarr_conformance.stores.part import DirectoryPart
 
         try:
             tree = DirectoryPart(self.part)
@@ -626,7 +626,7 @@ class S3Target(Target):
     """Chunks PUT by the workers under the store's marker; metadata held by the store until commit."""
 
     def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
-        from .stores.s3 import S3Store
+        from nczarr_conformance.stores.s3 import S3Store
 
         self.store = S3Store.from_spec(spec, "a" if append else "w", overwrite)
         self.store._begin()  # the marker first (and an overwrite's old metadata gone) before any worker PUT
@@ -681,9 +681,9 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     append.py against the store, then the same machinery. ``consolidate`` and ``char_as`` are
     :func:`~nczarr_conformance.nczarr.writer.write_dataset`'s (a new store only).
     """
-    from .cluster import open_client
-    from .nczarr.writer import FLAVOR_ALIASES
-    from .stores import lock_for_writing
+    from nczarr_conformance.cluster import open_client
+    from nczarr_conformance.nczarr.writer import FLAVOR_ALIASES
+    from nczarr_conformance.stores import lock_for_writing
 
     started = time.perf_counter()
     files = expand_inputs(inputs)
@@ -723,9 +723,9 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
 def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool, *, consolidate: bool | None = None,
                  char_as: str | None = None) -> DatasetWriter:
     """The writer ``convert`` would use on the first file, its arrays stretched to ``total`` along DIM."""
-    from .convert import _header
-    from .peers import netcdf4 as nc4
-    from .stores.memory import MemoryStore
+    from nczarr_conformance.convert import _header
+    from nczarr_conformance.peers import netcdf4 as nc4
+    from nczarr_conformance.stores.memory import MemoryStore
 
     nc = nc4.open_nc(first.path)
     try:
@@ -882,9 +882,9 @@ class _Base:
 
     @classmethod
     def open(cls, spec: StoreSpec, dim_name: str) -> _Base:
-        from .append import _find_dim
-        from .nczarr.reader import DatasetReader
-        from .stores import open_store
+        from nczarr_conformance.append import _find_dim
+        from nczarr_conformance.nczarr.reader import DatasetReader
+        from nczarr_conformance.stores import open_store
 
         store = open_store(spec, "r")
         try:
@@ -906,7 +906,7 @@ class _Base:
     def check(self, ordered: list[FileInfo]) -> None:
         """What append checks but the coordinate (see order_and_check), against the first of the new files;
         the others equal it."""
-        from .append import _compare
+        from nczarr_conformance.append import _compare
 
         first = ordered[0]
         problems: list[str] = []
@@ -947,7 +947,7 @@ class _Base:
 
     def metadata(self, along: dict[str, int], total: int) -> dict[str, bytes]:
         """append's updated .zarray shapes and dimension size, ``.zmetadata`` last when the store has one."""
-        from .append import _updated_consolidated, _updated_metadata
+        from nczarr_conformance.append import _updated_consolidated, _updated_metadata
 
         updated = _updated_metadata(self.reader, along, self.dim, total)
         consolidated = _updated_consolidated(self.store, updated)

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from . import hdf5_types, keys, safety
-from .errors import NczarrError, StoreError, UnsupportedError, UsageError
-from .model import Dataset, Group, Variable
-from .nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
-from .peers import netcdf4 as nc4
-from .stores import open_store
-from .transforms import Transforms, apply, without_direct_copy, writable_codecs
-from .urls import parse
+from nczarr_conformance import hdf5_types, keys, safety
+from nczarr_conformance.errors import NczarrError, StoreError, UnsupportedError, UsageError
+from nczarr_conformance.model import Dataset, Group, Variable
+from nczarr_conformance.nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
+from nczarr_conformance.peers import netcdf4 as nc4
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.transforms import Transforms, apply, without_direct_copy, writable_codecs
+from nczarr_conformance.urls import parse
 
 
 @dataclass
@@ -115,7 +115,7 @@ def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[
     """The model header of ``ncgroup``; ``skip`` names variables left out, ``skip_outside`` leaves out
     attributes of user-defined types (a file may have those and no such variable), ``leave_out``
     names attributes not read, by group or variable key."""
-    from .model import Dimension
+    from nczarr_conformance.model import Dimension
 
     names = leave_out or {}
     group = Group()
@@ -244,7 +244,7 @@ def _direct_source(src: str, *, copy: bool = True):  # type: ignore[no-untyped-d
     try:
         if not hdf5_types.is_hdf5(src):
             return None
-        from .direct import DirectChunks
+        from nczarr_conformance.direct import DirectChunks
 
         return DirectChunks(src, copy=copy)
     except (ImportError, OSError):
@@ -261,8 +261,8 @@ def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms
     """
     import math
 
-    from .nczarr.writer import DatasetWriter
-    from .stores.memory import MemoryStore
+    from nczarr_conformance.nczarr.writer import DatasetWriter
+    from nczarr_conformance.stores.memory import MemoryStore
 
     with _opened(src, skip_unsupported) as opened:
         variables: dict[str, Any] = {}

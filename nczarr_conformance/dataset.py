@@ -4,12 +4,12 @@ from __future__ import annotations
 import os
 from pathlib import PurePosixPath
 
-from .errors import FormatError
-from .model import Dataset
-from .nczarr.reader import read_dataset
-from .sniff import NETCDF_MAGIC, explain_open_failure, is_netcdf_file
-from .stores import open_store
-from .urls import parse
+from nczarr_conformance.errors import FormatError
+from nczarr_conformance.model import Dataset
+from nczarr_conformance.nczarr.reader import read_dataset
+from nczarr_conformance.sniff import NETCDF_MAGIC, explain_open_failure, is_netcdf_file
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.urls import parse
 
 __all__ = ["open_dataset", "dataset_name", "is_netcdf_file", "NETCDF_MAGIC"]
 
@@ -18,7 +18,7 @@ def open_dataset(url: str, *, data: bool = True) -> Dataset:
     """The canonical model of whatever ``url`` names."""
     spec = parse(url)
     if spec.kind == "file" and os.path.isfile(spec.path) and is_netcdf_file(spec.path):
-        from .peers import netcdf4
+        from nczarr_conformance.peers import netcdf4
 
         return netcdf4.read(spec.path, data=data)
     with open_store(spec) as store:

@@ -31,9 +31,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import hdf5_types
-from .errors import StoreError
-from .nczarr.writer import NOT_STORED, ArrayPlan
+from nczarr_conformance import hdf5_types
+from nczarr_conformance.errors import StoreError
+from nczarr_conformance.nczarr.writer import NOT_STORED, ArrayPlan
 
 H5Z_FILTER_DEFLATE = 1
 H5Z_FILTER_SHUFFLE = 2
@@ -56,7 +56,7 @@ class DirectChunks:
     def __init__(self, path: str, *, copy: bool = True) -> None:
         import h5py
 
-        from .peers.netcdf4 import LOCK
+        from nczarr_conformance.peers.netcdf4 import LOCK
 
         # One lock for both HDF5 libraries in this process (netCDF4's and h5py's): HDF5
         # is not thread-safe, and two copies reading one file at once crash.

@@ -14,15 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 import numpy as np
 
-from .cdl import StorageFacts
-from .dataset import is_netcdf_file
-from .sniff import explain_open_failure
-from .errors import FormatError
-from .model import Dataset, Variable
-from .nczarr.reader import DatasetReader
-from .stores import open_store
-from .stores.base import Store
-from .urls import parse
+from nczarr_conformance.cdl import StorageFacts
+from nczarr_conformance.dataset import is_netcdf_file
+from nczarr_conformance.sniff import explain_open_failure
+from nczarr_conformance.errors import FormatError
+from nczarr_conformance.model import Dataset, Variable
+from nczarr_conformance.nczarr.reader import DatasetReader
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import parse
 
 #: netCDF4-python data models → what ``ncdump -k`` prints (ncdump.c ``kind_string``).
 NC_KINDS = {"NETCDF4": "netCDF-4", "NETCDF4_CLASSIC": "netCDF-4 classic model", "NETCDF3_CLASSIC": "classic",
@@ -94,7 +94,7 @@ class NetcdfFileSource(DumpSource):
     ROW_BUDGET = 16 * 1024 * 1024  # bytes per slab of a contiguous variable
 
     def __init__(self, path: str) -> None:
-        from .peers import netcdf4
+        from nczarr_conformance.peers import netcdf4
 
         self.nc = netcdf4.open_nc(path)
         self.dataset = netcdf4.read(path, data=False)
@@ -109,7 +109,7 @@ class NetcdfFileSource(DumpSource):
         self.facts = StorageFacts(nczarr=False, kind=self.kind, hidden=hidden, no_fill=self._no_fill())
 
     def _no_fill(self) -> set[str]:
-        from .peers.netcdf4 import _libnetcdf
+        from nczarr_conformance.peers.netcdf4 import _libnetcdf
 
         lib = _libnetcdf()
         found: set[str] = set()
@@ -125,7 +125,7 @@ class NetcdfFileSource(DumpSource):
         return found
 
     def slabs(self, path: str, var: Variable) -> Iterator[np.ndarray]:
-        from .peers import netcdf4
+        from nczarr_conformance.peers import netcdf4
 
         ncvar = self.nc[path]
         if not var.shape:

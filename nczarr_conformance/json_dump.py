@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from . import keys
-from .dump_source import DumpSource
-from .model import Variable, values_to_json
+from nczarr_conformance import keys
+from nczarr_conformance.dump_source import DumpSource
+from nczarr_conformance.model import Variable, values_to_json
 
 #: Values turned into Python objects at once: floats pass through a numpy text array of 128 bytes
 #: each on the way (values_to_json), so 64 Ki values cost about 8 MB.

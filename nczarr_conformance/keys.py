@@ -5,7 +5,7 @@ do it through :func:`validate` so that no key can escape the store.
 """
 from __future__ import annotations
 
-from .errors import FormatError
+from nczarr_conformance.errors import FormatError
 
 
 def join(*parts: str) -> str:

@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from . import keys
-from .errors import FormatError, UsageError
-from .model import Attribute, Dimension, Group, Variable
-from .nczarr.reader import ArrayInfo, DatasetReader
-from .nczarr.selection import read_selection
-from .sniff import explain_open_failure, netcdf_file_error
-from .stores import open_store
-from .stores.base import Store
-from .urls import parse
+from nczarr_conformance import keys
+from nczarr_conformance.errors import FormatError, UsageError
+from nczarr_conformance.model import Attribute, Dimension, Group, Variable
+from nczarr_conformance.nczarr.reader import ArrayInfo, DatasetReader
+from nczarr_conformance.nczarr.selection import read_selection
+from nczarr_conformance.sniff import explain_open_failure, netcdf_file_error
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import parse
 
 __all__ = ["LazyDataset", "LazyGroup", "LazyVariable", "open", "netcdf4_value"]
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import FormatError
+from nczarr_conformance.errors import FormatError
 
 DEFAULT_MAX_METADATA = 64 * 1024**2
 DEFAULT_MAX_IN_MEMORY = 256 * 1024**2

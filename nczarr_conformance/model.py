@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .nczarr.dtypes import NC_TYPES, nctype_of_numpy, numpy_dtype
+from nczarr_conformance.nczarr.dtypes import NC_TYPES, nctype_of_numpy, numpy_dtype
 
 MODEL_ID = "nczarr-model/1"
 STORAGE_INTERNAL_PREFIXES = ("_nczarr", "_NCZARR")

@@ -49,8 +49,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Self
 
-from . import keys
-from .errors import StoreError, UsageError
+from nczarr_conformance import keys
+from nczarr_conformance.errors import StoreError, UsageError
 
 META_NAMES = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata", ".nczarr"})
 ROOT_META = ("/.zmetadata", "/.zgroup", "/.zarray", "/.nczarr", "/.zattrs")  # deleted in this order

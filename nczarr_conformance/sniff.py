@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 
-from .errors import FormatError, NczarrError, UnsupportedError, UsageError
-from .stores.base import Store
-from .urls import StoreSpec
+from nczarr_conformance.errors import FormatError, NczarrError, UnsupportedError, UsageError
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import StoreSpec
 
 NETCDF_MAGIC = (b"\x89HDF", b"CDF\x01", b"CDF\x02", b"CDF\x05")
 

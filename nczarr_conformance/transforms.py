@@ -43,10 +43,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import keys
-from .errors import UsageError
-from .model import Dataset, Group, Variable
-from .nczarr.writer import ArrayPlan, RawSource, auto_chunks
+from nczarr_conformance import keys
+from nczarr_conformance.errors import UsageError
+from nczarr_conformance.model import Dataset, Group, Variable
+from nczarr_conformance.nczarr.writer import ArrayPlan, RawSource, auto_chunks
 
 NCCOPY_MIN_CHUNK_BYTES = 8192  # nccopy's CHUNK_THRESHOLD
 NCCOPY_UNLIMITED_DEFAULT_BYTES = 4 * 1024 * 1024  # nccopy's DFALTUNLIMSIZE

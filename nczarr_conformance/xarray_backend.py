@@ -35,7 +35,7 @@ from xarray.coding.strings import create_vlen_dtype
 from xarray.core import indexing
 
 if TYPE_CHECKING:
-    from .lazy import LazyDataset, LazyGroup, LazyVariable
+    from nczarr_conformance.lazy import LazyDataset, LazyGroup, LazyVariable
 
 __all__ = ["NCZarrBackendEntrypoint", "NCZarrArray", "NCZarrDataStore"]
 
@@ -118,7 +118,7 @@ class NCZarrDataStore(AbstractDataStore):
     @classmethod
     def open(cls, filename_or_obj: str | os.PathLike[str] | LazyDataset, group: str | None = None,
              max_bytes: int | None = None) -> NCZarrDataStore:
-        from .lazy import LazyDataset, LazyGroup
+        from nczarr_conformance.lazy import LazyDataset, LazyGroup
 
         if isinstance(filename_or_obj, LazyDataset):
             shared = _Shared(filename_or_obj, owned=False)

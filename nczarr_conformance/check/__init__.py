@@ -6,15 +6,15 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import StoreUnavailableError
-from ..flavor_names import CHECK_FLAVORS
-from ..sniff import netcdf_file_error, zarr_v3_error
-from ..stores import open_store
-from ..urls import parse
-from . import attrs, chunks, interop, layout, metadata, readers  # noqa: F401  (registers the rules)
-from .context import CheckContext
-from .report import Report
-from .rules import RULES, Finding, Severity, get, matching, rule
+from nczarr_conformance.errors import StoreUnavailableError
+from nczarr_conformance.flavor_names import CHECK_FLAVORS
+from nczarr_conformance.sniff import netcdf_file_error, zarr_v3_error
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.urls import parse
+from nczarr_conformance.check import attrs, chunks, interop, layout, metadata, readers  # noqa: F401  (registers the rules)
+from nczarr_conformance.check.context import CheckContext
+from nczarr_conformance.check.report import Report
+from nczarr_conformance.check.rules import RULES, Finding, Severity, get, matching, rule
 
 __all__ = ["check", "RULES", "Report", "Finding", "Severity"]
 
@@ -37,8 +37,8 @@ def crashed(ctx: CheckContext) -> Iterator[Finding]:
 
 def with_fix(finding: Finding) -> Finding:
     """The finding naming the nczarr-fix fix that cures its rule, when there is one."""
-    from ..fix.registry import for_rule
-    from ..fix import fixes  # noqa: F401  (registers the fixes)
+    from nczarr_conformance.fix.registry import for_rule
+    from nczarr_conformance.fix import fixes  # noqa: F401  (registers the fixes)
 
     fix_id = for_rule(finding.rule)
     return dataclasses.replace(finding, fix=fix_id) if fix_id else finding
@@ -77,7 +77,7 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
         ctx = CheckContext(store, url, deep=deep)
         ctx.__dict__["expect"] = expect
         if client is not None and deep:
-            from .parallel import decode_map
+            from nczarr_conformance.check.parallel import decode_map
 
             ctx.__dict__["decode_map"] = decode_map(client, spec)
         if ctx.flavor == "unknown":

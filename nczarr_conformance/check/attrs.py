@@ -4,13 +4,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .. import keys
-from ..errors import NczarrError
-from ..model import is_internal_attribute
-from ..nczarr import attrs as attr_codec
-from ..nczarr.dtypes import parse_attr_type
-from .context import CheckContext
-from .rules import Finding, Severity, get, rule
+from nczarr_conformance import keys
+from nczarr_conformance.errors import NczarrError
+from nczarr_conformance.model import is_internal_attribute
+from nczarr_conformance.nczarr import attrs as attr_codec
+from nczarr_conformance.nczarr.dtypes import parse_attr_type
+from nczarr_conformance.check.context import CheckContext
+from nczarr_conformance.check.rules import Finding, Severity, get, rule
 
 
 def _attribute_sets(ctx: CheckContext) -> Iterator[tuple[str, dict[str, Any], dict[str, Any] | None]]:

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .. import keys
-from .. import limits
-from ..codecs import InflateError, Pipeline
-from ..errors import NczarrError, StoreUnavailableError
-from ..stores.base import Store
-from .context import METADATA_NAMES, CheckContext, parse_array
-from .rules import Finding, Severity, get, rule
+from nczarr_conformance import keys
+from nczarr_conformance import limits
+from nczarr_conformance.codecs import InflateError, Pipeline
+from nczarr_conformance.errors import NczarrError, StoreUnavailableError
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.check.context import METADATA_NAMES, CheckContext, parse_array
+from nczarr_conformance.check.rules import Finding, Severity, get, rule
 
 
 

@@ -11,12 +11,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import keys
-from ..errors import FormatError, NczarrError, StoreUnavailableError
-from ..limits import MAX_JSON_DEPTH
-from ..nczarr import lenient_json
-from ..nczarr.flavors import find_piece
-from ..stores.base import Store
+from nczarr_conformance import keys
+from nczarr_conformance.errors import FormatError, NczarrError, StoreUnavailableError
+from nczarr_conformance.limits import MAX_JSON_DEPTH
+from nczarr_conformance.nczarr import lenient_json
+from nczarr_conformance.nczarr.flavors import find_piece
+from nczarr_conformance.stores.base import Store
 
 
 METADATA_NAMES = frozenset({".zgroup", ".zarray", ".zattrs", ".zmetadata", ".nczarr", ".nczgroup", ".nczarray",
@@ -303,7 +303,7 @@ class ParsedArray:
 
 
 def parse_array(ctx: CheckContext, rec: ArrayRecord) -> ParsedArray:
-    from ..nczarr.dtypes import parse_dtype
+    from nczarr_conformance.nczarr.dtypes import parse_dtype
 
     z = rec.zarray or {}
 

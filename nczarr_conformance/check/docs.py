@@ -9,9 +9,9 @@ import html
 import json
 import sys
 
-from . import RULES
-from .report import html_page
-from .rules import Rule
+from nczarr_conformance.check import RULES
+from nczarr_conformance.check.report import html_page
+from nczarr_conformance.check.rules import Rule
 
 HEADER = """# nczarr-check rules
 

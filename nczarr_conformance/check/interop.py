@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from .. import keys
-from .chunks import chunk_objects
-from .context import CheckContext, parse_array
-from .metadata import _refs
-from .rules import Finding, Severity, get, rule
+from nczarr_conformance import keys
+from nczarr_conformance.check.chunks import chunk_objects
+from nczarr_conformance.check.context import CheckContext, parse_array
+from nczarr_conformance.check.metadata import _refs
+from nczarr_conformance.check.rules import Finding, Severity, get, rule
 
 
 def _dtype(ctx: CheckContext, akey: str) -> str:

@@ -6,11 +6,11 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from .. import keys
-from ..nczarr.flavors import KNOWN_VERSIONS
-from .chunks import looks_like_chunk
-from .context import METADATA_NAMES, CheckContext
-from .rules import Finding, Severity, get, rule
+from nczarr_conformance import keys
+from nczarr_conformance.nczarr.flavors import KNOWN_VERSIONS
+from nczarr_conformance.check.chunks import looks_like_chunk
+from nczarr_conformance.check.context import METADATA_NAMES, CheckContext
+from nczarr_conformance.check.rules import Finding, Severity, get, rule
 
 
 @rule("NCZ-LAYOUT-NODATASET", Severity.ERROR, source='Zarr v2 spec, nczarr.md "Storage Format"')
@@ -47,8 +47,8 @@ def key_clash(ctx: CheckContext) -> Iterator[Finding]:
 @rule("NCZ-STORE-LEFTOVER", Severity.WARNING, source="nczarr-conformance writers (README: what a failure leaves behind)")
 def leftovers(ctx: CheckContext) -> Iterator[Finding]:
     """No temporary output of a writer that died (SIGKILL, power loss) lies beside or inside the store."""
-    from ..safety import S3_MARKER, find_leftovers
-    from ..urls import parse
+    from nczarr_conformance.safety import S3_MARKER, find_leftovers
+    from nczarr_conformance.urls import parse
 
     try:
         spec = parse(ctx.url)
@@ -203,9 +203,9 @@ def _differing_keys(consolidated: Any, stored: Any, nczarr: bool) -> str:
 
 def _same_fill(consolidated: dict[str, Any], stored: dict[str, Any], nczarr: bool) -> bool:
     """Whether two .zarray fill_values of one dtype mean the same fill (NaN as NaN, sign of zero kept)."""
-    from ..errors import NczarrError
-    from ..nczarr.dtypes import parse_dtype
-    from ..nczarr.reader import decode_fill
+    from nczarr_conformance.errors import NczarrError
+    from nczarr_conformance.nczarr.dtypes import parse_dtype
+    from nczarr_conformance.nczarr.reader import decode_fill
 
     if _canonical(consolidated.get("dtype")) != _canonical(stored.get("dtype")):
         return False

@@ -5,13 +5,13 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from .. import keys
-from ..codecs import build
-from ..errors import NczarrError
-from ..nczarr.dtypes import DEFAULT_MAXSTRLEN, parse_dtype
-from ..nczarr.reader import decode_fill
-from .context import ArrayRecord, CheckContext, parse_array
-from .rules import Finding, Severity, get, rule
+from nczarr_conformance import keys
+from nczarr_conformance.codecs import build
+from nczarr_conformance.errors import NczarrError
+from nczarr_conformance.nczarr.dtypes import DEFAULT_MAXSTRLEN, parse_dtype
+from nczarr_conformance.nczarr.reader import decode_fill
+from nczarr_conformance.check.context import ArrayRecord, CheckContext, parse_array
+from nczarr_conformance.check.rules import Finding, Severity, get, rule
 
 REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order", "filters")
 HUGE_BYTES = 2**40  # 1 TiB declared: almost surely a corrupt shape
@@ -55,7 +55,7 @@ def array_shape(ctx: CheckContext) -> Iterator[Finding]:
 @rule("NCZ-ARRAY-NDIM", Severity.ERROR, source="numpy's 64-dimension limit (zarr-python, xarray, ours)")
 def array_ndim(ctx: CheckContext) -> Iterator[Finding]:
     """An array has at most 64 dimensions: numpy-based readers (zarr-python, xarray, ours) cannot hold more."""
-    from ..nczarr.reader import MAX_NDIM
+    from nczarr_conformance.nczarr.reader import MAX_NDIM
 
     for akey, rec, z in _arrays(ctx):
         shape = z.get("shape")
@@ -67,7 +67,7 @@ def array_ndim(ctx: CheckContext) -> Iterator[Finding]:
       "reads an extent past int64 as negative")
 def array_int64(ctx: CheckContext) -> Iterator[Finding]:
     """Extents, chunk grid spans and byte sizes fit in int64: numpy-based readers (xarray, ours) cannot address more."""
-    from ..limits import INT64_MAX, int64_overflow
+    from nczarr_conformance.limits import INT64_MAX, int64_overflow
 
     for akey, rec, _ in _arrays(ctx):
         parsed = parse_array(ctx, rec)

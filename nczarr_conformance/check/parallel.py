@@ -12,10 +12,10 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from ..stores import open_store
-from ..stores.base import Store
-from ..urls import StoreSpec
-from .chunks import DecodeJob, DecodeMap, Outcome, decode_all
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import StoreSpec
+from nczarr_conformance.check.chunks import DecodeJob, DecodeMap, Outcome, decode_all
 
 BATCHES_PER_WORKER = 4  # enough to even out uneven batches, few enough to keep scheduling cheap
 MIN_BATCH = 32

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .. import keys
-from ..nczarr.dtypes import DEFAULT_FILL
-from .context import CheckContext, parse_array
-from .rules import Finding, Severity, get, rule
+from nczarr_conformance import keys
+from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL
+from nczarr_conformance.check.context import CheckContext, parse_array
+from nczarr_conformance.check.rules import Finding, Severity, get, rule
 
 
 @rule("NCZ-INTEROP-TS-FILTERS", Severity.WARNING, source="TensorStore zarr driver; tests/check/test_interop.py")

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rules import Finding, Severity
+from nczarr_conformance.check.rules import Finding, Severity
 
 REPORT_ID = "nczarr-check/1"
 RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}

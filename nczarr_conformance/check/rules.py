@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .context import CheckContext
+    from nczarr_conformance.check.context import CheckContext
 
 
 class Severity(StrEnum):
@@ -87,7 +87,7 @@ def rule(rule_id: str, severity: Severity, *, source: str, deep: bool = False,
 
 def matching(patterns: list[str]) -> list[str]:
     """Ids of the rules ``patterns`` (ids or prefixes) name; a pattern naming none is a usage error."""
-    from ..errors import UsageError
+    from nczarr_conformance.errors import UsageError
 
     for p in patterns:
         if not any(r.matches([p]) for r in RULES.values()):

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NczarrError, StoreError
-from ..flavor_names import CHECK_FLAVORS as FLAVOR_CHOICES
-from .common import Parser, run
+from nczarr_conformance.errors import NczarrError, StoreError
+from nczarr_conformance.flavor_names import CHECK_FLAVORS as FLAVOR_CHOICES
+from nczarr_conformance.cli.common import Parser, run
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy
-    from ..check.report import Report
+    from nczarr_conformance.check.report import Report
 
 
 def _ids(text: str) -> list[str]:
@@ -25,7 +25,7 @@ def _ids(text: str) -> list[str]:
 
 def check(url: str, **options: Any) -> Report:
     """nczarr_conformance.check.check, imported on first use (the rules load numpy and numcodecs)."""
-    from ..check import check as check_url
+    from nczarr_conformance.check import check as check_url
 
     return check_url(url, **options)
 
@@ -71,21 +71,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--scheduler and --workers go with --deep (only chunk decoding is distributed)")
 
     def body() -> int:
-        from ..check.docs import render_list
+        from nczarr_conformance.check.docs import render_list
 
         if args.list_rules:
             _write(render_list(args.format), args.output)
             return 0
         if args.scheduler or args.workers:
-            from ..cluster import open_client
+            from nczarr_conformance.cluster import open_client
 
             with open_client(args.scheduler, args.workers) as client:
                 return check_all(client)
         return check_all(None)
 
     def check_all(client: Any) -> int:
-        from ..check.report import render_reports
-        from ..check.rules import Severity
+        from nczarr_conformance.check.report import render_reports
+        from nczarr_conformance.check.rules import Severity
 
         reports: list[Report] = []
         worst = 0

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import NczarrError
+from nczarr_conformance.errors import NczarrError
 
 
 def version() -> str:
@@ -18,7 +18,7 @@ def version() -> str:
     try:
         return dist_version("nczarr-conformance")
     except PackageNotFoundError:
-        from .. import __version__
+        from nczarr_conformance import __version__
 
         return __version__
 
@@ -29,7 +29,7 @@ def run(prog: str, body: Callable[[], int]) -> int:
     Any other exception is a bug: one line that says so and how to report it (exit 2),
     unless NCZARR_DEBUG is set, which re-raises it for a traceback.
     """
-    from .. import safety
+    from nczarr_conformance import safety
 
     safety.install_signal_handlers()  # SIGINT and SIGTERM abort: exit 130 / 143, one line
     safety.program = prog  # a writer lock names its holder by the command's name
@@ -47,7 +47,7 @@ def run(prog: str, body: Callable[[], int]) -> int:
 
 
 def _run(prog: str, body: Callable[[], int]) -> int:
-    from .. import safety
+    from nczarr_conformance import safety
 
     try:
         code = body()

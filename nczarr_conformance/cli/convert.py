@@ -11,11 +11,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES, JSON_ATTRIBUTE_MODES
-from .common import Parser, run
+from nczarr_conformance.flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES, JSON_ATTRIBUTE_MODES
+from nczarr_conformance.cli.common import Parser, run
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
-    from ..transforms import Transforms
+    from nczarr_conformance.transforms import Transforms
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,8 +110,8 @@ def _return_big_buffers_to_the_os(to_s3: bool = False) -> None:
 
 
 def _is_s3(url: str) -> bool:
-    from ..errors import UsageError
-    from ..urls import parse
+    from nczarr_conformance.errors import UsageError
+    from nczarr_conformance.urls import parse
 
     try:
         return parse(url).kind == "s3"
@@ -121,7 +121,7 @@ def _is_s3(url: str) -> bool:
 
 def _transforms(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Transforms | None:
     """The transforms asked for, or a usage error (one line, exit 2) naming the bad spec."""
-    from ..transforms import TransformError, parse
+    from nczarr_conformance.transforms import TransformError, parse
 
     try:
         t = parse(deflate=args.deflate, shuffle=args.shuffle, chunkspecs=args.chunkspecs,
@@ -148,7 +148,7 @@ def _interruptible(argv: list[str] | None) -> int:
     A Ctrl-C landing inside an import of a C extension comes out as that import's error
     (numpy: "Importing the numpy C-extensions failed"), which the CLI would call a bug.
     """
-    from .. import safety
+    from nczarr_conformance import safety
 
     try:
         return _main(argv)
@@ -178,17 +178,17 @@ def _main(argv: list[str] | None) -> int:
     _return_big_buffers_to_the_os(to_s3=_is_s3(args.output))
 
     def body() -> int:
-        from ..nczarr.attrs import json_attributes
+        from nczarr_conformance.nczarr.attrs import json_attributes
 
         with json_attributes(args.json_attributes):
             return convert_or_append()
 
     def convert_or_append() -> int:
-        from .. import safety
-        from ..convert import convert, total_bytes
+        from nczarr_conformance import safety
+        from nczarr_conformance.convert import convert, total_bytes
 
         if many:
-            from ..concat import concat
+            from nczarr_conformance.concat import concat
 
             stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor,
                              overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
@@ -202,7 +202,7 @@ def _main(argv: list[str] | None) -> int:
                       f"{stats_c.seconds:.2f} s", file=sys.stderr)
             return 0
         if args.append:
-            from ..append import append
+            from nczarr_conformance.append import append
 
             stats_a = append(args.input, args.output, args.append, allow_gaps=args.allow_gaps)
             safety.raise_if_interrupted()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import Parser, run
+from nczarr_conformance.cli.common import Parser, run
 
 READERS = ("zarr-python", "xarray", "tensorstore", "gdal", "netcdf-c-4.9")  # fix.registry.READERS, without its imports
 
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _list_fixes() -> str:
-    from ..fix import FIXES
+    from nczarr_conformance.fix import FIXES
 
     lines = []
     for f in FIXES.values():
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.list_fixes:
             sys.stdout.write(_list_fixes())
             return 0
-        from ..fix import fix_store
+        from nczarr_conformance.fix import fix_store
 
         result = fix_store(args.url, out=args.out, dry_run=args.dry_run, targets=args.targets,
                            backup=not args.no_backup)

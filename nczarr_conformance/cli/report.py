@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .common import Parser, run
+from nczarr_conformance.cli.common import Parser, run
 
 
 def build_parser() -> Parser:
@@ -27,11 +27,11 @@ def build_parser() -> Parser:
 def own_deviations(run: Any, results: list[Any]) -> list[str]:
     """Our implementation must never deviate: a cell ours→ours or a rule result of ours that is not clean, or a
     cell where ours does worse than a peer that is not a listed peer fault with its evidence holding."""
-    from ..conformance.gate import explain, is_ours
+    from nczarr_conformance.conformance.gate import explain, is_ours
 
     bad = [f"{c.case}: {c.writer} → {c.reader} {c.status}" for c in run.cells
            if is_ours(c.writer) and c.reader == "ours" and c.status in ("deviates", "fails")]
-    from ..conformance.rules import DOCUMENTED_DEVIATIONS
+    from nczarr_conformance.conformance.rules import DOCUMENTED_DEVIATIONS
 
     bad += [f"{r.rule}: {r.implementation} {r.status}" for r in results
             if is_ours(r.implementation) and r.status == "deviates"
@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> int:
-        from ..conformance.matrix import run_matrix
-        from ..conformance.render import write_reports
-        from ..conformance.rules import evaluate_rules
+        from nczarr_conformance.conformance.matrix import run_matrix
+        from nczarr_conformance.conformance.render import write_reports
+        from nczarr_conformance.conformance.rules import evaluate_rules
 
         workdir = Path(tempfile.mkdtemp(prefix="ncz-matrix-"))
         try:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import Attribute, Dataset, Dimension, Group, Variable
-from ..resources import netcdf_c_corpus
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
+from nczarr_conformance.resources import netcdf_c_corpus
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ BY_ID = {c.id: c for c in CASES}
 
 def _from_cdl(name: str) -> Callable[[], Dataset]:
     def build() -> Dataset:
-        from ..cdl_parse import parse_cdl
+        from nczarr_conformance.cdl_parse import parse_cdl
 
         return parse_cdl((netcdf_c_corpus() / name).read_text(encoding="utf-8"))[1]
     return build

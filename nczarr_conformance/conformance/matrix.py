@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import Dataset, diff_json
-from ..peers.base import PEERS, CannotExpress, Peer
-from ..peers import implementations  # noqa: F401  (registers the peers)
-from .cases import CASES, CORPUS_CASES, Case
-from .views import view
+from nczarr_conformance.model import Dataset, diff_json
+from nczarr_conformance.peers.base import PEERS, CannotExpress, Peer
+from nczarr_conformance.peers import implementations  # noqa: F401  (registers the peers)
+from nczarr_conformance.conformance.cases import CASES, CORPUS_CASES, Case
+from nczarr_conformance.conformance.views import view
 
 
 MAX_DIFFERENCES = 12

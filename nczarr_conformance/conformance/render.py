@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .cases import BY_ID
-from .matrix import NOT_APPLICABLE, MatrixRun
-from .rules import SPEC_RULES, Result
+from nczarr_conformance.conformance.cases import BY_ID
+from nczarr_conformance.conformance.matrix import NOT_APPLICABLE, MatrixRun
+from nczarr_conformance.conformance.rules import SPEC_RULES, Result
 
 COLORS = {"pass": "#2e7d32", "deviates": "#ef6c00", "fails": "#c62828", "skipped": "#9e9e9e",
           "follows": "#2e7d32", "not-applicable": "#bdbdbd"}

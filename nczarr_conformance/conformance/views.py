@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Attribute, Dataset, is_internal_attribute, values_to_json
+from nczarr_conformance.model import Attribute, Dataset, is_internal_attribute, values_to_json
 
 
 def netcdf_view(dataset: Dataset) -> Any:

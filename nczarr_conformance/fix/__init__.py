@@ -12,13 +12,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import safety
-from ..errors import NczarrError, StoreError
-from ..sniff import netcdf_file_error
-from ..stores import open_store
-from ..urls import StoreSpec, parse
-from . import fixes  # noqa: F401  (registers the fixes)
-from .apply import (
+from nczarr_conformance import safety
+from nczarr_conformance.errors import NczarrError, StoreError
+from nczarr_conformance.sniff import netcdf_file_error
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.urls import StoreSpec, parse
+from nczarr_conformance.fix import fixes  # noqa: F401  (registers the fixes)
+from nczarr_conformance.fix.apply import (
     PartlyWritten,
     open_session,
     refuse_unsafe_output,
@@ -27,9 +27,9 @@ from .apply import (
     write_backup,
     write_copy,
 )
-from .plan import Plan, iter_changes, make_plan, parse_targets, render_diff
-from .registry import FIXES, READERS, Change, Fix, for_rule
-from .verify import check_readers
+from nczarr_conformance.fix.plan import Plan, iter_changes, make_plan, parse_targets, render_diff
+from nczarr_conformance.fix.registry import FIXES, READERS, Change, Fix, for_rule
+from nczarr_conformance.fix.verify import check_readers
 
 __all__ = ["FIXES", "READERS", "Change", "Fix", "FixResult", "Plan", "fix_store", "for_rule", "make_plan"]
 
@@ -53,7 +53,7 @@ def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, target
     edits are in: no other writer changes the store between the plan and the edits, and a
     fix meeting another writer is refused at once (``stores.lock_for_writing``).
     """
-    from ..stores import lock_for_writing
+    from nczarr_conformance.stores import lock_for_writing
 
     if out is not None or dry_run:
         return _fix_store(url, out=out, dry_run=dry_run, targets=targets, backup=backup)

@@ -47,12 +47,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
-from .. import keys, safety
-from ..errors import FormatError, StoreError, UsageError
-from ..stores import DirectoryStore, ZipStore, open_store
-from ..stores.base import Store
-from ..urls import StoreSpec
-from .plan import ObjectEdit, Plan
+from nczarr_conformance import keys, safety
+from nczarr_conformance.errors import FormatError, StoreError, UsageError
+from nczarr_conformance.stores import DirectoryStore, ZipStore, open_store
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import StoreSpec
+from nczarr_conformance.fix.plan import ObjectEdit, Plan
 
 BACKUP_MANIFEST = "/nczarr-fix-backup.json"
 _ROOT_LAST = {"/.zattrs": 1, "/.zarray": 2, "/.zgroup": 3, "/.zmetadata": 4}

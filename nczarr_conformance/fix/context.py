@@ -10,11 +10,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .. import keys
-from ..errors import FormatError
-from ..nczarr.attrs import unparse
-from ..nczarr.flavors import MetadataSource, detect, load_json
-from ..stores.base import Store
+from nczarr_conformance import keys
+from nczarr_conformance.errors import FormatError
+from nczarr_conformance.nczarr.attrs import unparse
+from nczarr_conformance.nczarr.flavors import MetadataSource, detect, load_json
+from nczarr_conformance.stores.base import Store
 
 #: The Zarr v2 metadata objects a fix reads and may rewrite.
 META_NAMES = (".zgroup", ".zarray", ".zattrs", ".zmetadata")

@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import keys
-from ..codecs import Pipeline
-from ..errors import FormatError
-from ..nczarr.dtypes import parse_dtype
-from ..nczarr.flavors import load_json
-from ..stores.base import Store
-from . import fixes  # noqa: F401  (registers the fixes)
-from .context import FixContext, dumps
-from .registry import FIXES, READERS, Change
+from nczarr_conformance import keys
+from nczarr_conformance.codecs import Pipeline
+from nczarr_conformance.errors import FormatError
+from nczarr_conformance.nczarr.dtypes import parse_dtype
+from nczarr_conformance.nczarr.flavors import load_json
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.fix import fixes  # noqa: F401  (registers the fixes)
+from nczarr_conformance.fix.context import FixContext, dumps
+from nczarr_conformance.fix.registry import FIXES, READERS, Change
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +92,7 @@ class Plan:
 
 def parse_targets(text: str | None) -> frozenset[str]:
     """``--for`` (comma-separated reader ids); None is every reader."""
-    from ..errors import UsageError
+    from nczarr_conformance.errors import UsageError
 
     if text is None:
         return frozenset(READERS)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .context import FixContext
+    from nczarr_conformance.fix.context import FixContext
 
 #: Readers a fix can be for (``nczarr-fix --for``); netcdf-c 4.10 must read every fixed store right.
 READERS = ("zarr-python", "xarray", "tensorstore", "gdal", "netcdf-c-4.9")

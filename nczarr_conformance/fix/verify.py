@@ -44,13 +44,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import keys, limits, safety
-from ..errors import NczarrError, StoreError, UsageError
-from ..nczarr.dtypes import DEFAULT_FILL, parse_dtype
-from ..stores import DirectoryStore
-from ..stores.base import Store
-from ..urls import to_file_url
-from .plan import Plan
+from nczarr_conformance import keys, limits, safety
+from nczarr_conformance.errors import NczarrError, StoreError, UsageError
+from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, parse_dtype
+from nczarr_conformance.stores import DirectoryStore
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import to_file_url
+from nczarr_conformance.fix.plan import Plan
 
 SAMPLE_BYTES = 16 * 1024**2
 TOTAL_SAMPLE_BYTES = 64 * 1024**2
@@ -276,7 +276,7 @@ def _each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Path) 
 
 
 def read_ours(root: Path, arrays: list[str], flavor: str) -> Readings:
-    from ..nczarr.reader import DatasetReader
+    from nczarr_conformance.nczarr.reader import DatasetReader
 
     with DirectoryStore(root, "r") as store:
         try:
@@ -292,7 +292,7 @@ def read_ours(root: Path, arrays: list[str], flavor: str) -> Readings:
 
 
 def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
-    from ..peers import netcdf4 as nc4
+    from nczarr_conformance.peers import netcdf4 as nc4
 
     mode = "zarr" if flavor == "zarr" else "nczarr"
     try:

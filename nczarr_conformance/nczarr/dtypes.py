@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from nczarr_conformance.errors import UnsupportedError
 
 NUMERIC = {
     "byte": "i1", "ubyte": "u1", "short": "i2", "ushort": "u2", "int": "i4", "uint": "u4",

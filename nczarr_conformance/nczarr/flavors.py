@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import keys
-from ..errors import FormatError
-from ..limits import check_json_depth
-from . import lenient_json
-from ..stores.base import Store
+from nczarr_conformance import keys
+from nczarr_conformance.errors import FormatError
+from nczarr_conformance.limits import check_json_depth
+from nczarr_conformance.nczarr import lenient_json
+from nczarr_conformance.stores.base import Store
 
 FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "unknown")
 KNOWN_VERSIONS = ("1.0.0", "2.0.0")

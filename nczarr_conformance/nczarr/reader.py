@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import keys
-from .. import limits
-from ..codecs import InflateError, Pipeline, build as build_codec
-from ..errors import FormatError, UnsupportedError
-from ..model import Attribute, Dataset, Dimension, Group, Variable, char_fill_byte, is_internal_attribute
-from ..stores.base import Store
-from . import attrs as attr_codec
-from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, StorageType, attr_type_string, parse_dtype
-from .flavors import MetadataSource, detect, find_piece
+from nczarr_conformance import keys
+from nczarr_conformance import limits
+from nczarr_conformance.codecs import InflateError, Pipeline, build as build_codec
+from nczarr_conformance.errors import FormatError, UnsupportedError
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, char_fill_byte, is_internal_attribute
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.nczarr import attrs as attr_codec
+from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, StorageType, attr_type_string, parse_dtype
+from nczarr_conformance.nczarr.flavors import MetadataSource, detect, find_piece
 
 #: Slabs handed to consumers are at most this big (bytes, decoded) unless they ask otherwise.
 SLAB_BYTES = 16 * 1024**2

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .reader import DatasetReader
+from nczarr_conformance.nczarr.reader import DatasetReader
 
 __all__ = ["normalize", "read_selection"]
 

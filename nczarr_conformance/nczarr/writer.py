@@ -39,15 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import keys
-from ..codecs import Pipeline, shuffle_config
-from ..errors import UnsupportedError, UsageError
-from ..flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES as FLAVOR_ALIASES, WRITE_FLAVORS as WRITE_FLAVORS
-from ..model import Attribute, Dataset, Group, Variable, is_internal_attribute
-from ..stores.base import Store
-from . import attrs as attr_codec
-from .consolidated import CONSOLIDATED_KEY, consolidated_bytes, refused_by_zarr_python
-from .dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, dtype_string, numpy_dtype
+from nczarr_conformance import keys
+from nczarr_conformance.codecs import Pipeline, shuffle_config
+from nczarr_conformance.errors import UnsupportedError, UsageError
+from nczarr_conformance.flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES as FLAVOR_ALIASES, WRITE_FLAVORS as WRITE_FLAVORS
+from nczarr_conformance.model import Attribute, Dataset, Group, Variable, is_internal_attribute
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.nczarr import attrs as attr_codec
+from nczarr_conformance.nczarr.consolidated import CONSOLIDATED_KEY, consolidated_bytes, refused_by_zarr_python
+from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, dtype_string, numpy_dtype
 
 SUPERBLOCK = {"version": "2.0.0"}
 #: codecs written as the .zarray "compressor" when last in the chain; fletcher32 too, as netcdf-c's

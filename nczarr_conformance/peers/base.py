@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from ..model import Dataset
+from nczarr_conformance.model import Dataset
 
 
 class CannotExpress(Exception):

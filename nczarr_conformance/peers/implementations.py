@@ -9,18 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
-from ..cdl_parse import parse_cdl
-from ..dataset import open_dataset
-from ..errors import UnsupportedError
-from ..model import Attribute, Dataset, Group, Variable, is_internal_attribute
-from ..nczarr import attrs as attr_codec
-from ..nczarr.dtypes import nctype_of_numpy
-from ..nczarr.writer import write_dataset
-from ..stores import DirectoryStore
-from ..urls import to_file_url
-from . import netcdf4 as nc4
-from .base import CannotExpress, Peer, register, reject_options
+from nczarr_conformance import __version__
+from nczarr_conformance.cdl_parse import parse_cdl
+from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.errors import UnsupportedError
+from nczarr_conformance.model import Attribute, Dataset, Group, Variable, is_internal_attribute
+from nczarr_conformance.nczarr import attrs as attr_codec
+from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
+from nczarr_conformance.nczarr.writer import write_dataset
+from nczarr_conformance.stores import DirectoryStore
+from nczarr_conformance.urls import to_file_url
+from nczarr_conformance.peers import netcdf4 as nc4
+from nczarr_conformance.peers.base import CannotExpress, Peer, register, reject_options
 
 
 def _tool(name: str) -> str | None:
@@ -79,7 +79,7 @@ class NetCDFC410Fixed(NetCDFC410):
     id, name, reads = "netcdf-c-4.10+nczarr-fix", "netcdf-c via netCDF4-python, then nczarr-fix", False
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
-        from ..fix import fix_store
+        from nczarr_conformance.fix import fix_store
 
         url = super().write(dataset, target, options)
         fix_store(url, backup=False)
@@ -491,9 +491,9 @@ class Corpus(Peer):
         raise CannotExpress("the corpus holds only its own stores")
 
     def copy_case(self, case_id: str, target: Path) -> str:
-        from ..conformance.cases import CORPUS_CASES
-        from ..resources import netcdf_c_corpus
-        from ..stores import open_store
+        from nczarr_conformance.conformance.cases import CORPUS_CASES
+        from nczarr_conformance.resources import netcdf_c_corpus
+        from nczarr_conformance.stores import open_store
 
         source = CORPUS_CASES[case_id]
         if source == "v1":

@@ -18,11 +18,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import hdf5_types
-from ..errors import FormatError, StoreError, UnsupportedError
-from ..hdf5_types import Finding
-from ..model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python, is_internal_attribute
-from ..nczarr.dtypes import numpy_dtype
+from nczarr_conformance import hdf5_types
+from nczarr_conformance.errors import FormatError, StoreError, UnsupportedError
+from nczarr_conformance.hdf5_types import Finding
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python, is_internal_attribute
+from nczarr_conformance.nczarr.dtypes import numpy_dtype
 
 ID = "netcdf4-python"
 NC_TYPE_NAMES = {1: "byte", 2: "char", 3: "short", 4: "int", 5: "float", 6: "double", 7: "ubyte",
@@ -248,7 +248,7 @@ def _no_fill(var: Any) -> bool:
 
 
 def _numeric_type(dt: np.dtype) -> str:
-    from ..nczarr.dtypes import nctype_of_numpy
+    from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
 
     return nctype_of_numpy(dt)
 

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import os
 
-from .. import safety
-from ..errors import StoreError, UsageError
-from ..urls import StoreSpec, parse
-from .base import Store
-from .directory import DirectoryStore
-from .memory import MemoryStore
-from .zip import ZipStore
+from nczarr_conformance import safety
+from nczarr_conformance.errors import StoreError, UsageError
+from nczarr_conformance.urls import StoreSpec, parse
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.directory import DirectoryStore
+from nczarr_conformance.stores.memory import MemoryStore
+from nczarr_conformance.stores.zip import ZipStore
 
 __all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store", "lock_for_writing"]
 
@@ -48,7 +48,7 @@ def lock_for_writing(url: str | os.PathLike[str] | StoreSpec) -> safety.WriterLo
             raise StoreError(f"{spec.path}: no such file or directory")  # (a store to update must exist)
         return safety.hold_writer_lock(real, spec.path)
     if spec.kind == "s3":
-        from .s3 import hold_prefix
+        from nczarr_conformance.stores.s3 import hold_prefix
 
         return hold_prefix(spec)
     raise UsageError(f"unknown storage kind {spec.kind!r}")
@@ -63,7 +63,7 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
             raise UsageError(f"{spec.path}: zip stores are write-once; rewrite instead of appending")
         return ZipStore(spec.path, mode, overwrite)
     if spec.kind == "s3":
-        from .s3 import S3Store  # boto3 is imported only when S3 is used
+        from nczarr_conformance.stores.s3 import S3Store  # boto3 is imported only when S3 is used
 
         return S3Store.from_spec(spec, mode, overwrite)
     raise UsageError(f"unknown storage kind {spec.kind!r}")

@@ -17,8 +17,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Self
 
-from .. import keys, limits, safety
-from ..errors import StoreError
+from nczarr_conformance import keys, limits, safety
+from nczarr_conformance.errors import StoreError
 
 
 class Store(ABC):

@@ -26,9 +26,9 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import keys, limits, safety
-from ..errors import StoreError
-from .base import Store
+from nczarr_conformance import keys, limits, safety
+from nczarr_conformance.errors import StoreError
+from nczarr_conformance.stores.base import Store
 
 
 class DirectoryStore(Store):

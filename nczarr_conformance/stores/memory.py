@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from ..limits import too_big
-from .base import Store
+from nczarr_conformance.limits import too_big
+from nczarr_conformance.stores.base import Store
 
 
 class MemoryStore(Store):

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import keys, safety
-from ..errors import StoreError
-from .base import Store
-from .directory import write_object
+from nczarr_conformance import keys, safety
+from nczarr_conformance.errors import StoreError
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.directory import write_object
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +114,7 @@ class S3Part(_Part):
 
     def __init__(self, spec: PartSpec) -> None:
         super().__init__()
-        from .s3 import S3Store
+        from nczarr_conformance.stores.s3 import S3Store
 
         bucket, _, prefix = spec.root.partition("/")
         # a read view: no listing, no marker; its client and error mapping are the backend's own

@@ -64,12 +64,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .. import keys, limits, safety
-from ..errors import StoreError, StoreUnavailableError
-from ..urls import StoreSpec
-from .base import Store
-from .s3_generation import Generation
-from .s3_upload import Uploader
+from nczarr_conformance import keys, limits, safety
+from nczarr_conformance.errors import StoreError, StoreUnavailableError
+from nczarr_conformance.urls import StoreSpec
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.s3_generation import Generation
+from nczarr_conformance.stores.s3_upload import Uploader
 
 MISSING_KEY_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 READ_ATTEMPTS = 3  # per request, the first one included

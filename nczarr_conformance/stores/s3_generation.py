@@ -36,8 +36,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import keys, safety
-from ..errors import StoreError
+from nczarr_conformance import keys, safety
+from nczarr_conformance.errors import StoreError
 
 Head = Callable[[str], Mapping[str, Any] | None]  # HEAD a key: its response, None when it is missing
 

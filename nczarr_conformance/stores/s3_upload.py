@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .. import safety
+from nczarr_conformance import safety
 
 #: (object name, the exception a request raised) → the exception to report
 ErrorMapper = Callable[[str, Exception], Exception]

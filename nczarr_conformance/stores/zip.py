@@ -24,9 +24,9 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import keys, limits, safety
-from ..errors import FormatError, StoreError
-from .base import Store
+from nczarr_conformance import keys, limits, safety
+from nczarr_conformance.errors import FormatError, StoreError
+from nczarr_conformance.stores.base import Store
 
 ROOT_MARKERS = (".zgroup", ".zarray", ".zmetadata", ".nczarr")
 

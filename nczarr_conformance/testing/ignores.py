@@ -5,7 +5,7 @@ and why by passing one of these (or its own reason), so no storage is ignored si
 """
 from __future__ import annotations
 
-from ..model import STORAGE_FIELDS
+from nczarr_conformance.model import STORAGE_FIELDS
 
 #: Zarr has no contiguous layout: a Zarr writer (ours, netcdf-c's) stores a contiguous netCDF
 #: variable in chunks of its own choosing; chunked variables still compare their chunk shape.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import Attribute, Dataset, Dimension, Group, Variable
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 
 JSON_LOOKING = {"j_int": "42", "j_list": "[1, 2]", "j_obj": '{"a": 1}', "j_true": "true", "j_null": "null",
                 "j_nested": '{"key1": [1,2,3], "key2": {"key3": "abc"}}', "j_matrix": "[[1.0,0.0],[0.0,1.0]]",

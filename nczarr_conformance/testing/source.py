@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Attribute, Dataset, Dimension, Group, Variable
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 
 __all__ = ["read_source"]
 
