@@ -137,7 +137,7 @@ def same_store(a: Path, b: Path) -> list[str]:
     (the whole model as JSON would take gigabytes for 200 files)."""
     import numpy as np
 
-    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.access.dataset import open_dataset
     from nczarr_conformance.model import diff
     from nczarr_conformance.nczarr.reader import DatasetReader
     from nczarr_conformance.stores import open_store
@@ -151,7 +151,7 @@ def same_store(a: Path, b: Path) -> list[str]:
 
 
 def run(nfiles: int, work: Path) -> dict[str, object]:
-    from nczarr_conformance.cluster import open_client
+    from nczarr_conformance.conversion.cluster import open_client
 
     src = work / "archive"
     src.mkdir(exist_ok=True)
@@ -181,7 +181,7 @@ def run(nfiles: int, work: Path) -> dict[str, object]:
     store = work / "concat2.file"
     serial, serial_doc = check_json([str(store)])
     local, local_doc = check_json(["--workers", "2", str(store)])
-    from nczarr_conformance.check import check
+    from nczarr_conformance.checker import check
 
     def timed(**kw: object) -> float:
         best = float("inf")

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.nczarr.dtypes import NC_TYPES, nctype_of_numpy, numpy_dtype
+from nczarr_conformance.nctypes import NC_TYPES, nctype_of_numpy, numpy_dtype
 
 MODEL_ID = "nczarr-model/1"
 STORAGE_INTERNAL_PREFIXES = ("_nczarr", "_NCZARR")

@@ -1,10 +1,9 @@
-"""The package's top-level calls (nczarr_conformance/api.py) and docs/api.md, whose examples run here."""
+"""The package's top-level calls (nczarr_conformance/access/api.py) and docs/api.md, whose examples run here."""
 from __future__ import annotations
 
 import doctest
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +24,7 @@ def nczarr_engine_registered(monkeypatch):
     xr = require_module("xarray")
     from xarray.backends import plugins
 
-    from nczarr_conformance.xarray_backend import NCZarrBackendEntrypoint
+    from nczarr_conformance.access.xarray_backend import NCZarrBackendEntrypoint
 
     engines = plugins.list_engines()
     if "nczarr" not in engines:
@@ -89,7 +88,7 @@ def test_write_xarray_dataset_reads_back_as_to_netcdf_wrote_it(tmp_path):
     nc = tmp_path / "x.nc"
     ds.to_netcdf(nc, engine="netcdf4")
     assert diff(netcdf4.read(str(nc)), ncz.open_dataset(str(out)), ignore=CONTIGUOUS) == []
-    from nczarr_conformance.xarray_backend import NCZarrBackendEntrypoint
+    from nczarr_conformance.access.xarray_backend import NCZarrBackendEntrypoint
 
     back = xr.open_dataset(out, engine=NCZarrBackendEntrypoint).load()
     xr.testing.assert_identical(back, ds)
@@ -108,11 +107,11 @@ def test_convert_and_check_take_paths(tmp_path):
 def test_public_names_survive_their_submodules():
     """convert and check are also submodule names; importing those never rebinds the functions."""
     code = ("import sys, nczarr_conformance as n; assert 'numpy' not in sys.modules; "
-            "import nczarr_conformance.convert, nczarr_conformance.check.rules; "
-            "from nczarr_conformance.convert import ConvertStats; from nczarr_conformance.check import Report; "
+            "import nczarr_conformance.conversion.from_netcdf, nczarr_conformance.checker.rules; "
+            "from nczarr_conformance.conversion.from_netcdf import ConvertStats; from nczarr_conformance.checker import Report; "
             "from nczarr_conformance import convert, check, open, write; "
             "import types; assert all(isinstance(f, types.FunctionType) for f in (convert, check, open, write)); "
-            "assert n.convert is convert and n.check is check and n.convert.__module__ == 'nczarr_conformance.api'; "
+            "assert n.convert is convert and n.check is check and n.convert.__module__ == 'nczarr_conformance.access.api'; "
             "print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

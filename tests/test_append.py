@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nczarr_conformance.append import append
-from nczarr_conformance.convert import convert
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.conversion.append import append
+from nczarr_conformance.conversion.from_netcdf import convert
 from nczarr_conformance.errors import StoreError, UsageError
 from nczarr_conformance.model import diff
 from nczarr_conformance.stores import open_store
@@ -210,7 +210,7 @@ def test_single_file_append_refuses_an_input_that_changed_before_the_commit(seri
     opening of the writable store). Refused in one line naming it, exit 2 semantics, the store byte-identical."""
     import os
 
-    import nczarr_conformance.append as appending
+    import nczarr_conformance.conversion.append as appending
 
     first, second, _ = series
     store = tmp_path / f"s{suffix}"

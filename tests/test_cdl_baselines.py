@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nczarr_conformance.cdl_parse import parse_cdl, storage_stated
+from nczarr_conformance.cdl.parse import parse_cdl, storage_stated
 from nczarr_conformance.model import STORAGE_FIELDS, diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from tests.conftest import NETCDF_C_CORPUS, require_tool

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nczarr_conformance.cdl_parse import parse_cdl
+from nczarr_conformance.cdl.parse import parse_cdl
 from nczarr_conformance.model import diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from nczarr_conformance.testing.source import read_source

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from nczarr_conformance.cdl_parse import parse_cdl, storage_stated
+from nczarr_conformance.cdl.parse import parse_cdl, storage_stated
 from nczarr_conformance.model import STORAGE_FIELDS, diff
 from nczarr_conformance.peers import netcdf4
 from tests.conftest import require_module, require_tool

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from nczarr_conformance import safety
-from nczarr_conformance.append import append
-from nczarr_conformance.concat import concat
-from nczarr_conformance.convert import convert
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.conversion.append import append
+from nczarr_conformance.conversion.concat import concat
+from nczarr_conformance.conversion.from_netcdf import convert
 from nczarr_conformance.errors import UsageError
 from nczarr_conformance.model import diff
 from tests.conftest import require_module
@@ -33,7 +33,7 @@ require_module("distributed")
 @pytest.fixture(scope="module")
 def client(moto_server):
     """One LocalCluster of 2 worker processes for the module, started after moto so workers inherit its env."""
-    from nczarr_conformance.cluster import open_client
+    from nczarr_conformance.conversion.cluster import open_client
 
     with open_client(workers=2) as c:
         yield c
@@ -420,7 +420,7 @@ def _aligned(d: Path) -> list[Path]:
 
 def _after_planning(monkeypatch, action) -> None:
     """Run ``action`` once the client has planned the tasks, before any worker reads a file for them."""
-    import nczarr_conformance.concat as concatenating
+    import nczarr_conformance.conversion.concat as concatenating
 
     real = concatenating.plan_tasks
 
@@ -499,7 +499,7 @@ def test_a_file_growing_during_the_run_is_refused(client, tmp_path, monkeypatch,
 def test_a_task_never_writes_outside_its_plan(tmp_path):
     """The guard itself, whatever the inputs say: a put of a chunk row another task owns, or past the planned
     shape, is refused by the task (the stamps catch a changed file first; this holds if they cannot)."""
-    from nczarr_conformance.concat import (
+    from nczarr_conformance.conversion.concat import (
         _pieces,
         _plan_target,
         describe,
@@ -528,8 +528,8 @@ def test_a_worker_compares_an_inputs_stamp_without_its_device_number(tmp_path):
     replaced) is refused before a chunk is put."""
     import dataclasses
 
-    from nczarr_conformance.append import InputChanged
-    from nczarr_conformance.concat import (
+    from nczarr_conformance.conversion.append import InputChanged
+    from nczarr_conformance.conversion.concat import (
         _pieces,
         _plan_target,
         describe,

@@ -391,10 +391,10 @@ def test_append_refuses_an_object_netcdf4_hides(tmp_path: Path) -> None:
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
 
-# ---- what hdf5_types.py relies on and promises ------------------------------------------------------
+# ---- what sources/hdf5_types.py relies on and promises ------------------------------------------------------
 
 def test_netcdf_c_crashes_closing_fixed_strings_with_an_hdf5_fill_even_unread(tmp_path: Path) -> None:
-    """The peer behaviour behind refusing such datasets (hdf5_types.py): netcdf-c 4.10.1 segfaults in
+    """The peer behaviour behind refusing such datasets (sources/hdf5_types.py): netcdf-c 4.10.1 segfaults in
     nc_close on a fixed-length string dataset with an HDF5 fill value, though no value was read. When a
     netcdf-c release stops crashing, this fails: the refusal can then become a conversion."""
     src = _with(tmp_path / "s.h5", KINDS["fixed strings with an HDF5 fill"][0])
@@ -407,7 +407,7 @@ def test_unwritten_value_is_what_hdf5_reads_which_netcdf_c_does_not_always_repor
     """hdf5_types.unwritten_value: HDF5's fill (zero unless the writer set one) for storage never written, None
     when the fill time is NEVER (the bytes are then undefined). netcdf-c reports the default one as NOFILL
     (None), not as the 0 it reads. Expected values: h5py's and netCDF4-python's readings of the file."""
-    from nczarr_conformance.hdf5_types import unwritten_value
+    from nczarr_conformance.sources.hdf5_types import unwritten_value
 
     src = tmp_path / "fills.h5"
     with h5py.File(src, "w") as f:
@@ -428,7 +428,7 @@ def test_is_hdf5_never_opens_what_is_not_a_regular_file(tmp_path: Path) -> None:
     """hdf5_types.is_hdf5 on a FIFO: False at once (opening it would wait for a writer that never comes)."""
     fifo = tmp_path / "in.h5"
     os.mkfifo(fifo)
-    code = "import sys; from nczarr_conformance.hdf5_types import is_hdf5; print(is_hdf5(sys.argv[1]))"
+    code = "import sys; from nczarr_conformance.sources.hdf5_types import is_hdf5; print(is_hdf5(sys.argv[1]))"
     done = subprocess.run([sys.executable, "-c", code, str(fifo)], check=False, capture_output=True, text=True,
                           timeout=20, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert (done.returncode, done.stdout) == (0, "False\n"), done.stderr
@@ -440,7 +440,7 @@ def test_scan_reads_types_and_dataspaces_never_values(tmp_path: Path, monkeypatc
     dataset's values touches all of its 8 MiB."""
     import io
 
-    from nczarr_conformance import hdf5_types
+    from nczarr_conformance.sources import hdf5_types
 
     src = tmp_path / "big.h5"
     with h5py.File(src, "w") as f:

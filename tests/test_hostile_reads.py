@@ -372,7 +372,7 @@ def test_json_dump_streams_and_parses_to_the_model(tmp_path: Path) -> None:
     dumped = run_bounded("json 4M floats", "dump", "--json", "--storage", str(out), timeout=300)
     assert dumped.rc == 0 and dumped.stderr == "", dumped.stderr
     assert 0 < dumped.peak < PEAK_MAX, f"peak RSS {dumped.peak / MiB:.0f} MiB"
-    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.access.dataset import open_dataset
 
     assert json.loads(dumped.stdout) == open_dataset(str(out)).to_json(storage=True)
 

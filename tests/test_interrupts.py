@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from nczarr_conformance import safety
-from nczarr_conformance.convert import convert
+from nczarr_conformance.conversion.from_netcdf import convert
 from tests.test_output_safety import snapshot
 
 SHAPE, CHUNKS = (256, 65536), (4, 16384)  # 64 MiB of float32 in 256 chunks

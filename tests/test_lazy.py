@@ -185,7 +185,8 @@ def _axis_key(size: int) -> Any:
 
 
 def test_any_selection_equals_numpy():
-    from hypothesis import given, strategies as st
+    from hypothesis import given
+    from hypothesis import strategies as st
 
     from nczarr_conformance.model import Dataset, Group, Variable
     from nczarr_conformance.nczarr.reader import DatasetReader

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nczarr_conformance.check import check
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.checker import check
 from nczarr_conformance.stores.zip import ZipStore
 from tests.conftest import NETCDF_C_CORPUS, REPO, require_module
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from nczarr_conformance import safety
-from nczarr_conformance.convert import convert
+from nczarr_conformance.conversion.from_netcdf import convert
 from nczarr_conformance.errors import StoreError, UsageError
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore, ZipStore
@@ -221,7 +221,7 @@ def test_append_updates_zmetadata(tmp_path):
     import xarray as xr
     import zarr
 
-    from nczarr_conformance.check import check
+    from nczarr_conformance.checker import check
 
     store = tmp_path / "s.file"
     convert(str(make_nc(tmp_path / "a.nc")), str(store))
@@ -301,7 +301,7 @@ def test_s3_overwrite_replaces_only_the_datasets_objects(tmp_path, s3_bucket):
     keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket=s3_bucket)["Contents"])
     assert "p2/keep" in keys and "p/v/2.0" not in keys  # the old dataset's third time chunk went
     assert "p/.nczarr-partial" not in keys
-    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.access.dataset import open_dataset
 
     assert open_dataset(url).root.dimensions["time"].size == 3
 

@@ -9,7 +9,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import example, given
 

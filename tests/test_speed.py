@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nczarr_conformance.convert import _header
-from nczarr_conformance.dataset import open_dataset
-from nczarr_conformance.direct import DirectChunks
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.conversion.from_netcdf import _header
 from nczarr_conformance.model import Dataset, diff
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
+from nczarr_conformance.sources.hdf5_chunks import DirectChunks
 from nczarr_conformance.stores import DirectoryStore
 
 COMMANDS = ("convert", "check", "dump", "report", "fix")
@@ -71,7 +71,7 @@ def test_version_is_fast():
 def test_package_exports_stay_and_load_on_use():
     code = ("import sys, nczarr_conformance as n; assert 'numpy' not in sys.modules; "
             "from nczarr_conformance import open_dataset, write_dataset, Dataset; "
-            "from nczarr_conformance.dataset import open_dataset as o; assert open_dataset is o; "
+            "from nczarr_conformance.access.dataset import open_dataset as o; assert open_dataset is o; "
             "print(sorted(set(n.__all__) - set(dir(n))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
     assert done.returncode == 0, done.stderr

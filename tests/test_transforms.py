@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from nczarr_conformance.cli.convert import main
-from nczarr_conformance.convert import convert, total_bytes
-from nczarr_conformance.transforms import parse
+from nczarr_conformance.conversion.from_netcdf import convert, total_bytes
+from nczarr_conformance.conversion.transforms import parse
 
 from .conftest import CORPUS, require_tool
 

@@ -18,12 +18,11 @@ on every storage.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from nczarr_conformance.convert import convert
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.conversion.from_netcdf import convert
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.urls import parse
 from tests.conftest import require_module

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nczarr_conformance.convert import convert
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.conversion.from_netcdf import convert
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores.base import Store
@@ -29,7 +29,7 @@ from tests.real_files import REAL, REAL_IDS, UNDEFINED
 from tests.test_corpus import STORES as CORPUS_STORES
 
 xr = require_module("xarray")
-from nczarr_conformance.xarray_backend import NCZarrBackendEntrypoint  # noqa: E402  (needs xarray)
+from nczarr_conformance.access.xarray_backend import NCZarrBackendEntrypoint  # noqa: E402  (needs xarray)
 
 ENGINE = NCZarrBackendEntrypoint
 #: Encoding keys that describe storage; compared wherever the netCDF file itself is chunked.
@@ -313,7 +313,7 @@ def _store_url(where: str, tmp_path: Path, bucket: str | None, name: str) -> str
 @pytest.mark.parametrize("where", ["dir", "zip", "s3"])
 @pytest.mark.parametrize("flavor", ["nczarr", "zarr", "nczarr-2-upper"])
 def test_our_outputs_every_flavor_and_storage(flavor, where, tmp_path, request):
-    from nczarr_conformance.api import write
+    from nczarr_conformance.access.api import write
 
     bucket = request.getfixturevalue("s3_bucket") if where == "s3" else None
     url = _store_url(where, tmp_path, bucket, f"out-{flavor}")
@@ -396,7 +396,7 @@ def test_missing_group_names_it(tmp_path):
 
 # ---- registration ---------------------------------------------------------------------------------------------
 
-ENTRY = "nczarr_conformance.xarray_backend:NCZarrBackendEntrypoint"
+ENTRY = "nczarr_conformance.access.xarray_backend:NCZarrBackendEntrypoint"
 
 
 def test_pyproject_declares_the_entry_point():
@@ -435,7 +435,7 @@ def test_our_attributes_are_netcdf4_pythons():
     """netcdf4_value is what getncattr returns: checked on the source file, attribute by attribute."""
     import netCDF4
 
-    from nczarr_conformance.lazy import netcdf4_value
+    from nczarr_conformance.access.lazy import netcdf4_value
 
     model = netcdf4.read(str(CORPUS / "rich.nc"), data=False)
     with netCDF4.Dataset(CORPUS / "rich.nc") as nc:
@@ -451,9 +451,9 @@ def test_engine_module_is_light_until_used():
     import subprocess
     import sys
 
-    code = ("import sys, xarray; import nczarr_conformance.xarray_backend as b; "
+    code = ("import sys, xarray; import nczarr_conformance.access.xarray_backend as b; "
             "b.NCZarrBackendEntrypoint().guess_can_open('x.nc'); "
-            "print(sorted(m for m in ('numcodecs', 'netCDF4', 'h5py', 'boto3', 'nczarr_conformance.lazy', "
+            "print(sorted(m for m in ('numcodecs', 'netCDF4', 'h5py', 'boto3', 'nczarr_conformance.access.lazy', "
             "'nczarr_conformance.nczarr.reader') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nczarr_conformance.cli.common import Parser, run
 from nczarr_conformance.errors import NczarrError, StoreError
 from nczarr_conformance.flavor_names import CHECK_FLAVORS as FLAVOR_CHOICES
-from nczarr_conformance.cli.common import Parser, run
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy
-    from nczarr_conformance.check.report import Report
+    from nczarr_conformance.checker.report import Report
 
 
 def _ids(text: str) -> list[str]:
@@ -24,8 +24,8 @@ def _ids(text: str) -> list[str]:
 
 
 def check(url: str, **options: Any) -> Report:
-    """nczarr_conformance.check.check, imported on first use (the rules load numpy and numcodecs)."""
-    from nczarr_conformance.check import check as check_url
+    """nczarr_conformance.checker.check, imported on first use (the rules load numpy and numcodecs)."""
+    from nczarr_conformance.checker import check as check_url
 
     return check_url(url, **options)
 
@@ -71,21 +71,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--scheduler and --workers go with --deep (only chunk decoding is distributed)")
 
     def body() -> int:
-        from nczarr_conformance.check.docs import render_list
+        from nczarr_conformance.checker.docs import render_list
 
         if args.list_rules:
             _write(render_list(args.format), args.output)
             return 0
         if args.scheduler or args.workers:
-            from nczarr_conformance.cluster import open_client
+            from nczarr_conformance.conversion.cluster import open_client
 
             with open_client(args.scheduler, args.workers) as client:
                 return check_all(client)
         return check_all(None)
 
     def check_all(client: Any) -> int:
-        from nczarr_conformance.check.report import render_reports
-        from nczarr_conformance.check.rules import Severity
+        from nczarr_conformance.checker.report import render_reports
+        from nczarr_conformance.checker.rules import Severity
 
         reports: list[Report] = []
         worst = 0

@@ -1,8 +1,8 @@
 """``nc2nczarr IN.nc OUT``: convert a netCDF-4 file into an NCZarr store.
 
 Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
-transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
-``--concat DIM`` writes many files into one store along DIM on dask.distributed (concat.py).
+conversion/transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
+``--concat DIM`` writes many files into one store along DIM on dask.distributed (conversion/concat.py).
 Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
 from __future__ import annotations
@@ -11,11 +11,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from nczarr_conformance.flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES, JSON_ATTRIBUTE_MODES
 from nczarr_conformance.cli.common import Parser, run
+from nczarr_conformance.flavor_names import (
+    CHAR_AS_CHOICES,
+    FLAVOR_ALIASES,
+    JSON_ATTRIBUTE_MODES,
+)
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
-    from nczarr_conformance.transforms import Transforms
+    from nczarr_conformance.conversion.transforms import Transforms
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +125,7 @@ def _is_s3(url: str) -> bool:
 
 def _transforms(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Transforms | None:
     """The transforms asked for, or a usage error (one line, exit 2) naming the bad spec."""
-    from nczarr_conformance.transforms import TransformError, parse
+    from nczarr_conformance.conversion.transforms import TransformError, parse
 
     try:
         t = parse(deflate=args.deflate, shuffle=args.shuffle, chunkspecs=args.chunkspecs,
@@ -185,10 +189,10 @@ def _main(argv: list[str] | None) -> int:
 
     def convert_or_append() -> int:
         from nczarr_conformance import safety
-        from nczarr_conformance.convert import convert, total_bytes
+        from nczarr_conformance.conversion.from_netcdf import convert, total_bytes
 
         if many:
-            from nczarr_conformance.concat import concat
+            from nczarr_conformance.conversion.concat import concat
 
             stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor,
                              overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
@@ -202,7 +206,7 @@ def _main(argv: list[str] | None) -> int:
                       f"{stats_c.seconds:.2f} s", file=sys.stderr)
             return 0
         if args.append:
-            from nczarr_conformance.append import append
+            from nczarr_conformance.conversion.append import append
 
             stats_a = append(args.input, args.output, args.append, allow_gaps=args.allow_gaps)
             safety.raise_if_interrupted()

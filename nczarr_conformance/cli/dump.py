@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-
 from typing import TYPE_CHECKING
 
-from nczarr_conformance.errors import UsageError
 from nczarr_conformance.cli.common import Parser, run
+from nczarr_conformance.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
-    from nczarr_conformance.cdl import CdlOptions
+    from nczarr_conformance.cdl.writer import CdlOptions
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +63,7 @@ def _names(text: str | None) -> tuple[str, ...]:
 
 
 def options_from(args: argparse.Namespace) -> CdlOptions:
-    from nczarr_conformance.cdl import CdlOptions
+    from nczarr_conformance.cdl.writer import CdlOptions
 
     fd, dd = parse_precision(args.precision) if args.precision else (None, None)
     if args.line_length < 10:
@@ -83,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> int:
-        from nczarr_conformance.cdl import CdlWriter
-        from nczarr_conformance.dataset import dataset_name
-        from nczarr_conformance.dump_source import open_source
+        from nczarr_conformance.access.dataset import dataset_name
+        from nczarr_conformance.cdl.writer import CdlWriter
+        from nczarr_conformance.sources.dump_source import open_source
 
         options = options_from(args)
         with open_source(args.url) as source:
             if args.json:
-                from nczarr_conformance.json_dump import write_json
+                from nczarr_conformance.cdl.json_dump import write_json
 
                 write_json(source, _write, data=not args.header, storage=args.storage)
                 sys.stdout.flush()

@@ -159,7 +159,7 @@ BY_ID = {c.id: c for c in CASES}
 
 def _from_cdl(name: str) -> Callable[[], Dataset]:
     def build() -> Dataset:
-        from nczarr_conformance.cdl_parse import parse_cdl
+        from nczarr_conformance.cdl.parse import parse_cdl
 
         return parse_cdl((netcdf_c_corpus() / name).read_text(encoding="utf-8"))[1]
     return build
@@ -180,14 +180,6 @@ def v1_model() -> Dataset:
 V1_LABEL = ("NCZarr v1 objects (.nczarr/.nczgroup/.nczarray/.nczattr), synthesised from nczarr.md Appendix C: "
             "no released netcdf-c writes v1 and netcdf-c's corpus has no v1 store")
 
-#: case id → (store in nczarr_conformance/corpus/netcdf-c or "v1", intended model)
-CORPUS_CASES: dict[str, str] = {
-    "corpus-ref_byte": "ref_byte.zarr.zip",
-    "corpus-ref_byte_fill_value_null": "ref_byte_fill_value_null.zarr.zip",
-    "corpus-ref_oldformat": "ref_oldformat.zip",
-    "corpus-ref_oldkeys": "ref_oldkeys.file.zip",
-    "nczarr-v1": "v1",
-}
 CASES += [
     Case("corpus-ref_byte", "netcdf-c corpus: pure Zarr, no _ARRAY_DIMENSIONS, no chunk (ref_byte.cdl)",
          _from_cdl("ref_byte.cdl")),

@@ -20,9 +20,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nczarr_conformance.peers.base import PEERS
 from nczarr_conformance.conformance.cases import BY_ID
 from nczarr_conformance.conformance.matrix import Cell, MatrixRun, compare, view_params
+from nczarr_conformance.peers.base import PEERS
 
 OUR_READER = "ours"
 

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nczarr_conformance.model import Dataset, diff_json
-from nczarr_conformance.peers.base import PEERS, CannotExpress, Peer
-from nczarr_conformance.peers import implementations  # noqa: F401  (registers the peers)
-from nczarr_conformance.conformance.cases import CASES, CORPUS_CASES, Case
+from nczarr_conformance.conformance.cases import CASES, Case
 from nczarr_conformance.conformance.views import view
-
+from nczarr_conformance.model import Dataset, diff_json
+from nczarr_conformance.peers import implementations  # noqa: F401  (registers the peers)
+from nczarr_conformance.peers.base import PEERS, CannotExpress, Peer
+from nczarr_conformance.peers.implementations import CORPUS_CASES
 
 MAX_DIFFERENCES = 12
 NOT_APPLICABLE = "corpus stores are written by the corpus only"

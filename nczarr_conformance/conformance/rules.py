@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
-from nczarr_conformance.nczarr.attrs import unparse
+from nczarr_conformance.conformance.matrix import MatrixRun
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers.base import PEERS, Peer
 from nczarr_conformance.stores import DirectoryStore
-from nczarr_conformance.conformance.matrix import MatrixRun
 
 NCZARR_WRITERS = {"ours", "netcdf-c-4.10"}  # the Appendix D era (2022-08 on)
 PRE_D_WRITERS = {"ours-nczarr-2-upper", "netcdf-c-4.9"}
@@ -261,7 +259,7 @@ def _e_maxstrlen(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
     path = ctx.store("long-string", peer.id)
     kept = None
     if path is not None:
-        from nczarr_conformance.dataset import open_dataset
+        from nczarr_conformance.access.dataset import open_dataset
 
         kept = np.asarray(open_dataset(str(path)).root.variables["s"].data).tolist()
     expected = ["a" * 200, "b"]

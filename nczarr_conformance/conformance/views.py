@@ -12,7 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.model import Attribute, Dataset, is_internal_attribute, values_to_json
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    is_internal_attribute,
+    values_to_json,
+)
 
 
 def netcdf_view(dataset: Dataset) -> Any:

@@ -5,6 +5,9 @@ the metadata in memory), checks that no reader at hand reads the edited store wo
 (:mod:`.verify`) and carries them out (:mod:`.apply`), in place or into a copy. In place, it
 plans from the snapshot it writes and commits all edits at once; a refusal, a failure or an
 interrupt changes nothing (see :mod:`.apply` for what S3 can and cannot promise).
+
+May import ``nczarr``, ``sources`` (the check that netcdf-c still reads a fixed store),
+``stores`` and the ground floor.
 """
 from __future__ import annotations
 
@@ -14,9 +17,6 @@ from pathlib import Path
 
 from nczarr_conformance import safety
 from nczarr_conformance.errors import NczarrError, StoreError
-from nczarr_conformance.sniff import netcdf_file_error
-from nczarr_conformance.stores import open_store
-from nczarr_conformance.urls import StoreSpec, parse
 from nczarr_conformance.fix import fixes  # noqa: F401  (registers the fixes)
 from nczarr_conformance.fix.apply import (
     PartlyWritten,
@@ -27,9 +27,18 @@ from nczarr_conformance.fix.apply import (
     write_backup,
     write_copy,
 )
-from nczarr_conformance.fix.plan import Plan, iter_changes, make_plan, parse_targets, render_diff
+from nczarr_conformance.fix.plan import (
+    Plan,
+    iter_changes,
+    make_plan,
+    parse_targets,
+    render_diff,
+)
 from nczarr_conformance.fix.registry import FIXES, READERS, Change, Fix, for_rule
 from nczarr_conformance.fix.verify import check_readers
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores.sniff import netcdf_file_error
+from nczarr_conformance.urls import StoreSpec, parse
 
 __all__ = ["FIXES", "READERS", "Change", "Fix", "FixResult", "Plan", "fix_store", "for_rule", "make_plan"]
 

@@ -49,10 +49,10 @@ from typing import Self
 
 from nczarr_conformance import keys, safety
 from nczarr_conformance.errors import FormatError, StoreError, UsageError
+from nczarr_conformance.fix.plan import ObjectEdit, Plan
 from nczarr_conformance.stores import DirectoryStore, ZipStore, open_store
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import StoreSpec
-from nczarr_conformance.fix.plan import ObjectEdit, Plan
 
 BACKUP_MANIFEST = "/nczarr-fix-backup.json"
 _ROOT_LAST = {"/.zattrs": 1, "/.zarray": 2, "/.zgroup": 3, "/.zmetadata": 4}

@@ -15,12 +15,12 @@ import numpy as np
 
 from nczarr_conformance import keys
 from nczarr_conformance.errors import UnsupportedError
+from nczarr_conformance.fix.context import FixContext, dumps
+from nczarr_conformance.fix.registry import FIXES, Change, fix
 from nczarr_conformance.nczarr.attrs import float_json, unparse
 from nczarr_conformance.nczarr.consolidated import refused_by_zarr_python
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, parse_dtype
 from nczarr_conformance.nczarr.reader import ANONYMOUS_DIM
-from nczarr_conformance.fix.context import FixContext, dumps
-from nczarr_conformance.fix.registry import FIXES, Change, fix
 
 _ONE_BYTE_ORDERED = {"<i1": "|i1", ">i1": "|i1", "<u1": "|u1", ">u1": "|u1"}
 

@@ -18,12 +18,12 @@ import numpy as np
 from nczarr_conformance import keys
 from nczarr_conformance.codecs import Pipeline
 from nczarr_conformance.errors import FormatError
-from nczarr_conformance.nczarr.dtypes import parse_dtype
-from nczarr_conformance.nczarr.flavors import load_json
-from nczarr_conformance.stores.base import Store
 from nczarr_conformance.fix import fixes  # noqa: F401  (registers the fixes)
 from nczarr_conformance.fix.context import FixContext, dumps
 from nczarr_conformance.fix.registry import FIXES, READERS, Change
+from nczarr_conformance.nczarr.dtypes import parse_dtype
+from nczarr_conformance.nczarr.flavors import load_json
+from nczarr_conformance.stores.base import Store
 
 
 @dataclass(frozen=True, slots=True)

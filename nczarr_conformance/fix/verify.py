@@ -46,11 +46,11 @@ import numpy as np
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import NczarrError, StoreError, UsageError
+from nczarr_conformance.fix.plan import Plan
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, parse_dtype
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import to_file_url
-from nczarr_conformance.fix.plan import Plan
 
 SAMPLE_BYTES = 16 * 1024**2
 TOTAL_SAMPLE_BYTES = 64 * 1024**2
@@ -292,7 +292,7 @@ def read_ours(root: Path, arrays: list[str], flavor: str) -> Readings:
 
 
 def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
-    from nczarr_conformance.peers import netcdf4 as nc4
+    from nczarr_conformance.sources import netcdf4 as nc4
 
     mode = "zarr" if flavor == "zarr" else "nczarr"
     try:

@@ -34,8 +34,13 @@ import numpy as np
 from nczarr_conformance.errors import FormatError
 from nczarr_conformance.flavor_names import JSON_ATTRIBUTE_MODES
 from nczarr_conformance.model import Attribute
+from nczarr_conformance.nczarr.dtypes import (
+    DEFAULT_MAXSTRLEN,
+    NUMERIC,
+    attr_type_string,
+    parse_attr_type,
+)
 from nczarr_conformance.nczarr.lenient_json import LenientNumber
-from nczarr_conformance.nczarr.dtypes import DEFAULT_MAXSTRLEN, NUMERIC, attr_type_string, parse_attr_type
 
 #: How char text that parses as JSON is written (modes in flavor_names.JSON_ATTRIBUTE_MODES):
 #: ``lossless`` (a JSON string) or ``spec`` (App. D case 3).

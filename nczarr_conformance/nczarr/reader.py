@@ -28,15 +28,29 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance import keys
-from nczarr_conformance import limits
-from nczarr_conformance.codecs import InflateError, Pipeline, build as build_codec
+from nczarr_conformance import keys, limits
+from nczarr_conformance.codecs import InflateError, Pipeline
+from nczarr_conformance.codecs import build as build_codec
 from nczarr_conformance.errors import FormatError, UnsupportedError
-from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, char_fill_byte, is_internal_attribute
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Dimension,
+    Group,
+    Variable,
+    char_fill_byte,
+    is_internal_attribute,
+)
 from nczarr_conformance.nczarr import attrs as attr_codec
-from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, StorageType, attr_type_string, parse_dtype
+from nczarr_conformance.nczarr.dtypes import (
+    DEFAULT_FILL,
+    DEFAULT_MAXSTRLEN,
+    StorageType,
+    attr_type_string,
+    parse_dtype,
+)
 from nczarr_conformance.nczarr.flavors import MetadataSource, detect, find_piece
+from nczarr_conformance.stores.base import Store
 
 #: Slabs handed to consumers are at most this big (bytes, decoded) unless they ask otherwise.
 SLAB_BYTES = 16 * 1024**2

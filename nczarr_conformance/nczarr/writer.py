@@ -29,10 +29,10 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import threading
 import math
-from collections.abc import Callable, Iterator
+import threading
 from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -42,12 +42,29 @@ import numpy as np
 from nczarr_conformance import keys
 from nczarr_conformance.codecs import Pipeline, shuffle_config
 from nczarr_conformance.errors import UnsupportedError, UsageError
-from nczarr_conformance.flavor_names import CHAR_AS_CHOICES, FLAVOR_ALIASES as FLAVOR_ALIASES, WRITE_FLAVORS as WRITE_FLAVORS
-from nczarr_conformance.model import Attribute, Dataset, Group, Variable, is_internal_attribute
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.flavor_names import CHAR_AS_CHOICES
+from nczarr_conformance.flavor_names import FLAVOR_ALIASES as FLAVOR_ALIASES
+from nczarr_conformance.flavor_names import WRITE_FLAVORS as WRITE_FLAVORS
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Group,
+    Variable,
+    is_internal_attribute,
+)
 from nczarr_conformance.nczarr import attrs as attr_codec
-from nczarr_conformance.nczarr.consolidated import CONSOLIDATED_KEY, consolidated_bytes, refused_by_zarr_python
-from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN, dtype_string, numpy_dtype
+from nczarr_conformance.nczarr.consolidated import (
+    CONSOLIDATED_KEY,
+    consolidated_bytes,
+    refused_by_zarr_python,
+)
+from nczarr_conformance.nczarr.dtypes import (
+    DEFAULT_FILL,
+    DEFAULT_MAXSTRLEN,
+    dtype_string,
+    numpy_dtype,
+)
+from nczarr_conformance.stores.base import Store
 
 SUPERBLOCK = {"version": "2.0.0"}
 #: codecs written as the .zarray "compressor" when last in the chain; fletcher32 too, as netcdf-c's
@@ -322,7 +339,7 @@ class DatasetWriter:
         """Encode (or copy) and put every chunk of ``plan``.
 
         ``select`` maps a chunk index of ``plan`` to the index it is put at, or None to leave
-        it out (``--concat``: one file's chunks at their place in the target, see concat.py).
+        it out (``--concat``: one file's chunks at their place in the target, see conversion/concat.py).
         """
         pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
         fill_chunk = np.full(plan.chunks or (1,), plan.fill_storage, dtype=plan.storage)

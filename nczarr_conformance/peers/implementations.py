@@ -10,17 +10,23 @@ from typing import Any
 import numpy as np
 
 from nczarr_conformance import __version__
-from nczarr_conformance.cdl_parse import parse_cdl
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.cdl.parse import parse_cdl
 from nczarr_conformance.errors import UnsupportedError
-from nczarr_conformance.model import Attribute, Dataset, Group, Variable, is_internal_attribute
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Group,
+    Variable,
+    is_internal_attribute,
+)
 from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
 from nczarr_conformance.nczarr.writer import write_dataset
-from nczarr_conformance.stores import DirectoryStore
-from nczarr_conformance.urls import to_file_url
 from nczarr_conformance.peers import netcdf4 as nc4
 from nczarr_conformance.peers.base import CannotExpress, Peer, register, reject_options
+from nczarr_conformance.stores import DirectoryStore
+from nczarr_conformance.urls import to_file_url
 
 
 def _tool(name: str) -> str | None:
@@ -477,6 +483,17 @@ def write_v1_store(target: Path) -> None:
         store.put("/g/s/0", np.array([6.5], "<f8").tobytes())
 
 
+#: case id → the store it copies from nczarr_conformance/corpus/netcdf-c, or "v1" for the store
+#: synthesised from nczarr.md Appendix C (write_v1_store); conformance/cases.py holds each case's model
+CORPUS_CASES: dict[str, str] = {
+    "corpus-ref_byte": "ref_byte.zarr.zip",
+    "corpus-ref_byte_fill_value_null": "ref_byte_fill_value_null.zarr.zip",
+    "corpus-ref_oldformat": "ref_oldformat.zip",
+    "corpus-ref_oldkeys": "ref_oldkeys.file.zip",
+    "nczarr-v1": "v1",
+}
+
+
 class Corpus(Peer):
     """Stores as netcdf-c's own tests hold them, and the NCZarr v1 store synthesised from nczarr.md
     Appendix C: a writer only of those cases."""
@@ -491,7 +508,6 @@ class Corpus(Peer):
         raise CannotExpress("the corpus holds only its own stores")
 
     def copy_case(self, case_id: str, target: Path) -> str:
-        from nczarr_conformance.conformance.cases import CORPUS_CASES
         from nczarr_conformance.resources import netcdf_c_corpus
         from nczarr_conformance.stores import open_store
 

@@ -1,15 +1,19 @@
-"""Store backends and ``open_store``, which picks one from a URL or path."""
+"""Store backends and ``open_store``, which picks one from a URL or path.
+
+May import only the ground floor (errors, keys, limits, safety, urls); every wing above reads
+and writes through them.
+"""
 from __future__ import annotations
 
 import os
 
 from nczarr_conformance import safety
 from nczarr_conformance.errors import StoreError, UsageError
-from nczarr_conformance.urls import StoreSpec, parse
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.stores.directory import DirectoryStore
 from nczarr_conformance.stores.memory import MemoryStore
 from nczarr_conformance.stores.zip import ZipStore
+from nczarr_conformance.urls import StoreSpec, parse
 
 __all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store", "lock_for_writing"]
 
@@ -63,7 +67,9 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
             raise UsageError(f"{spec.path}: zip stores are write-once; rewrite instead of appending")
         return ZipStore(spec.path, mode, overwrite)
     if spec.kind == "s3":
-        from nczarr_conformance.stores.s3 import S3Store  # boto3 is imported only when S3 is used
+        from nczarr_conformance.stores.s3 import (
+            S3Store,  # boto3 is imported only when S3 is used
+        )
 
         return S3Store.from_spec(spec, mode, overwrite)
     raise UsageError(f"unknown storage kind {spec.kind!r}")

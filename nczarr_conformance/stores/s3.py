@@ -66,10 +66,10 @@ from typing import Any
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError, StoreUnavailableError
-from nczarr_conformance.urls import StoreSpec
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.stores.s3_generation import Generation
 from nczarr_conformance.stores.s3_upload import Uploader
+from nczarr_conformance.urls import StoreSpec
 
 MISSING_KEY_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 READ_ATTEMPTS = 3  # per request, the first one included

@@ -17,8 +17,8 @@ takes it before reading the old zip (``stores.lock_for_writing``).
 """
 from __future__ import annotations
 
-import sys
 import os
+import sys
 import threading
 import zipfile
 from collections.abc import Iterator

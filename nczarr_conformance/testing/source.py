@@ -1,7 +1,7 @@
 """The source truth of a netCDF-4 (HDF5) file, read without any code the converter uses.
 
 Tests compare what we write against the file we converted. Were that truth read by the
-converter's own adapter (``peers/netcdf4.py``), an adapter mistake would appear on both
+converter's own adapter (``sources/netcdf4.py``), an adapter mistake would appear on both
 sides and cancel out. This reader asks netCDF4-python's public API only (``dtype``,
 ``ncattrs``/``getncattr``, ``chunking()``, ``filters()``, ``endian()``), and h5py for the
 two facts netCDF4-python does not expose: whether a text attribute is NC_CHAR (a

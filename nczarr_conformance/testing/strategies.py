@@ -19,7 +19,12 @@ import numpy as np
 from hypothesis import strategies as st
 
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
-from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, NC_TYPES, NUMERIC, numpy_dtype
+from nczarr_conformance.nczarr.dtypes import (
+    DEFAULT_FILL,
+    NC_TYPES,
+    NUMERIC,
+    numpy_dtype,
+)
 from nczarr_conformance.testing.samples import JSON_LOOKING
 
 __all__ = ["names", "long_strings", "values", "attributes", "attribute_sets", "datasets", "corners"]

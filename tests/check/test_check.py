@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,9 +14,9 @@ import jsonschema
 import numpy as np
 import pytest
 
-from nczarr_conformance.check import RULES, check
-from nczarr_conformance.check.docs import render
-from nczarr_conformance.check.rules import Severity
+from nczarr_conformance.checker import RULES, check
+from nczarr_conformance.checker.docs import render
+from nczarr_conformance.checker.rules import Severity
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore
@@ -279,9 +278,9 @@ def test_netcdf_c_refuses_an_array_longer_than_its_unlimited_dimension(tmp_path)
 def test_our_reader_refuses_an_array_longer_than_its_unlimited_dimension_rather_than_read_part(tmp_path):
     """Not the first 2 records of 4, nor 4 records of a dimension of 2: one line naming the array, exit 2,
     through every way in (the model, the lazy reader, xarray's engine, nczarr-dump)."""
-    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.access.dataset import open_dataset
+    from nczarr_conformance.access.lazy import LazyDataset
     from nczarr_conformance.errors import FormatError
-    from nczarr_conformance.lazy import LazyDataset
 
     path = _longer_than_unlimited(tmp_path)
     why = "/v/.zarray: extent 4 along /t, longer than the unlimited dimension's size 2 (NCZ-DIM-SIZE)"
@@ -337,7 +336,7 @@ def test_expect_flavor(tmp_path):
 
 
 def test_a_crashing_rule_is_a_finding(tmp_path, monkeypatch):
-    from nczarr_conformance.check import rules as rules_mod
+    from nczarr_conformance.checker import rules as rules_mod
 
     def boom(ctx):
         raise RuntimeError("kaboom")

@@ -16,8 +16,8 @@ import jsonschema
 import netCDF4
 import pytest
 
-from nczarr_conformance.check import RULES
-from nczarr_conformance.check.rules import Severity, rule
+from nczarr_conformance.checker import RULES
+from nczarr_conformance.checker.rules import Severity, rule
 from tests.check.test_check import REPORT_SCHEMA
 from tests.conftest import CORPUS, require_module
 

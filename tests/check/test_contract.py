@@ -301,7 +301,7 @@ def test_dim_conflict_is_refused_by_xarray_and_nczarr_dump(tmp_path):
 @pytest.mark.parametrize("depth", [255, 256, 257, 400])
 def test_json_depth_limit(tmp_path, depth):
     """Nesting the parser accepts but readers recursing over values do not is refused too (MAX_JSON_DEPTH)."""
-    from nczarr_conformance.check.context import MAX_JSON_DEPTH
+    from nczarr_conformance.checker.context import MAX_JSON_DEPTH
 
     objs = base()
     # the .zattrs object itself is one level: its member nests depth - 1 more

@@ -12,7 +12,7 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nczarr_conformance.check import check
+from nczarr_conformance.checker import check
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.testing.samples import small_model

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nczarr_conformance.check import RULES, check
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.checker import RULES, check
 from nczarr_conformance.errors import FormatError
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.nczarr.attrs import json_attributes
@@ -563,7 +563,7 @@ def test_xarray_nodims(tmp_path):
     assert xr.open_zarr(str(tmp_path / "z.zarr"), consolidated=False, zarr_format=2)["a"].values.tolist() == [1, 1, 1]
 
 
-# ---- TensorStore and the rounded default fill (rules in check/readers.py) --------------------------
+# ---- TensorStore and the rounded default fill (rules in checker/readers.py) --------------------------
 
 def _ts_open(path: Path, array: str):
     ts = require_module("tensorstore")

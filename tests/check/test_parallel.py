@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nczarr_conformance.check import check
-from nczarr_conformance.convert import convert
+from nczarr_conformance.checker import check
+from nczarr_conformance.conversion.from_netcdf import convert
 from tests.conftest import require_module
 
 require_module("distributed")
@@ -27,7 +27,7 @@ require_module("distributed")
 @pytest.fixture(scope="module")
 def client(moto_server):
     """One LocalCluster of 2 worker processes for the module, started after moto so workers inherit its env."""
-    from nczarr_conformance.cluster import open_client
+    from nczarr_conformance.conversion.cluster import open_client
 
     with open_client(workers=2) as c:
         yield c

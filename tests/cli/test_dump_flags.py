@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nczarr_conformance.cdl import CdlOptions, CdlWriter
+from nczarr_conformance.cdl.writer import CdlOptions, CdlWriter
 from nczarr_conformance.cli import dump
-from nczarr_conformance.dump_source import StoreSource, open_source
+from nczarr_conformance.sources.dump_source import StoreSource, open_source
 from nczarr_conformance.stores.directory import DirectoryStore
 from tests.cli.test_cli import assert_clean_failure, run
 from tests.conftest import require_module, require_tool
@@ -362,7 +362,7 @@ def test_to_cdl_default_digits_let_ncgen_rebuild_the_same_values(tmp_path):
     """cdl.to_cdl without options prints 9/17 significant digits, so ncgen 4.9.0 rebuilds exactly the same
     float and double values (attributes and data) that the model holds; ncdump's 7/15 would round them."""
     netCDF4 = require_module("netCDF4")
-    from nczarr_conformance.cdl import to_cdl
+    from nczarr_conformance.cdl.writer import to_cdl
     from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 
     doubles = np.array([0.1, 1 / 3, 2 / 3, 1e-300, 123456789.123456789, -9.87654321e200], dtype="f8")

@@ -8,11 +8,18 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import require_module
-
 from nczarr_conformance.fix import fix_store
 from nczarr_conformance.fix.registry import FIXES, fix
-from tests.fix.helpers import c410, copy, nc_read, ours_without_dims, same_to_netcdf_c, url, zarray
+from tests.conftest import require_module
+from tests.fix.helpers import (
+    c410,
+    copy,
+    nc_read,
+    ours_without_dims,
+    same_to_netcdf_c,
+    url,
+    zarray,
+)
 
 pytestmark = pytest.mark.peer
 
@@ -173,7 +180,7 @@ def test_stale_zmetadata_is_rebuilt(tmp_path):
     attrs = json.loads((store / "b" / ".zattrs").read_text())
     attrs["units"] = "m"
     (store / "b" / ".zattrs").write_text(json.dumps(attrs))
-    from nczarr_conformance.check import check
+    from nczarr_conformance.checker import check
 
     findings = [f for f in check(str(store)).findings if f.rule == "NCZ-CONSOLIDATED-MATCH"]
     assert findings and findings[0].fix == "NCZ-FIX-CONSOLIDATE"
@@ -185,13 +192,12 @@ def test_stale_zmetadata_is_rebuilt(tmp_path):
 
 
 def test_upper_case_layout_netcdf_c_490_reads_the_same(tmp_path):
-    from tests.conftest import require_tool
     import subprocess
 
-    from nczarr_conformance.model import Dataset
+    from nczarr_conformance.model import Dataset, Dimension, Group, Variable
     from nczarr_conformance.nczarr.writer import write_dataset
     from nczarr_conformance.stores import DirectoryStore
-    from nczarr_conformance.model import Dimension, Group, Variable
+    from tests.conftest import require_tool
 
     ncdump = require_tool("ncdump")
     root = Group({"x": Dimension(3)})
@@ -221,7 +227,7 @@ def _documented(ctx):
 
 
 def test_every_fix_cures_a_rule_nczarr_check_has():
-    from nczarr_conformance.check import RULES
+    from nczarr_conformance.checker import RULES
 
     for f in FIXES.values():
         assert f.cures and set(f.cures) <= set(RULES), f.id

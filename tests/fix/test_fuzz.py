@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.errors import NczarrError
 from nczarr_conformance.fix import fix_store
 from nczarr_conformance.fix.registry import FIXES

@@ -98,10 +98,11 @@ def test_read_mapping_appendix_e():
 
 
 def test_string_maxstrlen_grows_for_long_strings():
+    import json
+
     from nczarr_conformance.model import Dataset, Dimension, Group, Variable
     from nczarr_conformance.nczarr.writer import write_dataset
     from nczarr_conformance.stores import MemoryStore
-    import json
 
     root = Group({"x": Dimension(2)})
     root.variables["s"] = Variable("string", ["/x"], (2,), {}, np.array(["é" * 100, ""], dtype=object))

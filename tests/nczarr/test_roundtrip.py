@@ -172,8 +172,8 @@ def test_the_model_never_shows_storage_bookkeeping_attributes(tmp_path):
     _ARRAY_DIMENSIONS) are never attributes of the model our reader gives."""
     import json
 
-    from nczarr_conformance.convert import convert
-    from nczarr_conformance.dataset import open_dataset
+    from nczarr_conformance.access.dataset import open_dataset
+    from nczarr_conformance.conversion.from_netcdf import convert
     from nczarr_conformance.model import is_internal_attribute
     from nczarr_conformance.testing.samples import write_rich_nc
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from nczarr_conformance.cdl_parse import parse_cdl
+from nczarr_conformance.cdl.parse import parse_cdl
 from nczarr_conformance.model import Dataset, Group, diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from tests.conftest import REPO, require_module, require_tool
@@ -241,14 +241,13 @@ def model_diff(expected_cdl: str, url: str, *, drop_attrs: Iterable[str] = (), d
 
     ``data=False`` for a header baseline (``ncdump -h``): it states no values."""
     require_module("netCDF4")
-    from nczarr_conformance.peers import netcdf4
-
     from nczarr_conformance.errors import FormatError
+    from nczarr_conformance.peers import netcdf4
 
     try:
         expected = parse_cdl(expected_cdl)[1]
     except FormatError as exc:  # our CDL parser lacks {…} data groups and some netcdf-c CDL; reported, issue 14
-        pytest.skip(f"nczarr_conformance.cdl_parse cannot parse this baseline ({exc}): no model to compare")
+        pytest.skip(f"nczarr_conformance.cdl.parse cannot parse this baseline ({exc}): no model to compare")
     try:
         got = netcdf4.read(url, data=data)
     except Exception as exc:

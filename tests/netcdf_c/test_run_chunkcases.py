@@ -18,8 +18,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, READERS, WRITERS, build, load_known, nc_url, read_outcome,
-                                    read_text, require, settle, text_diff)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    READERS,
+    WRITERS,
+    build,
+    load_known,
+    nc_url,
+    read_outcome,
+    read_text,
+    require,
+    settle,
+    text_diff,
+)
 
 KNOWN = load_known("run_chunkcases")
 #: case → the script's -c (chunk sizes); ``dmp``: the case's chunk listing is compared too

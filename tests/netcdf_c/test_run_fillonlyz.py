@@ -13,9 +13,19 @@ import re
 import pytest
 
 from tests.conftest import require_module
-
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, READERS, WRITERS, build, dump, load_known, nc_url, require,
-                                    sanitised, settle)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    READERS,
+    WRITERS,
+    build,
+    dump,
+    load_known,
+    nc_url,
+    require,
+    sanitised,
+    settle,
+)
 
 KNOWN = load_known("run_fillonlyz")
 

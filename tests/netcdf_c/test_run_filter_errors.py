@@ -17,8 +17,16 @@ import shutil
 import pytest
 
 from tests.conftest import require_module
-
-from tests.netcdf_c.harness import NCZARR_TEST, PASS, dump, load_known, nc_url, require, sanitised, settle
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    dump,
+    load_known,
+    nc_url,
+    require,
+    sanitised,
+    settle,
+)
 
 KNOWN = load_known("run_filter_errors")
 CODEC = "faultycodecname"
@@ -53,7 +61,7 @@ def test_ours_names_the_codec(faulty, request):
 def test_ours_names_the_codec_it_reads(faulty):
     """With the ``sed`` applied to ``.zmetadata`` too, ours names the faulty codec; the script's store (stale
     ``.zmetadata``) is an error finding of ``nczarr-check``, beside the unknown codec of ``data/.zarray``."""
-    from nczarr_conformance.check import check
+    from nczarr_conformance.checker import check
 
     errors = sorted(f.rule for f in check(str(faulty)).findings if f.severity == "error")
     assert errors == ["NCZ-ARRAY-CODEC", "NCZ-CONSOLIDATED-MATCH"], errors

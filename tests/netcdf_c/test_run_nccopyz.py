@@ -18,8 +18,20 @@ import numpy as np
 import pytest
 
 from tests.conftest import require_module, require_tool
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, dump, load_known, nc_url, netcdf4_file, ours_env, require,
-                                    run, sanitised, settle, text_diff)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    dump,
+    load_known,
+    nc_url,
+    netcdf4_file,
+    ours_env,
+    require,
+    run,
+    sanitised,
+    settle,
+    text_diff,
+)
 
 KNOWN = load_known("run_nccopyz")
 LENS = (7, 4, 2, 3, 5, 6, 9)

@@ -14,7 +14,15 @@ import numpy as np
 import pytest
 
 from tests.conftest import require_module, require_tool
-from tests.netcdf_c.harness import PASS, WriteFailed, load_known, nc_url, read_outcome, run, settle, write_ours
+from tests.netcdf_c.harness import (
+    WriteFailed,
+    load_known,
+    nc_url,
+    read_outcome,
+    run,
+    settle,
+    write_ours,
+)
 
 KNOWN = load_known("run_unlim_io")
 #: testcase → (-d, -c, -s, -e, -v, the script's -n name)

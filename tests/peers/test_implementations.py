@@ -6,16 +6,20 @@ import subprocess
 
 import pytest
 
-from nczarr_conformance.conformance.cases import BY_ID, CORPUS_CASES, V1_LABEL
+from nczarr_conformance.conformance.cases import BY_ID, V1_LABEL
 from nczarr_conformance.peers.base import PEERS
-from nczarr_conformance.peers.implementations import NetCDFC490, ZarrPython
+from nczarr_conformance.peers.implementations import (
+    CORPUS_CASES,
+    NetCDFC490,
+    ZarrPython,
+)
 from tests.conftest import require_tool
 
 pytestmark = pytest.mark.peer
 
 
 def test_490_writer_feeds_ncgen_what_ncdump_printed(tmp_path, monkeypatch):
-    import nczarr_conformance.cdl as cdl
+    import nczarr_conformance.cdl.writer as cdl
 
     def no_cdl_of_ours(*args, **kwargs):
         raise AssertionError("the 4.9.0 writer must not take our CDL")

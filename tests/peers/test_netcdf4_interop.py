@@ -6,16 +6,23 @@ import json
 import numpy as np
 import pytest
 
-from nczarr_conformance.convert import convert
-from nczarr_conformance.dataset import open_dataset
-from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, diff
-from nczarr_conformance.nczarr.writer import write_dataset
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.conversion.from_netcdf import convert
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Dimension,
+    Group,
+    Variable,
+    diff,
+)
 from nczarr_conformance.nczarr.attrs import json_attributes
+from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.testing.ignores import CONTIGUOUS
-from nczarr_conformance.urls import to_file_url
 from nczarr_conformance.testing.source import read_source
+from nczarr_conformance.urls import to_file_url
 from tests.peers.known import PeerStillWrong, still_wrong
 
 pytestmark = pytest.mark.peer

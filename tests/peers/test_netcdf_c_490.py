@@ -6,15 +6,22 @@ import subprocess
 import numpy as np
 import pytest
 
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.errors import FormatError
-from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, diff
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Dimension,
+    Group,
+    Variable,
+    diff,
+)
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore
-from nczarr_conformance.urls import to_file_url
 from nczarr_conformance.testing.ignores import CONTIGUOUS, UPPER_FLAVOR
 from nczarr_conformance.testing.source import read_source
+from nczarr_conformance.urls import to_file_url
 from tests.conftest import require_tool
 from tests.peers.known import PeerStillWrong, still_wrong
 

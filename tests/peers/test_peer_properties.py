@@ -17,8 +17,15 @@ import numpy as np
 import pytest
 from hypothesis import currently_in_test_context, event, example, given
 
-from nczarr_conformance.dataset import open_dataset
-from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, diff
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Dimension,
+    Group,
+    Variable,
+    diff,
+)
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore, ZipStore

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
 from tests.conftest import require_module
 
 zarr = require_module("zarr")

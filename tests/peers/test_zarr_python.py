@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from nczarr_conformance.convert import convert
-from nczarr_conformance.dataset import open_dataset
-from nczarr_conformance.model import Dataset, Dimension, Group, Variable, diff
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.conversion.from_netcdf import convert
+from nczarr_conformance.model import Dataset, Dimension, Group, Variable
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.stores.zip import dataset_folder

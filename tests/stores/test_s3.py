@@ -7,7 +7,7 @@ import sys
 import boto3
 import pytest
 
-from nczarr_conformance.dataset import open_dataset
+from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.errors import StoreError
 from nczarr_conformance.model import diff
 from nczarr_conformance.nczarr.reader import read_dataset
@@ -70,7 +70,7 @@ def test_s3_holds_the_same_objects_as_a_directory(small, s3_bucket, tmp_path):
 
 
 def test_opening_nczarr_sends_no_list_and_only_needed_gets(rich_nc, s3_bucket):
-    from nczarr_conformance.convert import convert
+    from nczarr_conformance.conversion.from_netcdf import convert
 
     convert(str(rich_nc), f"s3://{s3_bucket}/budget#mode=nczarr,s3", consolidate=False)
     store = S3Store(s3_bucket, "budget")
@@ -88,7 +88,7 @@ def test_opening_nczarr_sends_no_list_and_only_needed_gets(rich_nc, s3_bucket):
 def test_our_default_output_opens_in_one_get(rich_nc, small, s3_bucket):
     """Our default output carries .zmetadata, written last: one GET serves all metadata, and it describes
     the dataset the objects do (the same model as a store written without it)."""
-    from nczarr_conformance.convert import convert
+    from nczarr_conformance.conversion.from_netcdf import convert
 
     del small.root.variables["c"]  # a >S1 char array leaves .zmetadata out by default (nczarr/writer.py)
     for prefix, consolidate in (("one", None), ("plain", False)):
@@ -210,7 +210,7 @@ def test_zarr_scalars_read_as_netcdf_scalars_from_s3(s3_bucket, moto_server):
 
 
 def test_nczarr_check_on_s3(rich_nc, s3_bucket):
-    from nczarr_conformance.convert import convert
+    from nczarr_conformance.conversion.from_netcdf import convert
 
     url = f"s3://{s3_bucket}/checked#mode=nczarr,s3"
     convert(str(rich_nc), url)

@@ -17,7 +17,7 @@ import boto3
 import numpy as np
 import pytest
 
-from nczarr_conformance.convert import convert
+from nczarr_conformance.conversion.from_netcdf import convert
 from nczarr_conformance.stores.s3 import S3Store
 from tests.stores.faulty_s3 import Fault
 

@@ -1,0 +1,100 @@
+"""The package's top-level calls, each taking paths or netcdf-c URLs (docs/api.md).
+
+``write`` takes our model Dataset or an ``xarray.Dataset``; ``convert`` and ``check`` are
+the library calls behind ``nc2nczarr`` and ``nczarr-check``; ``open`` (lazy.py) reads.
+They exist so a user never builds a Store: the URL names it, as on the command line.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+from nczarr_conformance.errors import UsageError
+from nczarr_conformance.flavor_names import FLAVOR_ALIASES
+from nczarr_conformance.model import Dataset
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import parse
+
+if TYPE_CHECKING:
+    from nczarr_conformance.checker.report import Report
+    from nczarr_conformance.checker.rules import Severity
+    from nczarr_conformance.conversion.from_netcdf import ConvertStats
+
+__all__ = ["write", "write_dataset", "convert", "check"]
+
+PathOrURL = str | os.PathLike[str]
+
+
+def _is_xarray_dataset(obj: Any) -> bool:
+    """True for an xarray.Dataset, without importing xarray when the caller never did."""
+    import sys
+
+    xr = sys.modules.get("xarray")
+    return xr is not None and isinstance(obj, xr.Dataset)
+
+
+def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bool = False,
+          **convert_options: Any) -> None:
+    """Write ``dataset`` (our model :class:`~nczarr_conformance.model.Dataset` or an ``xarray.Dataset``)
+    to the store ``url`` names (directory, ``.zip``, ``s3://``; a netcdf-c URL or a plain path).
+
+    The store appears whole or not at all (written aside, then committed). An
+    ``xarray.Dataset`` is encoded by xarray exactly as ``to_netcdf(engine="netcdf4")``
+    encodes it (CF attributes, ``_FillValue``, time units, its ``encoding`` such as
+    ``chunksizes`` and ``zlib``): it is written to a temporary netCDF-4 file, then converted
+    (``convert_options`` go to :func:`convert`), so the store holds what that netCDF file holds.
+    """
+    target = os.fspath(url)
+    if _is_xarray_dataset(dataset):
+        with tempfile.TemporaryDirectory(prefix="nczarr-write-") as tmp:
+            nc = os.path.join(tmp, "dataset.nc")
+            dataset.to_netcdf(nc, engine="netcdf4", format="NETCDF4")
+            convert(nc, target, flavor=flavor, overwrite=overwrite, **convert_options)
+        return
+    if not isinstance(dataset, Dataset):
+        raise UsageError(f"write() takes a nczarr_conformance Dataset or an xarray.Dataset, "
+                         f"not {type(dataset).__name__}")
+    if convert_options:
+        raise UsageError(f"write() of a model Dataset takes no {', '.join(sorted(convert_options))}")
+    if flavor not in FLAVOR_ALIASES:
+        raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
+    from nczarr_conformance.nczarr.writer import write_dataset
+
+    spec = parse(target)
+    layout = FLAVOR_ALIASES[flavor]
+    if spec.pure_zarr and layout == "nczarr-4.10":  # mode=zarr in the URL asks for pure Zarr, as nc2nczarr
+        layout = "zarr"
+    with open_store(spec, "w", overwrite=overwrite) as store:  # commits on success, aborts on any error
+        write_dataset(dataset, store, flavor=layout, xarray=spec.xarray)
+
+
+def write_dataset(dataset: Dataset, target: Store | PathOrURL, **options: Any) -> int:
+    """``nczarr.writer.write_dataset`` into an open Store (the caller commits), or :func:`write` to a
+    path or URL (committed here); the package exports this one, so a path no longer fails on a
+    missing ``put``. Returns the chunks copied as stored (0 for a path or URL)."""
+    if isinstance(target, Store):
+        from nczarr_conformance.nczarr.writer import write_dataset as into_store
+
+        return into_store(dataset, target, **options)
+    write(dataset, target, **options)
+    return 0
+
+
+def convert(src: PathOrURL, url: PathOrURL, **options: Any) -> ConvertStats:
+    """Convert the netCDF file ``src`` into the store ``url`` (nc2nczarr; options as
+    :func:`nczarr_conformance.conversion.from_netcdf.convert`: ``flavor``, ``overwrite``, ``transforms``, ...)."""
+    from nczarr_conformance.conversion.from_netcdf import convert as run
+
+    return run(os.fspath(src), os.fspath(url), **options)
+
+
+def check(url: PathOrURL, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
+          ignore: list[str] | None = None, fail_on: Severity | str = "error") -> Report:
+    """Run nczarr-check's rules on the store ``url``; the report's ``findings`` and ``exit_code``
+    are what ``nczarr-check`` prints and returns."""
+    from nczarr_conformance.checker import check as run
+    from nczarr_conformance.checker.rules import Severity as Level
+
+    return run(os.fspath(url), deep=deep, expect=expect, select=select, ignore=ignore, fail_on=Level(fail_on))

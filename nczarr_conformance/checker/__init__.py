@@ -1,0 +1,118 @@
+"""nczarr-check: run every registered rule over a store and collect findings.
+
+The rules registry, the tolerant read context and the rule families. May import ``fix`` (a finding
+names the fix that cures it), ``nczarr``, ``stores`` and the ground floor.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from nczarr_conformance.checker import attrs, chunks, interop, layout, metadata, readers  # noqa: F401  (registers the rules)
+from nczarr_conformance.checker.context import CheckContext
+from nczarr_conformance.checker.report import Report
+from nczarr_conformance.checker.rules import (
+    RULES,
+    Finding,
+    Severity,
+    get,
+    matching,
+    rule,
+)
+from nczarr_conformance.errors import StoreUnavailableError
+from nczarr_conformance.flavor_names import CHECK_FLAVORS
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores.sniff import netcdf_file_error, zarr_v3_error
+from nczarr_conformance.urls import parse
+
+__all__ = ["check", "RULES", "Report", "Finding", "Severity"]
+
+FLAVOR_CHOICES = CHECK_FLAVORS
+
+
+@rule("NCZ-LAYOUT-FLAVOR", Severity.ERROR, source="--expect")
+def expected_flavor(ctx: CheckContext) -> Iterator[Finding]:
+    """The detected flavor is the one --expect names."""
+    expected = ctx.__dict__.get("expect")
+    if expected and ctx.flavor != expected:
+        yield get("NCZ-LAYOUT-FLAVOR").finding(None, f"flavor {ctx.flavor}, expected {expected}")
+
+
+@rule("NCZ-CHECK-CRASH", Severity.ERROR, source="nczarr-check")
+def crashed(ctx: CheckContext) -> Iterator[Finding]:
+    """A rule raised instead of reporting: a bug in nczarr-check, reported so the run still completes."""
+    return iter(())
+
+
+def with_fix(finding: Finding) -> Finding:
+    """The finding naming the nczarr-fix fix that cures its rule, when there is one."""
+    from nczarr_conformance.fix import fixes  # noqa: F401  (registers the fixes)
+    from nczarr_conformance.fix.registry import for_rule
+
+    fix_id = for_rule(finding.rule)
+    return dataclasses.replace(finding, fix=fix_id) if fix_id else finding
+
+
+def check(url: str, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
+          ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR, client: Any = None) -> Report:
+    """Check the dataset at ``url``; raises only when the store cannot be opened or does not answer (exit 2).
+
+    A store that stops answering part-way (5xx or cut-short bodies after every retry) is
+    "could not check", never a finding: grading it would blame the dataset for the network.
+    """
+    try:
+        return _check(url, deep=deep, expect=expect, select=select, ignore=ignore, fail_on=fail_on, client=client)
+    except StoreUnavailableError as exc:
+        raise StoreUnavailableError(f"could not check {url}: {exc}") from exc
+
+
+def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None, ignore: list[str] | None,
+           fail_on: Severity, client: Any) -> Report:
+    """The check itself (see :func:`check`).
+
+    Every rule runs (``--deep`` ones with ``deep``); ``select``/``ignore`` (ids or id prefixes)
+    choose which findings the report keeps, so a selection never changes what a rule sees.
+    A crash of a rule is kept unless NCZ-CHECK-CRASH itself is ignored. ``client`` (a
+    ``distributed.Client``) decodes the chunks of ``deep`` on its cluster; the report is the same.
+    """
+    keep = set(matching(select)) if select else set(RULES)
+    keep -= set(matching(ignore)) if ignore else set()
+    started = time.perf_counter()
+    spec = parse(url)
+    not_a_store = netcdf_file_error(spec, url)
+    if not_a_store is not None:
+        raise not_a_store
+    with open_store(spec) as store:
+        ctx = CheckContext(store, url, deep=deep)
+        ctx.__dict__["expect"] = expect
+        if client is not None and deep:
+            from nczarr_conformance.checker.parallel import decode_map
+
+            ctx.__dict__["decode_map"] = decode_map(client, spec)
+        if ctx.flavor == "unknown":
+            v3 = zarr_v3_error(store, url)
+            if v3 is not None:
+                raise v3
+        findings: list[Finding] = []
+        if ctx.flavor == "unknown":
+            order = ["NCZ-LAYOUT-NODATASET"]
+        else:  # rules reporting what the context recorded run after every rule that reads
+            order = [rid for rid, r in RULES.items() if not r.final] + [rid for rid, r in RULES.items() if r.final]
+        for rule_id in order:
+            r = RULES[rule_id]
+            if r.deep and not deep:
+                continue
+            try:
+                findings.extend(r.function(ctx))
+            except StoreUnavailableError:
+                raise  # a store that did not answer is no finding about the dataset: see check()
+            except Exception as exc:  # a rule's exception is a finding, never a crash
+                findings.append(get("NCZ-CHECK-CRASH").finding(None, f"{rule_id} raised {type(exc).__name__}: {exc}"))
+        if expect and ctx.flavor == "unknown":
+            findings.extend(expected_flavor(ctx))
+        crash_kept = not (ignore and RULES["NCZ-CHECK-CRASH"].matches(ignore))
+        findings = [f for f in findings if f.rule in keep or (f.rule == "NCZ-CHECK-CRASH" and crash_kept)]
+        findings = [with_fix(f) for f in findings]
+        return Report(url, ctx.flavor, findings, ctx.objects_read, time.perf_counter() - started, fail_on)

@@ -1,0 +1,87 @@
+"""Rendering of check reports as text, JSON or one self-contained HTML page; no checking here."""
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from nczarr_conformance.checker.rules import Finding, Severity
+
+REPORT_ID = "nczarr-check/1"
+RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
+@dataclass
+class Report:
+    url: str
+    flavor: str
+    findings: list[Finding] = field(default_factory=list)
+    objects_read: int = 0
+    seconds: float = 0.0
+    fail_on: Severity = Severity.ERROR  # the least severe finding that makes the exit code 1
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(RANK[f.severity] >= RANK[self.fail_on] for f in self.findings) else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "report": REPORT_ID,
+            "url": self.url,
+            "flavor": self.flavor,
+            "findings": [f.to_json() for f in self.findings],
+            "summary": {"errors": self.count(Severity.ERROR), "warnings": self.count(Severity.WARNING),
+                        "infos": self.count(Severity.INFO), "objects_read": self.objects_read,
+                        "seconds": round(self.seconds, 3)},
+        }
+
+    def summary_line(self) -> str:
+        return (f"{self.url}: flavor {self.flavor}; {self.count(Severity.ERROR)} errors, "
+                f"{self.count(Severity.WARNING)} warnings, {self.count(Severity.INFO)} infos; "
+                f"{self.objects_read} objects read")
+
+    def to_text(self) -> str:
+        lines = [f"{f.severity} {f.rule} {f.key if f.key is not None else '-'}: {f.message}"
+                 + (f" (fix: {f.fix})" if f.fix else "") for f in self.findings]
+        lines.append(self.summary_line())
+        return "\n".join(lines) + "\n"
+
+    def to_html_section(self) -> str:
+        e = html.escape
+        rows = "".join(f'<tr class="{e(str(f.severity))}"><td>{e(str(f.severity))}</td><td><code>{e(f.rule)}</code>'
+                       f'</td><td><code>{e(f.key or "-")}</code></td><td>{e(f.message)}'
+                       f'{" (fix: <code>" + e(f.fix) + "</code>)" if f.fix else ""}</td></tr>\n'
+                       for f in self.findings)
+        table = ('<table><tr><th>severity</th><th>rule</th><th>key</th><th>message</th></tr>\n'
+                 f"{rows}</table>") if self.findings else "<p>No findings.</p>"
+        return f"<section><h2>{e(self.url)}</h2>\n<p>{e(self.summary_line())}</p>\n{table}\n</section>\n"
+
+    def render(self, fmt: str) -> str:
+        return render_reports([self], fmt)
+
+
+STYLE = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
+tr.error td:first-child{background:#f8d0d0}tr.warning td:first-child{background:#fbeec0}
+tr.info td:first-child{background:#dde8f8}"""
+
+
+def html_page(title: str, body: str) -> str:
+    """One self-contained page: inline style, no script, no external asset; ``body`` is already escaped."""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"<style>{STYLE}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>\n{body}</body></html>\n")
+
+
+def render_reports(reports: list[Report], fmt: str) -> str:
+    """Reports in one format: text one after another; JSON one object, or an array of them for several URLs;
+    HTML one page with a section per report."""
+    if fmt == "json":
+        doc: Any = reports[0].to_json() if len(reports) == 1 else [r.to_json() for r in reports]
+        return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+    if fmt == "html":
+        return html_page("nczarr-check report", "".join(r.to_html_section() for r in reports))
+    return "".join(r.to_text() for r in reports)

@@ -1,0 +1,6 @@
+"""netCDF-4 in, NCZarr out: ``convert`` (from_netcdf.py), nccopy's transforms, ``--append``,
+``--concat`` and multi-file appends, and the dask cluster they run on.
+
+Reads input only through ``sources`` and writes only through ``nczarr``/``stores``: nothing here
+imports ``peers`` or ``conformance`` (a test holds it: docs/architecture.md).
+"""

@@ -1,0 +1,970 @@
+"""Many netCDF files → one NCZarr store along a dimension, on dask.distributed (``nc2nczarr --concat``).
+
+The daily or monthly archive of the Pangeo use case: the result is exactly what
+converting the first file and ``--append``-ing the others one by one gives (same
+canonical model, storage included), but the files are converted at once.
+
+Order of work, and why:
+
+1. Every file is stamped (size, mtime, inode, device), then its header, coordinate values
+   along DIM and a fingerprint of each variable that does not use DIM are read by the
+   workers (in parallel). The client sorts the files by their coordinate values (not their
+   names), then refuses, before anything is written, an empty file, a coordinate append.py's
+   ``check_coordinates`` refuses (NaN, not increasing, overlapping, a gap: a step between
+   two files over 1.5 times the usual step, unless ``allow_gaps``), and any difference
+   append refuses (groups, variables, types, other dimensions, chunking, attributes,
+   values of variables without DIM, strings longer than the first file sets): one line
+   naming the file and the cause.
+2. The target is planned from the first file exactly as ``convert`` plans it (chunks,
+   codecs, string width), then stretched along DIM to the total length.
+3. One task per file writes the chunks that lie wholly in that file at their final place
+   (compressed HDF5 chunks copied as they are when the codecs agree, as ``convert`` does,
+   with its sampled verification); a chunk that straddles two files is assembled once, by
+   one task that reads every file it spans.
+   Every task is given the records it may read and the chunks it may write: it refuses a
+   file whose stamp or length is no longer the planned one, and any put outside its share
+   (a file that grew cannot add rows, a replaced one cannot overwrite another's).
+4. Every input's stamp is checked again once all the chunks are written: a file replaced,
+   rewritten or still growing since the checks is refused (one line naming it), before
+   the commit. The client writes the metadata last and commits: a directory is built aside and
+   swapped in, a zip is built aside as a directory and then zipped under a temporary
+   name, S3 chunks are put under the writer's ``.nczarr-partial`` marker and the
+   metadata is put at commit. An interrupt (or a failed task) cancels the tasks, closes
+   the cluster the command started and aborts: no readable half-store, ever.
+
+``--append`` of several files runs the same way against an existing store: append.py's
+checks against the store, the store's own chunks and codecs as the plan, its edge chunk
+assembled once from the store and the new files, append.py's metadata update last.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import itertools
+import math
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nczarr_conformance import keys, safety
+from nczarr_conformance.conversion.append import (
+    MAX_COMPARE_BYTES,
+    InputChanged,
+    Stamp,
+    refuse_if_changed,
+)
+from nczarr_conformance.errors import StoreError, UsageError
+from nczarr_conformance.model import Dataset
+from nczarr_conformance.nczarr.writer import (
+    ArrayPlan,
+    DatasetWriter,
+    Progress,
+    _all_fill,
+    _to_storage,
+)
+from nczarr_conformance.stores.part import PartSpec, open_part
+from nczarr_conformance.urls import StoreSpec, parse
+
+WORKER_THREADS = 2  # copy threads inside one task (a worker process runs one task at a time)
+DRAIN_SECONDS = 60.0  # longest wait, on a caller's cluster, for cancelled tasks still running to end
+
+
+@dataclass
+class ConcatStats:
+    files: int = 0
+    records: int = 0
+    chunks: int = 0
+    copied: int = 0
+    objects: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class FileInfo:
+    """What the client needs of one input to order and check it (computed on a worker)."""
+
+    path: str
+    dataset: Dataset
+    dim: str
+    length: int
+    coord: np.ndarray | None
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    longest: dict[str, int] = field(default_factory=dict)
+    stamp: Stamp | None = None  # as the worker saw the file before reading it
+
+
+# ---- inputs -------------------------------------------------------------------------------
+def expand_inputs(patterns: list[str]) -> list[str]:
+    """Files named or matched by glob patterns, each once; a pattern matching nothing is refused."""
+    out: list[str] = []
+    for pattern in patterns:
+        if glob.has_magic(pattern) and not os.path.exists(pattern):
+            found = sorted(glob.glob(pattern))
+            if not found:
+                raise UsageError(f"{pattern}: matches no file")
+            out.extend(found)
+        elif not os.path.isfile(pattern):
+            raise StoreError(f"{pattern}: no such file")
+        else:
+            out.append(pattern)
+    seen: set[str] = set()
+    unique = []
+    for path in out:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{path}: named twice")
+        seen.add(real)
+        unique.append(path)
+    if not unique:
+        raise UsageError("no input files")
+    return unique
+
+
+def _fingerprint(values: np.ndarray) -> str:
+    """A digest of values independent of byte order (strings by their text)."""
+    arr = np.asarray(values)
+    if arr.dtype == object:
+        payload = repr(arr.tolist()).encode()
+    else:
+        payload = arr.astype(arr.dtype.newbyteorder("="), copy=False).tobytes()
+    return hashlib.sha256(repr((arr.shape, arr.dtype.kind)).encode() + payload).hexdigest()
+
+
+def _find_dim(model: Dataset, name: str, where: str) -> str:
+    if name.startswith("/"):
+        try:
+            model.find_dimension(name)
+        except KeyError:
+            raise UsageError(f"{where}: no dimension {name!r}") from None
+        return name
+    for gkey, group in model.root.walk():
+        if name in group.dimensions:
+            return keys.join(gkey, name)
+    raise UsageError(f"{where}: no dimension {name!r}")
+
+
+def describe(path: str, dim_name: str) -> FileInfo:
+    """Header, coordinate along DIM and fingerprints of one input (a worker task), with its stamp.
+
+    The file is stamped before it is opened and must be unchanged after it is closed: what
+    was read is what the stamp names (a file still being written is refused here already).
+    """
+    stamp = Stamp.of(path)
+    try:
+        info = _describe(path, dim_name)
+    except Exception as exc:
+        if not isinstance(exc, InputChanged):
+            refuse_if_changed(path, stamp)  # a read error from a file being rewritten is that, not a bug
+        raise
+    refuse_if_changed(path, stamp)
+    info.stamp = stamp
+    return info
+
+
+def _describe(path: str, dim_name: str) -> FileInfo:
+    from nczarr_conformance.conversion.from_netcdf import _header
+    from nczarr_conformance.sources import netcdf4 as nc4
+
+    nc = nc4.open_nc(path, check="all")  # what netCDF-4 hides would be lost without a word: refused
+    try:
+        variables: dict[str, Any] = {}
+        with nc4.LOCK:
+            dataset = Dataset(_header(nc, "/", variables))
+        dim = _find_dim(dataset, dim_name, path)
+        info = FileInfo(path, dataset, dim, dataset.find_dimension(dim).size, None)
+        if dim in variables:
+            info.coord = np.asarray(nc4.read_values(variables[dim]))
+        for gkey, group in dataset.root.walk():
+            for vname, var in group.variables.items():
+                vkey = keys.join(gkey, vname)
+                if dim not in var.dimensions:
+                    if math.prod(var.shape) * 8 <= MAX_COMPARE_BYTES:  # compared up to append's size
+                        info.fingerprints[vkey] = _fingerprint(nc4.read_values(variables[vkey]))
+                elif var.type == "string":
+                    values = nc4.read_values(variables[vkey])
+                    info.longest[vkey] = max((len(str(v).encode("utf-8")) for v in values.ravel().tolist()),
+                                             default=0)
+        return info
+    finally:
+        with nc4.LOCK:
+            nc.close()
+
+
+# ---- checks (before any write) ---------------------------------------------------------------
+def order_and_check(infos: list[FileInfo], *, allow_gaps: bool = False, stored: np.ndarray | None = None,
+                    store: str = "the store") -> list[FileInfo]:
+    """The inputs sorted by their coordinate along DIM; UsageError naming a file and the cause.
+
+    The coordinate rules are append.py's :func:`~nczarr_conformance.conversion.append.check_coordinates`
+    (``stored``: the coordinate of the store a multi-file ``--append`` extends), so one file
+    appended at a time and many at once are held to the same rules.
+    """
+    from nczarr_conformance.conversion.append import _compare, check_coordinates
+
+    for info in infos:
+        if info.length == 0:
+            raise UsageError(f"{info.path}: dimension {info.dim} is empty; nothing to concatenate")
+    dims = {info.dim for info in infos}
+    if len(dims) > 1:
+        raise UsageError(f"{infos[1].path}: the dimension is {infos[1].dim}, not {infos[0].dim} as in {infos[0].path}")
+    dim = infos[0].dim
+    with_coord = [i for i in infos if i.coord is not None]
+    if with_coord and len(with_coord) != len(infos):
+        lacking = next(i for i in infos if i.coord is None)
+        raise UsageError(f"{lacking.path}: has no coordinate variable {dim} (the others have)")
+    ordered = list(infos)
+    if with_coord:
+        order = check_coordinates(dim, [(i.path, np.asarray(i.coord)) for i in infos], stored=stored, store=store,
+                                  allow_gaps=allow_gaps)
+        ordered = [infos[n] for n in order]
+    first = ordered[0]
+    for info in ordered[1:]:
+        problems: list[str] = []
+        _compare(first.dataset.root, info.dataset.root, "/", dim, problems)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise UsageError(f"{info.path}: differs from {first.path}: "
+                             + problems[0].replace("the store", "the first file") + more)
+        for vkey, digest in first.fingerprints.items():
+            if info.fingerprints.get(vkey, digest) != digest:
+                raise UsageError(f"{info.path}: {vkey} does not use {dim} but its values differ from {first.path}")
+    return ordered
+
+
+# ---- planning ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Source:
+    """Rows [start, stop) of an input, placed at row ``at`` of a target chunk.
+
+    ``path`` "" is the store being appended to: its existing chunk is the starting point.
+    """
+
+    path: str
+    start: int
+    stop: int
+    at: int
+
+
+@dataclass
+class Task:
+    """One worker's share: copy one file's aligned chunks and/or assemble listed chunk rows."""
+
+    part: PartSpec
+    dim: str
+    flavor: str
+    xarray: bool
+    direct: bool
+    plans: dict[str, ArrayPlan]
+    along: dict[str, int]
+    path: str | None = None  # the file whose own chunks are copied (None: assembling only)
+    offset: int = 0
+    length: int = 0  # the planned records of ``path``: a file that grew since cannot add rows
+    whole: bool = False  # also every variable without DIM (the first file)
+    base: StoreSpec | None = None  # --append: the store appended to (its edge chunks are read)
+    assemble: list[tuple[str, int, list[Source]]] = field(default_factory=list)  # (variable, chunk row, sources)
+    inputs: dict[str, tuple[Stamp, int]] = field(default_factory=dict)  # every file read: stamp, planned records
+
+    def rows(self) -> dict[str, set[int]]:
+        """The chunk rows along DIM this task may write, per variable."""
+        out: dict[str, set[int]] = {vkey: set() for vkey in self.along}
+        for vkey, axis in self.along.items():
+            c = self.plans[vkey].chunks[axis]
+            if self.path is not None and self.offset % c == 0:
+                out[vkey] |= _owned_rows(self.offset, self.length, self.plans[vkey].zshape[axis], c)
+        for vkey, k, _ in self.assemble:
+            out[vkey].add(k)
+        return out
+
+    def may_write(self, key: str, rows: dict[str, set[int]]) -> bool:
+        """Whether ``key`` is one of the chunks the plan gave this task (``rows``: :meth:`rows`)."""
+        plan = self.plans.get(keys.parent(key))
+        if plan is None:
+            return False
+        name = keys.basename(key)
+        if not plan.zshape:
+            return name == "0" and self.whole
+        try:
+            index = [int(i) for i in name.split(".")]
+        except ValueError:
+            return False
+        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
+        if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid)):
+            return False
+        axis = self.along.get(plan.key)
+        return self.whole if axis is None else index[axis] in rows[plan.key]
+
+
+def _pieces(ordered: list[FileInfo], start: int) -> list[tuple[FileInfo, int]]:
+    out = []
+    offset = start
+    for info in ordered:
+        out.append((info, offset))
+        offset += info.length
+    return out
+
+
+def _owned_rows(offset: int, length: int, total: int, c: int) -> set[int]:
+    """Chunk rows (along DIM) whose target rows all come from the file at ``offset``."""
+    first, last = offset // c, (offset + length - 1) // c
+    return {k for k in range(first, last + 1) if offset <= k * c and min((k + 1) * c, total) <= offset + length}
+
+
+def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: dict[str, ArrayPlan], along: dict[str, int],
+               part: PartSpec, *, flavor: str, xarray: bool, direct: bool, base: StoreSpec | None = None,
+               old_len: int = 0) -> list[Task]:
+    """One task per file, plus one per chunk row that straddles files (or the store appended to and a file)."""
+    tasks: list[Task] = []
+    straddle: dict[tuple[str, int], list[Source]] = {}
+    planned = {info.path: (info.stamp or Stamp.of(info.path), info.length) for info, _ in pieces}
+    for n, (info, offset) in enumerate(pieces):
+        task = Task(part, dim, flavor, xarray, direct, plans, along, path=info.path, offset=offset,
+                    length=info.length, whole=n == 0 and base is None)
+        for vkey, axis in along.items():
+            c = plans[vkey].chunks[axis]
+            owned = _owned_rows(offset, info.length, total, c)
+            if offset % c:  # not aligned with the file's own chunks: assemble each row from this file
+                task.assemble.extend((vkey, k, [Source(info.path, k * c - offset, min((k + 1) * c, total) - offset,
+                                                       0)]) for k in sorted(owned))
+            for k in range(offset // c, (offset + info.length - 1) // c + 1):
+                if k not in owned:
+                    lo, hi = k * c, min((k + 1) * c, total)
+                    s, e = max(lo, offset), min(hi, offset + info.length)
+                    straddle.setdefault((vkey, k), []).append(Source(info.path, s - offset, e - offset, s - lo))
+        tasks.append(task)
+    for (vkey, k), sources in straddle.items():
+        c = plans[vkey].chunks[along[vkey]]
+        if k * c < old_len:  # the store's edge chunk: its old rows first
+            sources.insert(0, Source("", 0, 0, 0))
+        tasks.append(Task(part, dim, flavor, xarray, direct, plans, along, assemble=[(vkey, k, sources)], base=base))
+    for task in tasks:
+        read = {task.path} if task.path is not None else set()
+        read |= {src.path for _, _, sources in task.assemble for src in sources if src.path}
+        task.inputs = {path: planned[path] for path in sorted(read)}
+    return tasks
+
+
+def chunk_keys(plans: dict[str, ArrayPlan]) -> Iterator[str]:
+    """Every chunk key of the target (for an S3 abort: what the workers may have put)."""
+    for plan in plans.values():
+        for index, _ in plan.regions():
+            yield keys.join(plan.key, ".".join(str(i) for i in index) if index else "0")
+
+
+# ---- worker side ---------------------------------------------------------------------------------
+def run_task(task: Task) -> tuple[int, int, list[str]]:
+    """Write one task's chunks; (chunks, chunks copied compressed, keys put).
+
+    Each input is checked against its stamp and planned length when opened and again when
+    the task is done, and a put outside the task's share is refused: a file that changed
+    since the checks never puts a row it was not planned for.
+    """
+    try:
+        return _run_task(task)
+    except Exception as exc:
+        if not isinstance(exc, InputChanged):
+            for path, (stamp, _) in task.inputs.items():  # a read error from a file being rewritten is that
+                refuse_if_changed(path, stamp, device=False)
+        raise
+
+
+def _run_task(task: Task) -> tuple[int, int, list[str]]:
+    from nczarr_conformance.conversion.from_netcdf import _header
+    from nczarr_conformance.sources import netcdf4 as nc4
+
+    store = open_part(task.part)
+    put: list[str] = []
+    plain_put = store.put
+    rows = task.rows()
+
+    def planned_put(key: str, data: bytes) -> None:
+        if not task.may_write(key, rows):
+            raise StoreError(f"{task.path or ', '.join(task.inputs)}: would write {key.lstrip('/')}, outside the "
+                             "chunks planned for it; refused")
+        plain_put(key, data)
+        put.append(key)
+
+    store.put = planned_put  # type: ignore[method-assign]
+    opened: dict[str, tuple[Any, dict[str, Any], Any]] = {}
+
+    def nc_of(path: str) -> tuple[Any, dict[str, Any], Any]:
+        if path not in opened:
+            stamp, length = task.inputs[path]
+            refuse_if_changed(path, stamp, device=False)  # another host may number the device otherwise
+            nc = nc4.open_nc(path)
+            variables: dict[str, Any] = {}
+            try:
+                with nc4.LOCK:
+                    header = _header(nc, "/", variables)
+            except BaseException:
+                with nc4.LOCK:
+                    nc.close()
+                raise
+            opened[path] = (nc, variables, header)
+            now = Dataset(header).find_dimension(task.dim).size
+            if now != length:
+                raise InputChanged(f"{path}: changed since it was checked ({task.dim} has {now} records, "
+                                   f"{length} were planned); refused before the commit, the output is unchanged")
+        return opened[path]
+
+    copied = 0
+    counted = [0]
+    try:
+        if task.path is not None:
+            _, variables, header = nc_of(task.path)
+            copied = _copy_file(task, Dataset(header), variables, store, counted)
+        for vkey, k, sources in task.assemble:
+            counted[0] += _assemble(task.plans[vkey], task.along[vkey], k, sources, nc_of, store, task.base)
+    finally:
+        for nc, _, _ in opened.values():
+            with nc4.LOCK:
+                nc.close()
+        store.close()
+    for path in opened:  # every read done: what was read is what was checked
+        refuse_if_changed(path, task.inputs[path][0], device=False)
+    return counted[0], copied, put
+
+
+def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: Any, counted: list[int]) -> int:
+    """The file's chunks that are wholly its own and aligned, through the converter's writer."""
+    from nczarr_conformance.conversion.from_netcdf import _direct_source
+    from nczarr_conformance.sources import netcdf4 as nc4
+
+    assert task.path is not None
+    length = task.length  # the plan's, not the file's header: rows past it belong to no one
+
+    def source(akey: str, var: Any, region: tuple[slice, ...]) -> np.ndarray:
+        return nc4.read_values(variables[akey], region or None)
+
+    def progress(chunks: int, raw_bytes: int, written: int) -> None:
+        counted[0] += chunks
+
+    raw = _direct_source(task.path, copy=task.direct and task.flavor != "nczarr-2-upper")
+    writer = DatasetWriter(dataset, store, flavor=task.flavor, xarray=task.xarray, source=source,
+                           progress=progress, threads=WORKER_THREADS, raw=raw)
+    try:
+        for vkey, plan in task.plans.items():
+            axis = task.along.get(vkey)
+            if axis is None:
+                if task.whole:
+                    writer._write_chunks(plan)
+                continue
+            c = plan.chunks[axis]
+            if task.offset % c:
+                continue  # assembled row by row (see plan_tasks)
+            total = plan.zshape[axis]
+            zshape = list(plan.zshape)
+            zshape[axis] = length
+            owned = _owned_rows(task.offset, length, total, c)
+            shift = task.offset // c
+
+            def select(index: tuple[int, ...], axis: int = axis, shift: int = shift,
+                       owned: set[int] = owned) -> tuple[int, ...] | None:
+                k = index[axis] + shift
+                return index[:axis] + (k,) + index[axis + 1:] if k in owned else None
+
+            writer._write_chunks(replace(plan, zshape=tuple(zshape)), select)
+    finally:
+        if raw is not None:
+            raw.close()
+    return writer.copied
+
+
+def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
+              nc_of: Callable[[str], tuple[Any, dict[str, Any], Any]], store: Any,
+              base: StoreSpec | None = None) -> int:
+    """Every chunk of row ``k`` along DIM, filled from the sources it spans, encoded once; how many."""
+    from nczarr_conformance.codecs import Pipeline
+
+    pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
+    fill_chunk = np.full(plan.chunks, plan.fill_storage, dtype=plan.storage)
+    skip_fill = plan.storage.byteorder != ">" and not plan.var.no_fill
+    grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
+    ranges = [range(k, k + 1) if i == axis else range(g) for i, g in enumerate(grid)]
+    reader = None
+    if base is not None and any(src.path == "" for src in sources):
+        from nczarr_conformance.nczarr.reader import DatasetReader
+        from nczarr_conformance.stores import open_store
+
+        reader = DatasetReader(open_store(base))
+    try:
+        return _assemble_rows(plan, axis, k, sources, nc_of, store, base, reader, ranges, pipeline, fill_chunk,
+                              skip_fill)
+    finally:
+        if reader is not None:
+            reader.store.close()
+
+
+def _assemble_rows(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
+                   nc_of: Callable[[str], tuple[Any, dict[str, Any], Any]], store: Any, base: StoreSpec | None,
+                   reader: Any, ranges: list[range], pipeline: Any, fill_chunk: np.ndarray, skip_fill: bool) -> int:
+    from nczarr_conformance.sources import netcdf4 as nc4
+
+    done = 0
+    for index in itertools.product(*ranges):
+        done += 1
+        chunk = fill_chunk.copy()
+        for src in sources:
+            if src.path == "":
+                assert reader is not None
+                existing = reader.read_chunk(reader.arrays[plan.key], index)
+                if existing is not None:
+                    chunk = np.array(existing, dtype=plan.storage).reshape(plan.chunks)
+                continue
+            _, variables, _ = nc_of(src.path)
+            region = tuple(slice(src.start, src.stop) if i == axis else
+                           slice(j * c, min((j + 1) * c, s))
+                           for i, (j, c, s) in enumerate(zip(index, plan.chunks, plan.zshape)))
+            block = _to_storage(nc4.read_values(variables[plan.key], region), plan.var.type, plan.storage, plan.key)
+            dst = tuple(slice(src.at, src.at + src.stop - src.start) if i == axis else slice(0, r.stop - r.start)
+                        for i, r in enumerate(region))
+            chunk[dst] = block
+        if skip_fill and base is None and _all_fill(chunk, fill_chunk):
+            continue  # (an append writes its edge chunks whatever they hold, as append.py does)
+        store.put(keys.join(plan.key, ".".join(str(i) for i in index)), pipeline.encode(chunk))
+    return done
+
+
+# ---- client side: the transaction ---------------------------------------------------------------
+class Target:
+    """The client's end of the write: what workers write into, metadata, commit, abort."""
+
+    part: PartSpec
+    metadata_written = 0
+
+    def put(self, key: str, data: bytes) -> None:
+        """A metadata object (the writer's ``store.put``), written by the client only."""
+        self.metadata_written += 1
+        self._put(key, data)
+
+    def _put(self, key: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def adopt(self, written: list[str]) -> None:
+        """Keys workers put (S3 must know them to keep them at commit and remove them on abort)."""
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def abort(self, planned: Callable[[], Iterator[str]]) -> None:
+        raise NotImplementedError
+
+
+class DirectoryTarget(Target):
+    """A tree built aside (an append's from hard links to the old files, which are never written into)."""
+
+    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
+        from nczarr_conformance.stores import DirectoryStore
+
+        self.store = DirectoryStore(spec.path, "a" if append else "w", overwrite)
+        self.part = PartSpec("file", str(self.store.root), in_place=not append, umask=safety.umask())
+
+    def _put(self, key: str, data: bytes) -> None:
+        self.store.put(key, data)
+
+    def commit(self) -> None:
+        self.store.commit()
+
+    def abort(self, planned: Callable[[], Iterator[str]]) -> None:
+        self.store.abort()
+
+
+class ZipTarget(Target):
+    """Built aside as a directory next to the zip, then zipped under a temporary name and renamed."""
+
+    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
+        from nczarr_conformance.stores import ZipStore
+
+        self.spec = spec
+        self.overwrite = overwrite
+        self.old = ZipStore(spec.path, "r") if append else None  # an append rewrites the zip (write-once)
+        real = Path(os.path.realpath(spec.path))
+        self.zip = ZipStore(spec.path, "w", overwrite or append)  # locks, removes leftovers, refuses an existing output
+        try:
+            self.aside = safety.make_temp_dir(real)
+        except BaseException:
+            self.zip.abort()
+            raise
+        self.part = PartSpec("file", str(self.aside), umask=0o077)
+        self.meta: dict[str, bytes] = {}
+
+    def _put(self, key: str, data: bytes) -> None:
+        self.meta[key] = data
+
+    def commit(self) -> None:
+        from nczarr_conformance.stores.part import DirectoryPart
+
+        try:
+            tree = DirectoryPart(self.part)
+            new = sorted(tree.list_prefix("/"))
+            if self.old is not None:  # the old members as stored, but those replaced
+                replaced = set(new) | set(self.meta)
+                for key in self.old.list_prefix("/"):
+                    if key not in replaced:
+                        data = self.old.get(key, limit=2**62)
+                        if data is not None:
+                            self.zip.put(key, data)
+            for key in new:
+                data = tree.get(key, limit=2**62)
+                if data is not None:
+                    self.zip.put(key, data)
+            for key, data in self.meta.items():
+                self.zip.put(key, data)
+            self.zip.commit()
+        except BaseException:
+            self.zip.abort()
+            raise
+        finally:
+            self._close_old()
+            safety.remove_path(self.aside)
+
+    def _close_old(self) -> None:
+        if self.old is not None:
+            self.old.close()
+            self.old = None
+
+    def abort(self, planned: Callable[[], Iterator[str]]) -> None:
+        self.zip.abort()
+        self._close_old()
+        safety.remove_path(self.aside)
+
+
+class S3Target(Target):
+    """Chunks PUT by the workers under the store's marker; metadata held by the store until commit."""
+
+    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
+        from nczarr_conformance.stores.s3 import S3Store
+
+        self.store = S3Store.from_spec(spec, "a" if append else "w", overwrite)
+        self.store._begin()  # the marker first (and an overwrite's old metadata gone) before any worker PUT
+        bucket, _, prefix = spec.path.partition("/")
+        self.part = PartSpec("s3", f"{self.store.bucket}/{self.store.prefix}", endpoint=_s3_endpoint(spec),
+                             profile=spec.params.get("aws.profile") or spec.params.get("awsprofile"),
+                             region=spec.params.get("aws.region"))
+
+    def adopt(self, written: list[str]) -> None:
+        with self.store._lock:
+            self.store._put_keys.extend(written)
+
+    def _put(self, key: str, data: bytes) -> None:
+        self.store.put(key, data)
+
+    def commit(self) -> None:
+        self.store.commit()
+
+    def abort(self, planned: Callable[[], Iterator[str]]) -> None:
+        self.adopt(list(planned()))  # a task cut short put keys nobody reported: remove every planned one
+        self.store.abort()
+
+
+def _s3_endpoint(spec: StoreSpec) -> str | None:
+    endpoint = spec.endpoint
+    if endpoint and endpoint.split("://")[-1].split(":")[0].endswith("amazonaws.com"):
+        return None
+    return endpoint
+
+
+def open_target(spec: StoreSpec, overwrite: bool, append: bool = False) -> Target:
+    if spec.kind == "file":
+        return DirectoryTarget(spec, overwrite, append)
+    if spec.kind == "zip":
+        return ZipTarget(spec, overwrite, append)
+    if spec.kind == "s3":
+        return S3Target(spec, overwrite, append)
+    raise UsageError(f"unknown storage kind {spec.kind!r}")
+
+
+# ---- the command ----------------------------------------------------------------------------------
+def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
+           scheduler: str | None = None, workers: int | None = None, direct: bool = True,
+           allow_gaps: bool = False, progress: Progress | None = None,
+           client: Any = None, append: bool = False, consolidate: bool | None = None,
+           char_as: str | None = None) -> ConcatStats:
+    """Concatenate the netCDF files ``inputs`` (paths or glob patterns) along ``dim_name`` into ``dst``.
+
+    ``client``: an open ``distributed.Client`` to use (else one on ``scheduler``, or a
+    LocalCluster of ``workers`` processes, closed at the end). ``append``: extend the
+    existing store ``dst`` instead (``--append`` of several files): the same checks as
+    append.py against the store, then the same machinery. ``consolidate`` and ``char_as`` are
+    :func:`~nczarr_conformance.nczarr.writer.write_dataset`'s (a new store only).
+    """
+    from nczarr_conformance.conversion.cluster import open_client
+    from nczarr_conformance.nczarr.writer import FLAVOR_ALIASES
+    from nczarr_conformance.stores import lock_for_writing
+
+    started = time.perf_counter()
+    files = expand_inputs(inputs)
+    spec = parse(dst)
+    for path in files:
+        safety.check_output_is_safe(path, spec.kind, spec.path)
+    if flavor not in FLAVOR_ALIASES:
+        raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
+    flavor = FLAVOR_ALIASES[flavor]
+    if spec.pure_zarr and flavor == "nczarr-4.10":
+        flavor = "zarr"
+    if spec.kind in ("file", "zip") and not append and not overwrite and os.path.lexists(spec.path):
+        raise StoreError(f"{spec.path}: exists (use --overwrite to replace it)")  # before starting a cluster
+    stats = ConcatStats(files=len(files))
+    if append and (consolidate is not None or char_as is not None):
+        raise UsageError("--append keeps the store's layout: it takes no consolidate or char_as")
+    job = _Job(files, spec, dim_name, flavor, overwrite, direct, allow_gaps, progress, stats, append=append,
+               consolidate=consolidate, char_as=char_as)
+    held = lock_for_writing(spec) if append else None  # before the checks read the store, and before a cluster
+    try:
+        if client is not None:
+            job.own_cluster = False
+            job.run(client)
+        else:
+            with open_client(scheduler, workers) as own:
+                job.run(own)
+    except BaseException:
+        job.abort()  # after the cluster this command started is closed: no worker still writing
+        raise
+    finally:
+        if held is not None:
+            held.release()  # (a new store's writer lock is its own, from open_target to commit or abort)
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool, *, consolidate: bool | None = None,
+                 char_as: str | None = None) -> DatasetWriter:
+    """The writer ``convert`` would use on the first file, its arrays stretched to ``total`` along DIM."""
+    from nczarr_conformance.conversion.from_netcdf import _header
+    from nczarr_conformance.sources import netcdf4 as nc4
+    from nczarr_conformance.stores.memory import MemoryStore
+
+    nc = nc4.open_nc(first.path)
+    try:
+        variables: dict[str, Any] = {}
+        with nc4.LOCK:
+            dataset = Dataset(_header(nc, "/", variables))
+        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor, xarray=xarray, consolidate=consolidate,
+                               char_as=char_as, source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
+        writer.validate()
+        writer.plan()
+    finally:
+        with nc4.LOCK:
+            nc.close()
+    dataset.find_dimension(first.dim).size = total
+    for vkey, plan in writer.plans.items():
+        if first.dim in plan.var.dimensions:
+            axis = plan.var.dimensions.index(first.dim)
+            shape = list(plan.zshape)
+            shape[axis] = total
+            plan.zshape = tuple(shape)
+            plan.var.shape = tuple(shape)
+    return writer
+
+
+@dataclass
+class _Job:
+    files: list[str]
+    spec: StoreSpec
+    dim_name: str
+    flavor: str
+    overwrite: bool
+    direct: bool
+    allow_gaps: bool
+    progress: Progress | None
+    stats: ConcatStats
+    append: bool = False
+    consolidate: bool | None = None
+    char_as: str | None = None
+    target: Target | None = None
+    plans: dict[str, ArrayPlan] = field(default_factory=dict)
+    own_cluster: bool = True  # closed (its workers stopped) before an abort; else the caller's, still running
+
+    def run(self, client: Any) -> None:
+        import importlib
+
+        as_completed: Any = importlib.import_module("distributed").as_completed
+        stats, spec = self.stats, self.spec
+        base = _Base.open(spec, self.dim_name) if self.append else None
+        try:
+            stamps = {path: Stamp.of(path) for path in self.files}  # before any worker reads them
+            infos: list[FileInfo] = client.gather(client.map(describe, self.files, dim_name=self.dim_name,
+                                                             pure=False))
+            for info in infos:
+                assert info.stamp is not None
+                if stamps[info.path].changes(info.stamp, device=False):  # changed before the worker read it
+                    refuse_if_changed(info.path, stamps[info.path])
+            ordered = order_and_check(infos, allow_gaps=self.allow_gaps,
+                                      stored=base.coordinate() if base is not None else None, store=spec.url)
+            if base is not None:
+                base.check(ordered)
+                old_len = base.length
+            else:
+                old_len = 0
+            total = old_len + sum(i.length for i in ordered)
+            writer = None
+            if base is not None:
+                self.plans = base.plans(total)
+            else:
+                writer = _plan_target(ordered[0], total, self.flavor, spec.xarray, consolidate=self.consolidate,
+                                      char_as=self.char_as)
+                self.plans = writer.plans
+            dim = ordered[0].dim
+            along = {vkey: plan.var.dimensions.index(dim) for vkey, plan in self.plans.items()
+                     if dim in plan.var.dimensions}
+            for info in ordered:
+                for vkey, longest in info.longest.items():
+                    if longest > self.plans[vkey].maxstrlen:
+                        raise UsageError(f"{info.path}: {vkey}: a string of {longest} bytes, longer than the "
+                                         f"{self.plans[vkey].maxstrlen} the {'store' if base else 'first file'} sets")
+            stats.records = total - old_len
+            self.target = target = open_target(spec, self.overwrite, append=base is not None)
+            tasks = plan_tasks(_pieces(ordered, old_len), dim, total, self.plans, along, target.part,
+                               flavor=self.flavor, xarray=spec.xarray, direct=self.direct,
+                               base=_absolute(spec) if base is not None else None, old_len=old_len)
+            futures = client.map(run_task, tasks, pure=False)
+            try:
+                for future in as_completed(futures):
+                    chunks, copied, written = future.result()
+                    target.adopt(written)
+                    stats.chunks += chunks
+                    stats.copied += copied
+                    stats.objects += len(written)
+                    if self.progress is not None:
+                        self.progress(chunks, 0, 0)
+            except BaseException:
+                client.cancel(futures)
+                if not self.own_cluster:  # its workers live on: the abort must not race a task still writing
+                    _drain(client, {f.key for f in futures})
+                raise
+            safety.raise_if_interrupted()
+            # metadata last, by the client
+            if base is not None:
+                for key, value in base.metadata(along, total).items():
+                    target.put(key, value)
+            else:
+                assert writer is not None  # as the writer does: children first, the root group, .zmetadata
+                writer.store = target  # type: ignore[assignment]
+                writer.write_metadata()
+            stats.objects += target.metadata_written
+            for path, stamp in stamps.items():  # the records written are the ones checked, or no commit
+                refuse_if_changed(path, stamp)
+            target.commit()
+        finally:
+            if base is not None:
+                base.close()
+
+    def abort(self) -> None:
+        if self.target is not None:
+            plans = self.plans
+            self.target.abort(lambda: chunk_keys(plans))
+
+
+def _drain(client: Any, ours: set[Any], timeout: float = DRAIN_SECONDS) -> None:
+    """Wait, at most ``timeout`` seconds, until no worker still runs one of the tasks ``ours``.
+
+    A cancelled task keeps running in its worker thread (dask cannot stop a thread); on a
+    cluster the command did not start, and so does not stop, such a task could still put
+    chunks into the tree the abort is removing and leave part of it behind.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.call_stack()  # {worker: {key: stack}} of every task running now
+        except Exception:  # noqa: BLE001 - a client going away runs nothing of ours any more
+            return
+        if not any(key in ours for stacks in running.values() for key in stacks):
+            return
+        time.sleep(0.05)
+
+
+def _absolute(spec: StoreSpec) -> StoreSpec:
+    """The spec with an absolute path: workers may run elsewhere."""
+    return replace(spec, path=os.path.abspath(spec.path)) if spec.kind in ("file", "zip") else spec
+
+
+@dataclass
+class _Base:
+    """The store an ``--append`` of several files extends: its checks, plans and updated metadata."""
+
+    store: Any
+    reader: Any
+    dim: str
+    length: int
+
+    @classmethod
+    def open(cls, spec: StoreSpec, dim_name: str) -> _Base:
+        from nczarr_conformance.conversion.append import _find_dim
+        from nczarr_conformance.nczarr.reader import DatasetReader
+        from nczarr_conformance.stores import open_store
+
+        store = open_store(spec, "r")
+        try:
+            reader = DatasetReader(store)
+            dim = _find_dim(reader.dataset, dim_name)
+            return cls(store, reader, dim, reader.dataset.find_dimension(dim).size)
+        except BaseException:
+            store.close()
+            raise
+
+    def close(self) -> None:
+        self.store.close()
+
+    def variables(self) -> Iterator[tuple[str, Any]]:
+        for gkey, group in self.reader.dataset.root.walk():
+            for vname, var in group.variables.items():
+                yield keys.join(gkey, vname), var
+
+    def check(self, ordered: list[FileInfo]) -> None:
+        """What append checks but the coordinate (see order_and_check), against the first of the new files;
+        the others equal it."""
+        from nczarr_conformance.conversion.append import _compare
+
+        first = ordered[0]
+        problems: list[str] = []
+        _compare(self.reader.dataset.root, first.dataset.root, "/", self.dim, problems)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise UsageError(f"cannot append {first.path}: {problems[0]}{more}")
+        for vkey, var in self.variables():
+            info = self.reader.arrays[vkey]
+            if self.dim in var.dimensions:
+                if info.order != "C" or info.separator != ".":
+                    raise UsageError(f"{vkey}: order {info.order}, chunk keys with {info.separator!r}: append the "
+                                     "files one at a time")
+            elif vkey in first.fingerprints:
+                if _fingerprint(self.reader.read_variable(vkey)) != first.fingerprints[vkey]:
+                    raise UsageError(f"{first.path}: {vkey} does not use {self.dim} but its values differ from the "
+                                     "store's")
+
+    def coordinate(self) -> np.ndarray | None:
+        """The store's coordinate values along its dimension (None when it has no coordinate variable)."""
+        if self.dim not in self.reader.arrays:
+            return None
+        return np.asarray(self.reader.read_variable(self.dim))
+
+    def plans(self, total: int) -> dict[str, ArrayPlan]:
+        """The store's arrays as the writer's plans (chunks, codecs, dtype, fill as stored), stretched."""
+        out: dict[str, ArrayPlan] = {}
+        for vkey, var in self.variables():
+            info = self.reader.arrays[vkey]
+            zshape = list(info.zshape)
+            if self.dim in var.dimensions:
+                zshape[var.dimensions.index(self.dim)] = total
+            z = info.zarray
+            out[vkey] = ArrayPlan(vkey, var, tuple(zshape), tuple(info.chunks), str(z.get("dtype")),
+                                  info.storage.numpy, z.get("fill_value"), info.fill, z.get("compressor"),
+                                  z.get("filters"), info.storage.numpy.itemsize if var.type == "string" else 0)
+        return out
+
+    def metadata(self, along: dict[str, int], total: int) -> dict[str, bytes]:
+        """append's updated .zarray shapes and dimension size, ``.zmetadata`` last when the store has one."""
+        from nczarr_conformance.conversion.append import (
+            _updated_consolidated,
+            _updated_metadata,
+        )
+
+        updated = _updated_metadata(self.reader, along, self.dim, total)
+        consolidated = _updated_consolidated(self.store, updated)
+        if consolidated is not None:
+            updated["/.zmetadata"] = consolidated
+        return updated

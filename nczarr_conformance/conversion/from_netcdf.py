@@ -1,0 +1,286 @@
+"""netCDF-4 file → NCZarr store, streaming chunk by chunk.
+
+The header comes from netCDF4-python; each chunk's values are read from the
+source variable when the writer asks for them, so no variable is ever held
+whole in memory. The output is written under a temporary name and committed
+only when everything succeeded. An output that equals, holds or lies inside the
+input is refused before anything is opened (see safety.py).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nczarr_conformance import keys, safety
+from nczarr_conformance.conversion.transforms import (
+    Transforms,
+    apply,
+    without_direct_copy,
+    writable_codecs,
+)
+from nczarr_conformance.errors import (
+    NczarrError,
+    StoreError,
+    UnsupportedError,
+    UsageError,
+)
+from nczarr_conformance.model import Dataset, Group, Variable
+from nczarr_conformance.nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
+from nczarr_conformance.sources import hdf5_types
+from nczarr_conformance.sources import netcdf4 as nc4
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.urls import parse
+
+
+@dataclass
+class ConvertStats:
+    objects: int = 0
+    bytes_in: int = 0  # uncompressed bytes of every chunk visited
+    bytes_out: int = 0  # bytes of the chunks put
+    chunks: int = 0
+    copied: int = 0  # chunks copied compressed, straight from the HDF5 file
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Source:
+    """An input opened for conversion: what to leave out, and what the HDF5 file says netCDF-4 does not."""
+
+    nc: Any
+    path: str  # what netCDF4-python opened: the input, or a copy of it without objects netcdf-c crashes on
+    skip: set[str] = field(default_factory=set)  # variable keys left out
+    leave_out: dict[str, set[str]] = field(default_factory=dict)  # group or variable key → attribute names
+    warnings: list[str] = field(default_factory=list)
+    fills: dict[str, Any] = field(default_factory=dict)  # variable key → the HDF5 fill value its writer set
+
+
+def _findings(nc: Any, found: hdf5_types.Scan) -> list[hdf5_types.Finding]:
+    """Everything to refuse or leave out, one per object: what h5py found (types netCDF-4 hides or
+    misreads, filters its HDF5 lacks) and libnetcdf's user-defined types, named as netcdf-c names
+    them unless h5py knows better (netcdf-c calls a bitfield dataset "user-defined _AnonymousUnknown2")."""
+    merged = {f.where: f for f in found.findings}
+    for where, kind in nc4.outside_model(nc):
+        if where not in merged or merged[where].why == hdf5_types.OUTSIDE:
+            merged[where] = hdf5_types.Finding(*_split(where), kind, hdf5_types.OUTSIDE, hdf5_types.SHOWN)
+    for finding in hdf5_types.unavailable_filters(found, lambda fid: nc4.filter_available(nc, fid)):
+        merged.setdefault(finding.where, finding)
+    return list(merged.values())
+
+
+def _split(where: str) -> tuple[str, str | None]:
+    """``/g/v:attr`` → (``/g/v``, ``attr``); ``/g/v`` → (``/g/v``, None) (libnetcdf's names)."""
+    path, colon, attr = where.partition(":")
+    return (path, attr) if colon else (where, None)
+
+
+@contextmanager
+def _opened(src: str, skip_unsupported: bool) -> Iterator[_Source]:
+    """``src`` opened with netCDF4-python once h5py has looked at it (sources/hdf5_types.py).
+
+    What netCDF-4 or the model cannot hold is refused in one line naming each, or
+    (``skip_unsupported``) left out with a warning each. An object netcdf-c cannot open a
+    file with, or crashes on, is left out by reading a copy of the file without it (in
+    TMPDIR, removed afterwards): netCDF4-python never sees the original.
+    """
+    with nc4.LOCK:
+        found = hdf5_types.scan(src)
+    fatal = [f for f in found.findings if f.fatal]
+    if fatal and not skip_unsupported:
+        raise UnsupportedError(nc4.refusal(src, found.findings, "; --skip-unsupported converts the rest"))
+    path = hdf5_types.without(src, fatal) if fatal else src
+    try:
+        try:
+            nc = nc4.open_nc(path, check="none")
+        except NczarrError as exc:  # name the input, not the copy
+            raise type(exc)(str(exc).replace(path, src)) from exc
+        try:
+            findings = _findings(nc, found)
+            if findings and not skip_unsupported:
+                raise UnsupportedError(nc4.refusal(src, findings, "; --skip-unsupported converts the rest"))
+            source = _Source(nc, path, fills=found.fills)
+            for f in findings:
+                source.warnings.append(f"{src}: {f.left_out}")
+                if f.attribute is None:
+                    source.skip.add(f.path)
+                else:
+                    source.leave_out.setdefault(f.path, set()).add(f.attribute)
+            yield source
+        finally:
+            with nc4.LOCK:
+                nc.close()
+    finally:
+        if path != src:
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
+def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[str] | set[str] = frozenset(),
+            skip_outside: bool = False, leave_out: dict[str, set[str]] | None = None) -> Group:
+    """The model header of ``ncgroup``; ``skip`` names variables left out, ``skip_outside`` leaves out
+    attributes of user-defined types (a file may have those and no such variable), ``leave_out``
+    names attributes not read, by group or variable key."""
+    from nczarr_conformance.model import Dimension
+
+    names = leave_out or {}
+    group = Group()
+    for name, dim in ncgroup.dimensions.items():
+        group.dimensions[name] = Dimension(len(dim), dim.isunlimited())
+    group.attributes = nc4._read_attributes(ncgroup, ncgroup._grpid, nc4.NC_GLOBAL, skip_outside=skip_outside,
+                                            leave_out=names.get(path, ()))
+    for name, var in ncgroup.variables.items():
+        vkey = keys.join(path, name)
+        if vkey in skip:
+            continue
+        group.variables[name] = nc4.variable_header(var, path, skip_outside=skip_outside,
+                                                    leave_out=names.get(vkey, ()))
+        variables[vkey] = var
+        if var.chunking() not in ("contiguous", None):
+            var.set_var_chunk_cache(size=0, nelems=0)  # each chunk is read once: a cache only costs memory
+    for name, sub in ncgroup.groups.items():
+        group.groups[name] = _header(sub, keys.join(path, name), variables, skip, skip_outside, leave_out)
+    return group
+
+
+def _prepare(source: _Source, src: str, variables: dict[str, Any], skip_unsupported: bool,
+             transforms: Transforms | None) -> tuple[Dataset, frozenset[str], list[str]]:
+    """The dataset to write (transforms applied, HDF5 fill values kept, unwritable codecs replaced), the keys
+    whose chunks must be re-encoded, and the warnings to show."""
+    with nc4.LOCK:
+        dataset = Dataset(_header(source.nc, "/", variables, source.skip, skip_unsupported, source.leave_out))
+    _keep_hdf5_fill(dataset, source.fills)
+    reencode = apply(transforms, dataset, src) if transforms is not None else frozenset()
+    replaced, notes = writable_codecs(dataset, src)
+    return dataset, reencode | replaced, source.warnings + notes
+
+
+def _keep_hdf5_fill(dataset: Dataset, fills: dict[str, Any]) -> None:
+    """The store reports the fill netCDF-4 reports for the source, and unwritten elements read as HDF5 reads them.
+
+    An HDF5 fill value set without a _FillValue attribute (h5py's ``fillvalue=``) is what netcdf-c
+    reports as the variable's fill (``get_fill_value()``) and what its never-written chunks read
+    as: it becomes the Zarr fill_value (netCDF's default would read 255 where the source reads 7).
+    An HDF5 fill left at HDF5's default (zero) netcdf-c reports as NOFILL or as netCDF's default
+    fill: the store reports the same (a Zarr fill_value of 0 would also make xarray's zarr backend
+    read every real 0 as missing), and sources/hdf5_chunks.py writes out the never-written chunks, as the zeros
+    HDF5 reads, instead; so it does when a _FillValue attribute differs from the HDF5 fill value.
+    """
+    for gkey, group in dataset.root.walk():
+        for name, var in group.variables.items():
+            value = fills.get(keys.join(gkey, name))
+            if value is None or var.no_fill or "_FillValue" in var.attributes or var.type in ("char", "string"):
+                continue
+            var.storage_fill = value.item() if hasattr(value, "item") else value
+
+
+def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
+            progress: Progress | None = None, direct: bool = True, threads: int = 0,
+            transforms: Transforms | None = None, skip_unsupported: bool = False, consolidate: bool | None = None,
+            char_as: str | None = None) -> ConvertStats:
+    """Convert the netCDF file ``src`` into the store ``dst`` (a path or netcdf-c URL).
+
+    Variables and attributes of user-defined types (compound, vlen, opaque, enum), and
+    HDF5 objects netCDF-4 hides, misreads or crashes on (float16, bitfield, reference, array
+    and time types, filters its HDF5 lacks…: sources/hdf5_types.py) are refused in one line naming
+    each, or with ``skip_unsupported`` left out with a warning each in ``stats.warnings``.
+    szip and blosc-snappy variables are decoded through HDF5 and written with a codec
+    numcodecs has (transforms.writable_codecs, a warning each); an HDF5 fill value set without
+    a _FillValue attribute becomes the Zarr fill_value, and never-written chunks read as they
+    read through HDF5 (see _keep_hdf5_fill).
+
+    ``direct`` copies compressed HDF5 chunks as they are when the codecs agree
+    (see sources/hdf5_chunks.py); ``threads`` (0: 2 per core) read and encode chunks, S3 uploads run
+    in the store's own pool (stores/s3_upload.py);
+    ``transforms`` (nccopy's -d -s -c -u -V -G, see transforms.py) rewrite the header first;
+    ``consolidate`` writes ``.zmetadata`` last (None: unless a char array is ``>S1``, see
+    nczarr/writer.py); ``char_as`` ("S1": ``|S1``, ">S1") overrides the
+    flavor's char dtype (see nczarr/writer.py for the trade-off).
+    """
+    started = time.perf_counter()
+    if not os.path.exists(src):
+        raise StoreError(f"{src}: no such file or directory")
+    spec = parse(dst)
+    safety.check_output_is_safe(src, spec.kind, spec.path)
+    if flavor not in FLAVOR_ALIASES:
+        raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
+    flavor = FLAVOR_ALIASES[flavor]  # the CLI's "nczarr" is the 4.10 layout
+    if spec.pure_zarr and flavor == "nczarr-4.10":  # mode=zarr in the URL asks for pure Zarr
+        flavor = "zarr"
+    stats = ConvertStats()
+    with _opened(src, skip_unsupported) as opened:
+        variables: dict[str, Any] = {}
+        dataset, reencode, stats.warnings = _prepare(opened, src, variables, skip_unsupported, transforms)
+
+        def source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
+            return nc4.read_values(variables[akey], region or None)
+
+        def counting(chunks: int, raw_bytes: int, written: int) -> None:
+            stats.chunks += chunks
+            stats.bytes_in += raw_bytes
+            stats.bytes_out += written
+            if progress is not None:
+                progress(chunks, raw_bytes, written)
+
+        # the HDF5 chunk index is used on both paths (unwritten chunks); copying only when asked
+        raw = _direct_source(opened.path, copy=direct and flavor != "nczarr-2-upper")
+        workers = threads or 2 * (os.cpu_count() or 2)
+        store = None
+        try:
+            store = open_store(spec, "w", overwrite=overwrite)
+            stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
+                                         progress=counting, threads=workers,
+                                         raw=without_direct_copy(raw, reencode), consolidate=consolidate,
+                                         char_as=char_as)
+            stats.objects = store.writes
+            store.commit()
+        except BaseException:
+            if store is not None:
+                store.abort()
+            raise
+        finally:
+            if raw is not None:
+                raw.close()
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _direct_source(src: str, *, copy: bool = True):  # type: ignore[no-untyped-def]
+    """A DirectChunks over ``src`` when it is HDF5 and h5py is installed, else None."""
+    try:
+        if not hdf5_types.is_hdf5(src):
+            return None
+        from nczarr_conformance.sources.hdf5_chunks import DirectChunks
+
+        return DirectChunks(src, copy=copy)
+    except (ImportError, OSError):
+        return None
+
+
+def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms | None = None,
+                char_as: str | None = None, skip_unsupported: bool = False) -> int:
+    """The bytes a conversion of ``src`` reports to its progress callback (a progress bar's total).
+
+    The writer reports every chunk of the plan at its full, unencoded size (edge chunks
+    padded, all-fill and copied chunks included), so the total comes from that same plan,
+    transforms applied, strings at their planned width.
+    """
+    import math
+
+    from nczarr_conformance.nczarr.writer import DatasetWriter
+    from nczarr_conformance.stores.memory import MemoryStore
+
+    with _opened(src, skip_unsupported) as opened:
+        variables: dict[str, Any] = {}
+        dataset, _, _ = _prepare(opened, src, variables, skip_unsupported, transforms)
+        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor, char_as=char_as,
+                               source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
+        writer.validate()
+        writer.plan()
+        return sum(math.prod(math.ceil(s / c) for s, c in zip(p.zshape, p.chunks)) * math.prod(p.chunks or (1,))
+                   * p.storage.itemsize for p in writer.plans.values())

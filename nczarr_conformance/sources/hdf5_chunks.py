@@ -1,0 +1,175 @@
+"""Copy compressed HDF5 chunks into Zarr without decompressing them (h5py ``read_direct_chunk``).
+
+HDF5's deflate filter writes a zlib stream, its shuffle filter is numcodecs'
+Shuffle, both store edge chunks at full size and in the dataset's byte order:
+when a variable's HDF5 filters are exactly [shuffle?, deflate?] and the Zarr
+plan asks for the same codecs, chunk shape and byte order, a stored HDF5 chunk
+*is* the Zarr chunk. Anything else (fletcher32, whose HDF5 place is first and
+NCZarr's last; szip; a chunk whose filter mask says a filter was skipped) goes
+through decode/encode.
+
+Each variable's chunk index (offset in the file, size, filter mask of every stored
+chunk) is read once, in one pass (h5py ``chunk_iter``); a chunk is then copied with one
+``os.pread`` on a file descriptor of its own: no HDF5 call and no lock per chunk, so the
+writer's threads copy in parallel at the speed of the disk. (A file with an HDF5 user
+block, where index addresses are not file offsets, goes through ``read_direct_chunk``.)
+
+The HDF5 chunk index also says which chunks were never written (a declared
+``crs`` variable, records not yet written): those are reported as
+:data:`NOT_STORED`, read as fill, and never asked of ``read_direct_chunk``,
+which raises MemoryError on them. The index is used even when copying is off,
+so a NOFILL variable's unwritten chunks stay unwritten on both paths. An unwritten
+chunk HDF5 reads as a value the store's fill would not give (an HDF5 fill of zero
+under netCDF's default fill, or under a different _FillValue) is read and written
+out instead, so every reader gets what netCDF-4 reads from the source.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from nczarr_conformance.errors import StoreError
+from nczarr_conformance.nczarr.writer import NOT_STORED, ArrayPlan
+from nczarr_conformance.sources import hdf5_types
+
+H5Z_FILTER_DEFLATE = 1
+H5Z_FILTER_SHUFFLE = 2
+
+
+class Stored(NamedTuple):
+    """Where one chunk lies in the file, as the HDF5 chunk index says."""
+
+    address: int
+    size: int
+    filter_mask: int
+
+
+class DirectChunks:
+    """A RawSource for the writer, over one HDF5 file opened with h5py.
+
+    ``copy`` False: only report chunks the file never stored; every stored chunk is re-encoded.
+    """
+
+    def __init__(self, path: str, *, copy: bool = True) -> None:
+        import h5py
+
+        from nczarr_conformance.sources.netcdf4 import LOCK
+
+        # One lock for both HDF5 libraries in this process (netCDF4's and h5py's): HDF5
+        # is not thread-safe, and two copies reading one file at once crash.
+        self.lock = LOCK
+        self.copy = copy
+        with self.lock:
+            self.file = h5py.File(path, "r")
+            userblock = int(self.file.userblock_size)
+        # pread needs no lock and no seek position shared between threads; the index
+        # addresses are file offsets only when there is no user block before the superblock
+        self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC) if userblock == 0 else -1
+
+    def close(self) -> None:
+        with self.lock:
+            self.file.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _filters(self, dataset: Any) -> list[int]:
+        plist = dataset.id.get_create_plist()
+        return [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+
+    @staticmethod
+    def _stored(dataset: Any) -> dict[tuple[int, ...], Stored]:
+        """Every chunk the file holds, by its element offset (HDF5 ≥ 1.12.3: one pass over the index)."""
+        stored: dict[tuple[int, ...], Stored] = {}
+        if dataset.id.get_num_chunks() == 0:
+            return stored
+
+        def add(info: Any) -> None:
+            stored[tuple(info.chunk_offset)] = Stored(int(info.byte_offset), int(info.size), int(info.filter_mask))
+
+        try:
+            dataset.id.chunk_iter(add)
+        except AttributeError:  # older HDF5: one call per stored chunk, still once per variable
+            for i in range(dataset.id.get_num_chunks()):
+                add(dataset.id.get_chunk_info(i))
+        return stored
+
+    @staticmethod
+    def _never_allocated(dataset: Any) -> bool:
+        """A contiguous dataset with no storage in the file (nothing was ever written to it)."""
+        import h5py
+
+        plist = dataset.id.get_create_plist()
+        return bool(plist.get_layout() == h5py.h5d.CONTIGUOUS and plist.get_external_count() == 0
+                    and dataset.id.get_storage_size() == 0)
+
+    @staticmethod
+    def _reads_as_fill(plan: ArrayPlan, dataset: Any) -> bool:
+        """Whether a chunk the file never stored reads, through HDF5, as the store's fill reads it.
+
+        HDF5 gives an unwritten element the dataset's fill value (hdf5_types.unwritten_value);
+        when the plan's fill differs (a _FillValue attribute other than the HDF5 fill value), or
+        the plan is NOFILL, such chunks are read through netCDF-4 and written out. Undefined in
+        the file (netcdf-c's NOFILL): left unwritten, as the source left them.
+        """
+        try:
+            value = hdf5_types.unwritten_value(dataset)
+        except (TypeError, ValueError, OSError):
+            return True
+        if value is None:
+            return True
+        if plan.var.no_fill or plan.storage.kind not in "iuf":
+            return False
+        return bool(np.asarray(value).astype(plan.storage).tobytes() == np.asarray(plan.fill_storage).tobytes())
+
+    def _copyable(self, plan: ArrayPlan, dataset: Any) -> bool:
+        """Whether a stored chunk's bytes are exactly the Zarr chunk the plan would encode.
+
+        Only for a standard integer or IEEE float (hdf5_types.is_standard): a 20-bit integer in
+        4 bytes has numpy's dtype but not its bytes (no sign extension), a 3-byte one no dtype.
+        """
+        if not self.copy or not hdf5_types.is_standard(dataset.id.get_type()) or dataset.dtype != plan.storage:
+            return False
+        if plan.var.type == "string" or dataset.dtype.kind not in "iuf":
+            return False
+        if plan.filters and plan.filters != [{"id": "shuffle", "elementsize": plan.storage.itemsize}]:
+            return False
+        if plan.compressor and plan.compressor.get("id") != "zlib":
+            return False
+        wanted = ([H5Z_FILTER_SHUFFLE] if plan.filters else []) + ([H5Z_FILTER_DEFLATE] if plan.compressor else [])
+        return self._filters(dataset) == wanted
+
+    def __call__(self, plan: ArrayPlan) -> Callable[[tuple[int, ...]], bytes | None] | None:
+        with self.lock:
+            dataset = self.file.get(plan.key.lstrip("/"))
+            if dataset is None:
+                return None
+            unstored = NOT_STORED if self._reads_as_fill(plan, dataset) else None
+            if self._never_allocated(dataset):
+                return lambda index: unstored  # declared, never written: all fill (NOFILL: undefined)
+            chunks = dataset.chunks
+            if chunks is None or not plan.zshape or tuple(chunks) != tuple(plan.chunks):
+                return None  # contiguous, compact, scalar, or rechunked: no chunk maps onto a Zarr chunk
+            stored = self._stored(dataset)
+            copyable = self._copyable(plan, dataset)
+
+        def read(index: tuple[int, ...]) -> bytes | None:
+            where = stored.get(tuple(i * c for i, c in zip(index, plan.chunks)))
+            if where is None:
+                return unstored
+            if not copyable or where.filter_mask != 0:
+                return None  # re-encode it (a nonzero mask: a filter was skipped for this chunk)
+            if self.fd >= 0:
+                payload = os.pread(self.fd, where.size, where.address)
+                if len(payload) != where.size:
+                    raise StoreError(f"{self.file.filename}: truncated: chunk at {where.address} has "
+                                  f"{len(payload)} of {where.size} bytes")
+                return payload
+            with self.lock:
+                _, data = dataset.id.read_direct_chunk(tuple(i * c for i, c in zip(index, plan.chunks)))
+            return bytes(data)
+
+        return read

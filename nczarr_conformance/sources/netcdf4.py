@@ -1,0 +1,379 @@
+"""netCDF-4/HDF5 input through netCDF4-python (netcdf-c underneath): a file (or netcdf-c URL) as the canonical model.
+
+The converter, ``--append``/``--concat`` and ``nczarr-dump IN.nc`` read their input here; the netCDF4-python
+implementation the conformance matrix grades reads stores through this same adapter.
+
+netCDF4-python hands back a single-element NC_STRING attribute and an NC_CHAR
+attribute both as ``str``; the exact type is asked of the very libnetcdf the
+module loaded (``nc_inq_atttype`` through ctypes), so the model stays exact.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import os
+import threading
+import warnings
+from collections.abc import Container
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from nczarr_conformance.errors import FormatError, StoreError, UnsupportedError
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Dimension,
+    Group,
+    Variable,
+    attribute_from_python,
+    is_internal_attribute,
+)
+from nczarr_conformance.nczarr.dtypes import numpy_dtype
+from nczarr_conformance.sources import hdf5_types
+from nczarr_conformance.sources.hdf5_types import Finding
+
+ID = "netcdf4-python"
+NC_TYPE_NAMES = {1: "byte", 2: "char", 3: "short", 4: "int", 5: "float", 6: "double", 7: "ubyte",
+                 8: "ushort", 9: "uint", 10: "int64", 11: "uint64", 12: "string"}
+NC_GLOBAL = -1
+NC_MAX_ATOMIC_TYPE = 12
+#: netCDF-4 user-defined type classes (netcdf.h NC_VLEN … NC_COMPOUND): outside the NCZarr model
+USER_CLASSES = {13: "vlen", 14: "opaque", 15: "enum", 16: "compound"}
+#: netCDF4-python and HDF5 are not thread-safe; every call into them holds this.
+LOCK = threading.RLock()
+#: netCDF4-python's names of the HDF5 blosc filter's compressors (its codes 0-5) → numcodecs' Blosc cnames
+BLOSC_NAMES = {"blosc_lz": "blosclz", "blosc_lz4": "lz4", "blosc_lz4hc": "lz4hc", "blosc_snappy": "snappy",
+               "blosc_zlib": "zlib", "blosc_zstd": "zstd"}
+
+
+def available() -> bool:
+    try:
+        import netCDF4  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def version() -> str:
+    import netCDF4
+
+    return f"netCDF4-python {netCDF4.__version__} (netcdf-c {netCDF4.__netcdf4libversion__})"
+
+
+@lru_cache(maxsize=1)
+def _libnetcdf() -> Any | None:
+    import netCDF4
+
+    here = os.path.dirname(netCDF4.__file__)
+    candidates = sorted(glob.glob(os.path.join(here, "..", "netcdf4.libs", "libnetcdf*.so*")))
+    candidates += sorted(glob.glob(os.path.join(here, "..", "netCDF4.libs", "libnetcdf*.so*")))
+    found = ctypes.util.find_library("netcdf")
+    if found:
+        candidates.append(found)
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.nc_inq_atttype.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+            return lib
+        except OSError:
+            continue
+    return None
+
+
+def _attr_xtype(ncid: int, varid: int, name: str) -> int | None:
+    lib = _libnetcdf()
+    if lib is None:
+        return None
+    xtype = ctypes.c_int()
+    if lib.nc_inq_atttype(ncid, varid, name.encode("utf-8"), ctypes.byref(xtype)) != 0:
+        return None
+    return xtype.value
+
+
+def _attr_type(ncid: int, varid: int, name: str) -> str | None:
+    xtype = _attr_xtype(ncid, varid, name)
+    return None if xtype is None else NC_TYPE_NAMES.get(xtype)
+
+
+def _user_type(ncid: int, xtype: int) -> str:
+    """``compound cmp_t``: the class and name of a user-defined type (nc_inq_user_type)."""
+    lib = _libnetcdf()
+    name = ctypes.create_string_buffer(257)
+    size, base, nfields, klass = ctypes.c_size_t(), ctypes.c_int(), ctypes.c_size_t(), ctypes.c_int()
+    if lib is None or lib.nc_inq_user_type(ncid, xtype, name, ctypes.byref(size), ctypes.byref(base),
+                                           ctypes.byref(nfields), ctypes.byref(klass)) != 0:
+        return f"user-defined type {xtype}"
+    return f"{USER_CLASSES.get(klass.value, 'user-defined')} {name.value.decode('utf-8', 'replace')}"
+
+
+def outside_model(ncgroup: Any) -> list[tuple[str, str]]:
+    """(``/g/var`` or ``/g/var:attr``, ``compound cmp_t``) for every variable and attribute of a
+    user-defined type, in ``ncgroup`` and below.
+
+    Asked of libnetcdf, because netCDF4-python hides some (an opaque variable is not in
+    ``variables``) and disguises others (an enum variable looks like its base integer type).
+    """
+    lib = _libnetcdf()
+    if lib is None:
+        return []
+    found: list[tuple[str, str]] = []
+
+    def attributes(ncid: int, varid: int, prefix: str) -> None:
+        natts = ctypes.c_int()
+        if lib.nc_inq_varnatts(ncid, varid, ctypes.byref(natts)) != 0:
+            return
+        for i in range(natts.value):
+            aname = ctypes.create_string_buffer(257)
+            if lib.nc_inq_attname(ncid, varid, i, aname) != 0:
+                continue
+            text = aname.value.decode("utf-8", "replace")
+            xtype = _attr_xtype(ncid, varid, text)
+            if xtype is not None and xtype > NC_MAX_ATOMIC_TYPE:
+                found.append((f"{prefix}:{text}", _user_type(ncid, xtype)))
+
+    def walk(group: Any) -> None:
+        ncid = group._grpid
+        path = group.path.rstrip("/")
+        attributes(ncid, NC_GLOBAL, path or "/")
+        nvars = ctypes.c_int()
+        if lib.nc_inq_nvars(ncid, ctypes.byref(nvars)) == 0:
+            for varid in range(nvars.value):
+                vname = ctypes.create_string_buffer(257)
+                xtype = ctypes.c_int()
+                if lib.nc_inq_varname(ncid, varid, vname) != 0 or lib.nc_inq_vartype(ncid, varid, ctypes.byref(xtype)):
+                    continue
+                vpath = f"{path}/{vname.value.decode('utf-8', 'replace')}"
+                if xtype.value > NC_MAX_ATOMIC_TYPE:
+                    found.append((vpath, _user_type(ncid, xtype.value)))
+                attributes(ncid, varid, vpath)
+        for sub in group.groups.values():
+            walk(sub)
+
+    with LOCK:
+        walk(ncgroup)
+    return found
+
+
+def _read_attributes(obj: Any, ncid: int, varid: int, *, skip_outside: bool = False,
+                     leave_out: Container[str] = ()) -> dict[str, Attribute]:
+    """The model's attributes; one of a user-defined type is refused (``skip_outside``: left out).
+
+    ``leave_out``: names of attributes not to read at all (the converter's ``--skip-unsupported``
+    leaves out what hdf5_types found, e.g. a zero-length attribute the model cannot hold).
+    """
+    out: dict[str, Attribute] = {}
+    for name in obj.ncattrs():
+        if is_internal_attribute(name) or name in leave_out:
+            continue  # netcdf-c shows _nczarr_maxstrlen; the model never does
+        xtype = _attr_xtype(ncid, varid, name)
+        if xtype is not None and xtype > NC_MAX_ATOMIC_TYPE:
+            if skip_outside:
+                continue
+            raise UnsupportedError(f"attribute {name}: type {_user_type(ncid, xtype)} is outside the NCZarr model")
+        value = obj.getncattr(name)
+        nctype = None if xtype is None else NC_TYPE_NAMES.get(xtype)
+        if nctype == "string":
+            items = [value] if isinstance(value, str) else list(value)
+            out[name] = Attribute("string", np.array(items, dtype=object))
+        elif nctype == "char":
+            out[name] = Attribute("char", value if isinstance(value, str) else
+                                  bytes(np.atleast_1d(value).astype("S1")).decode("utf-8", "replace"))
+        elif nctype is not None:
+            out[name] = Attribute(nctype, np.atleast_1d(np.asarray(value)).astype(numpy_dtype(nctype)))
+        else:
+            out[name] = attribute_from_python(value)
+    return out
+
+
+def filters_of(var: Any) -> list[dict[str, Any]]:
+    """netCDF4 filter settings as numcodecs configurations (filters first, compressor last)."""
+    f = var.filters() or {}
+    configs: list[dict[str, Any]] = []
+    itemsize = np.dtype(var.dtype).itemsize if var.dtype is not str else 1
+    if f.get("shuffle"):
+        configs.append({"id": "shuffle", "elementsize": itemsize})
+    level = int(f.get("complevel") or 0)
+    if f.get("zlib"):
+        configs.append({"id": "zlib", "level": level})
+    elif f.get("zstd"):
+        configs.append({"id": "zstd", "level": level})
+    elif f.get("bzip2"):
+        configs.append({"id": "bz2", "level": max(1, level)})
+    elif isinstance(f.get("blosc"), dict):
+        blosc = f["blosc"]
+        name = str(blosc.get("compressor", "blosc_lz4"))
+        configs.append({"id": "blosc", "cname": BLOSC_NAMES.get(name, name.removeprefix("blosc_")),
+                        "clevel": level, "shuffle": int(blosc.get("shuffle", 1))})
+    elif f.get("szip"):
+        configs.append({"id": "szip"})  # no numcodecs codec: a converter refuses it, a reader just reports it
+    if f.get("fletcher32"):
+        # Last, as netcdf-c's NCZarr writes it (compressor {"id": "fletcher32"} after shuffle and zlib);
+        # numcodecs' Fletcher32 is the HDF5 checksum netcdf-c's plugin computes.
+        configs.append({"id": "fletcher32"})
+    return configs
+
+
+def variable_header(var: Any, group_path: str, *, skip_outside: bool = False,
+                    leave_out: Container[str] = ()) -> Variable:
+    """A model Variable (no data) for one netCDF4.Variable of an atomic type.
+
+    ``skip_outside``: leave out its attributes of user-defined types instead of refusing them;
+    ``leave_out``: names of attributes not to read.
+    """
+    xtype = int(getattr(var.datatype, "_nc_type", 0))  # CompoundType, VLType, EnumType (NC_STRING is a VLType too)
+    if xtype > NC_MAX_ATOMIC_TYPE:
+        raise UnsupportedError(f"{group_path.rstrip('/')}/{var.name}: type {_user_type(var.group()._grpid, xtype)}"
+                               " is outside the NCZarr model")
+    dims = []
+    for dim_name in var.dimensions:
+        dims.append(_dimension_path(var.group(), dim_name))
+    if var.dtype is str:
+        nctype = "string"
+    else:
+        dt = np.dtype(var.dtype)
+        nctype = "char" if dt.kind == "S" else _numeric_type(dt)
+    chunking = var.chunking()
+    endian = var.endian()
+    return Variable(
+        nctype, dims, tuple(int(n) for n in var.shape),
+        _read_attributes(var, var.group()._grpid, var._varid, skip_outside=skip_outside, leave_out=leave_out),
+        chunks=None if chunking in ("contiguous", None) or not var.shape else [int(c) for c in chunking],
+        endianness=None if nctype in ("char", "string", "byte", "ubyte") else ("big" if endian == "big" else "little"),
+        filters=filters_of(var),
+        no_fill=_no_fill(var),
+    )
+
+
+def _no_fill(var: Any) -> bool:
+    """NOFILL mode, asked of libnetcdf (nc_inq_var_fill): netCDF4-python's None fill value also means "string"."""
+    lib = _libnetcdf()
+    if lib is None:
+        return var.dtype is not str and var.get_fill_value() is None
+    no_fill = ctypes.c_int()
+    if lib.nc_inq_var_fill(var.group()._grpid, var._varid, ctypes.byref(no_fill), None) != 0:
+        return False
+    return bool(no_fill.value)
+
+
+def _numeric_type(dt: np.dtype) -> str:
+    from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
+
+    return nctype_of_numpy(dt)
+
+
+def _dimension_path(group: Any, name: str) -> str:
+    """Fully qualified name of the dimension ``name`` as seen from ``group`` (nearest ancestor)."""
+    g = group
+    while g is not None:
+        if name in g.dimensions:
+            path = g.path.rstrip("/")
+            return f"{path}/{name}"
+        g = g.parent
+    raise FormatError(f"dimension {name} not found from group {group.path}")
+
+
+def read_values(var: Any, region: tuple[slice, ...] | None = None) -> np.ndarray:
+    """Raw stored values (no masking, scaling or char-to-string)."""
+    with LOCK:
+        var.set_auto_maskandscale(False)
+        var.set_auto_chartostring(False)
+        if hasattr(var, "set_always_mask"):
+            var.set_always_mask(False)
+        data = var[region] if region else var[...]
+    arr = np.ma.getdata(data)
+    if var.dtype is str:
+        out = np.empty(np.shape(arr), dtype=object)
+        out[...] = arr
+        return out
+    return np.asarray(arr)
+
+
+def _read_group(ncgroup: Any, path: str, data: bool) -> Group:
+    group = Group()
+    for name, dim in ncgroup.dimensions.items():
+        group.dimensions[name] = Dimension(len(dim), dim.isunlimited())
+    group.attributes = _read_attributes(ncgroup, ncgroup._grpid, NC_GLOBAL)
+    for name, var in ncgroup.variables.items():
+        model_var = variable_header(var, path)
+        if data:
+            model_var.data = read_values(var)
+        group.variables[name] = model_var
+    for name, sub in ncgroup.groups.items():
+        group.groups[name] = _read_group(sub, path.rstrip("/") + "/" + name, data)
+    return group
+
+
+def filter_available(nc: Any, filter_id: int) -> bool:
+    """Whether the HDF5 library under this netCDF4 module can apply HDF5 filter ``filter_id``
+    (built in, or a plugin on HDF5_PLUGIN_PATH, which netCDF4-python points at its own)."""
+    lib = _libnetcdf()
+    if lib is None:
+        return True  # cannot ask: the read will say
+    with LOCK:
+        return bool(lib.nc_inq_filter_avail(nc._grpid, ctypes.c_uint(filter_id)) == 0)
+
+
+def refusal(path: str, findings: list[Finding], hint: str = "") -> str:
+    """One line naming every object of ``findings``: ``PATH: types outside the NCZarr model: /c (compound
+    cmp_t)``, or ``PATH: netCDF-4 cannot read, or the NCZarr model cannot hold: /h (float16: …)``."""
+    lead = ("types outside the NCZarr model" if all(f.why == hdf5_types.OUTSIDE for f in findings)
+            else "netCDF-4 cannot read, or the NCZarr model cannot hold")
+    return f"{path}: {lead}: {', '.join(f.listed for f in findings)}{hint}"
+
+
+def open_nc(path: str, *, check: str = "reading") -> Any:
+    """Open for reading, mapping netCDF4's errors to ours.
+
+    An HDF5 file is looked at with h5py first (sources/hdf5_types.py), because netCDF4-python hides
+    some objects, misreads others and crashes on a few: ``check="reading"`` refuses, in one line
+    naming each, those that would crash or fail a read into the model (nothing is hidden from a
+    reader of what netCDF-4 shows); ``"all"`` refuses every object netCDF-4 or the model cannot
+    hold (a writer that must not lose anything silently); ``"none"``: the caller has looked.
+    """
+    import netCDF4
+
+    found = None
+    if check != "none":
+        with LOCK:
+            found = hdf5_types.scan(path)
+        bad = [f for f in found.findings if check == "all" or f.breaks_reading]
+        if any(f.fatal for f in bad):  # netCDF4 must not open it at all
+            raise UnsupportedError(refusal(path, bad))
+    try:
+        with LOCK, warnings.catch_warnings():
+            # netCDF4-python warns (stderr) on a type it cannot represent; outside_model and hdf5_types name it instead
+            warnings.filterwarnings("ignore", message="WARNING: unsupported", category=UserWarning)
+            warnings.filterwarnings("ignore", message="WARNING: variable .* has unsupported datatype",
+                                    category=UserWarning)
+            nc = netCDF4.Dataset(path, "r")
+    except FileNotFoundError as exc:
+        raise StoreError(f"{path}: no such file or directory") from exc
+    except OSError as exc:
+        raise FormatError(f"{path}: not a netCDF file netCDF4-python can open ({exc.strerror or exc})") from exc
+    except TypeError as exc:  # a user type numpy cannot express, e.g. an array of a nested compound
+        raise FormatError(f"{path}: netCDF4-python cannot open this file ({exc}); it is outside the NCZarr "
+                          "model") from exc
+    except (RuntimeError, AttributeError, KeyError, ValueError) as exc:  # e.g. a malformed _Netcdf4Coordinates
+        raise FormatError(f"{path}: netCDF4-python cannot open this file ({type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())})") from exc
+    if found is not None:
+        bad = [f for f in found.findings if check == "all" or f.breaks_reading]
+        bad += hdf5_types.unavailable_filters(found, lambda fid: filter_available(nc, fid))
+        if bad:
+            with LOCK:
+                nc.close()
+            raise UnsupportedError(refusal(path, bad))
+    return nc
+
+
+def read(path: str, *, data: bool = True) -> Dataset:
+    """The canonical model of a netCDF file or netcdf-c URL, as netcdf-c sees it."""
+    nc = open_nc(path)
+    try:
+        with LOCK:
+            return Dataset(_read_group(nc, "/", data))
+    finally:
+        nc.close()
