@@ -2,5 +2,5 @@
 ``--concat`` and multi-file appends, and the dask cluster they run on.
 
 Reads input only through ``sources`` and writes only through ``nczarr``/``stores``: nothing here
-imports ``peers`` or ``conformance`` (a test holds it: docs/architecture.md).
+imports the graded implementations or the matrix (tests/test_architecture.py holds it).
 """

@@ -3,5 +3,5 @@ adapter (netcdf4.py), the HDF5 look before netCDF4 opens a file (hdf5_types.py),
 index that lets compressed chunks be copied as they are (hdf5_chunks.py) and a dump's view of any
 input (dump_source.py).
 
-May import ``nczarr``, ``stores`` and the ground floor; never ``peers`` or ``conformance``.
+May import ``nczarr``, ``stores`` and the ground floor; never the graded implementations or the matrix.
 """
