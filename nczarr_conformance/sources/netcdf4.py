@@ -1,7 +1,7 @@
 """netCDF-4/HDF5 input through netCDF4-python (netcdf-c underneath): a file (or netcdf-c URL) as the canonical model.
 
 The converter, ``--append``/``--concat`` and ``nczarr-dump IN.nc`` read their input here; the netCDF4-python
-implementation the conformance matrix grades reads stores through this same adapter.
+implementation the conformance matrix grades reads stores through this adapter too.
 
 netCDF4-python hands back a single-element NC_STRING attribute and an NC_CHAR
 attribute both as ``str``; the exact type is asked of the very libnetcdf the
