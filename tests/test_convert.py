@@ -62,7 +62,7 @@ def test_a_copied_chunk_that_does_not_decode_to_the_source_disables_copying(rich
     from nczarr_conformance.conversion.from_netcdf import _header
     from nczarr_conformance.model import Dataset
     from nczarr_conformance.nczarr.writer import write_dataset
-    from nczarr_conformance.peers import netcdf4
+    from nczarr_conformance.sources import netcdf4
     from nczarr_conformance.sources.hdf5_chunks import DirectChunks
     from nczarr_conformance.stores import DirectoryStore as Dir
 

@@ -22,7 +22,7 @@ from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.conversion.from_netcdf import _header
 from nczarr_conformance.model import Dataset, diff
 from nczarr_conformance.nczarr.writer import write_dataset
-from nczarr_conformance.peers import netcdf4
+from nczarr_conformance.sources import netcdf4
 from nczarr_conformance.sources.hdf5_chunks import DirectChunks
 from nczarr_conformance.stores import DirectoryStore
 
