@@ -1,10 +1,9 @@
 """Conversion at the copy limit: instant CLI startup, and a direct copy with no HDF5 call per chunk.
 
-Startup: ``--version`` is timed in a fresh interpreter (best of 3; the budget is
-NCZ_STARTUP_BUDGET seconds, 0.25 by default so a busy CI machine does not flake; reports/bench.md
-records the real figure, 0.09 s here against the 0.15 s target), and
-``--help`` of every command must leave numpy, h5py, netCDF4 and boto3 unimported, the
-cause of a slow start whatever the machine's speed.
+Startup: ``--version`` and ``--help`` of every command must leave numpy, h5py, netCDF4 and boto3
+unimported, the cause of a slow start whatever the machine's speed. The start itself is timed by
+benchmarks/run.py (reports/bench.md), never here: a wall-clock budget in a test fails on a busy
+machine and passes on a fast one whatever the code does.
 """
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -56,16 +54,8 @@ def test_help_imports_no_numpy_h5py_netcdf4_boto3(command):
     assert _loaded_after(f"nczarr_conformance.cli.{command}", "--help") == set()
 
 
-def test_version_is_fast():
-    budget = float(os.environ.get("NCZ_STARTUP_BUDGET", "0.25"))
-    best = float("inf")
-    for _ in range(3):
-        started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "--version"],
-                              capture_output=True, text=True, timeout=60, env=_env())
-        best = min(best, time.perf_counter() - started)
-        assert done.returncode == 0 and done.stdout.startswith("nc2nczarr ")
-    assert best < budget, f"nc2nczarr --version took {best:.3f} s (budget {budget} s, NCZ_STARTUP_BUDGET)"
+def test_version_imports_nothing_heavy():
+    assert _loaded_after("nczarr_conformance.cli.convert", "--version") == set()
 
 
 def test_package_exports_stay_and_load_on_use():
