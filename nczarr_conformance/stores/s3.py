@@ -56,18 +56,19 @@ body after every retry is :class:`StoreUnavailableError`: nczarr-check's "could 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError, StoreUnavailableError
-from nczarr_conformance.stores.base import Store
-from nczarr_conformance.stores.s3_generation import Generation
+from nczarr_conformance.stores.base import Pin, Store
+from nczarr_conformance.stores.s3_generation import Generation, Pinned
 from nczarr_conformance.stores.s3_upload import Uploader
 from nczarr_conformance.urls import StoreSpec
 
@@ -343,6 +344,40 @@ class S3Store(Store):
         if endpoint and endpoint.split("://")[-1].split(":")[0].endswith("amazonaws.com"):
             endpoint = None  # AWS itself: boto3 picks the regional endpoint (or AWS_ENDPOINT_URL)
         return cls(bucket, prefix, mode=mode, overwrite=overwrite, endpoint=endpoint, profile=profile, region=region)
+
+    @classmethod
+    def reopen(cls, spec: StoreSpec, pin: Pin | None) -> S3Store:
+        """The prefix ``spec`` names, read here through the endpoint and region another process's
+        reader used (found in its environment, maybe not in this one's) and held to its pin."""
+        if pin is not None and len(pin) == 4 and pin[0] == "s3":
+            params = dict(spec.params, **({"aws.region": str(pin[2])} if pin[2] else {}))
+            spec = dataclasses.replace(spec, endpoint=str(pin[1]) if pin[1] else None, params=params)
+        store = cls.from_spec(spec)
+        try:
+            store.hold_to(pin)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def pin(self) -> Pin | None:
+        """The endpoint, the region and the root metadata pinned at open (see s3_generation.py): a
+        worker holding to them reads the objects of the dataset opened here, or raises the error a
+        reader here would."""
+        if self._generation is None:
+            return None
+        return "s3", self.client.meta.endpoint_url, self.client.meta.region_name, self._generation.pinned()
+
+    def hold_to(self, pin: Pin | None) -> None:
+        """Take over another process's pin before reading anything: every object read is then checked
+        against its root and its clock, by the rules a reader there follows (s3_generation.py)."""
+        if pin is None:
+            return
+        if self._generation is None or self.reads or len(pin) != 4 or pin[0] != "s3":
+            raise StoreError(f"{self!r}: cannot be held to {pin[0]!r} pinned by another process")
+        pinned = cast(Pinned | None, pin[3])  # what Generation.pinned gave the other process
+        if pinned is not None:
+            self._generation.restore(pinned)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if params.get("Bucket") != self.bucket or not str(params.get("Key", params.get("Prefix", ""))).startswith(
