@@ -22,7 +22,7 @@ from nczarr_conformance.model import Attribute, Dimension, Group, Variable
 from nczarr_conformance.nczarr.reader import ArrayInfo, DatasetReader
 from nczarr_conformance.nczarr.selection import read_selection
 from nczarr_conformance.stores import open_store
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.base import Pin, Store
 from nczarr_conformance.stores.sniff import explain_open_failure, netcdf_file_error
 from nczarr_conformance.urls import parse
 
@@ -211,6 +211,13 @@ class LazyDataset(LazyGroup):
             raise ValueError(f"{self.url}: the dataset is closed")
         return self.reader
 
+    def reopen_args(self) -> tuple[str, Pin | None]:
+        """What another process (a dask worker) needs to read this dataset's chunks: the URL, a local
+        path made absolute (a worker's working directory is its own), and the store's pin, which
+        ``stores.reopen`` holds the store it opens there to. Refused once the dataset is closed."""
+        self.live_reader()
+        return _absolute(self.url), self.store.pin()
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True
@@ -225,6 +232,14 @@ class LazyDataset(LazyGroup):
 
     def __repr__(self) -> str:
         return f"<LazyDataset {self.url} ({self.flavor})>"
+
+
+def _absolute(url: str) -> str:
+    """``url`` with a relative local path made absolute (netcdf-c URLs and S3 are absolute already)."""
+    if "://" in url:
+        return url
+    path, hash_, fragment = url.partition("#")
+    return os.path.abspath(path) + hash_ + fragment
 
 
 def open(url: str | os.PathLike[str], *, max_bytes: int | None = None) -> LazyDataset:  # noqa: A001
