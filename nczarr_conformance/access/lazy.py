@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from nczarr_conformance.stores.base import Pin, Store
 from nczarr_conformance.stores.sniff import explain_open_failure, netcdf_file_error
 from nczarr_conformance.urls import parse
 
-__all__ = ["LazyDataset", "LazyGroup", "LazyVariable", "open", "netcdf4_value"]
+__all__ = ["LazyDataset", "LazyGroup", "LazyVariable", "netcdf4_value", "open"]
 
 
 def netcdf4_value(attr: Attribute) -> Any:
@@ -223,7 +223,7 @@ class LazyDataset(LazyGroup):
             self.closed = True
             self.store.close()
 
-    def __enter__(self) -> LazyDataset:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -242,7 +242,7 @@ def _absolute(url: str) -> str:
     return os.path.abspath(path) + hash_ + fragment
 
 
-def open(url: str | os.PathLike[str], *, max_bytes: int | None = None) -> LazyDataset:  # noqa: A001
+def open(url: str | os.PathLike[str], *, max_bytes: int | None = None) -> LazyDataset:
     """Open the store a path or netcdf-c URL names (directory, zip, S3; every flavor) for lazy reading.
 
     ``max_bytes`` caps what one selection may hold in memory (default: ``NCZARR_MAX_IN_MEMORY``).

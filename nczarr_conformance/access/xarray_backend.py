@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from nczarr_conformance.access.lazy import LazyDataset, LazyGroup, LazyVariable
     from nczarr_conformance.stores.base import Pin, Store
 
-__all__ = ["NCZarrBackendEntrypoint", "NCZarrArray", "NCZarrDataStore"]
+__all__ = ["NCZarrArray", "NCZarrBackendEntrypoint", "NCZarrDataStore"]
 
 #: Root objects whose presence makes a local path one of ours to guess (NCZarr in any flavor).
 _NCZARR_MARKERS = (b"_nczarr_superblock", b"_NCZARR_SUPERBLOCK", b"_nczarr_group", b"_NCZARR_GROUP")
@@ -324,10 +324,10 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         group: str | None = None,
         max_bytes: int | None = None,
     ) -> xr.Dataset:
-        return _decoded(NCZarrDataStore.open(filename_or_obj, group, max_bytes), dict(
-            mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
-            decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
-            decode_timedelta=decode_timedelta))
+        return _decoded(NCZarrDataStore.open(filename_or_obj, group, max_bytes), {
+            "mask_and_scale": mask_and_scale, "decode_times": decode_times, "concat_characters": concat_characters,
+            "decode_coords": decode_coords, "drop_variables": drop_variables, "use_cftime": use_cftime,
+            "decode_timedelta": decode_timedelta})
 
     def open_groups_as_dict(  # type: ignore[override]
         self,
@@ -344,10 +344,10 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         max_bytes: int | None = None,
     ) -> dict[str, xr.Dataset]:
         """Every group under ``group`` (default the root) as a Dataset, keyed by its path from there."""
-        decoding: dict[str, Any] = dict(
-            mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
-            decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
-            decode_timedelta=decode_timedelta)
+        decoding: dict[str, Any] = {
+            "mask_and_scale": mask_and_scale, "decode_times": decode_times, "concat_characters": concat_characters,
+            "decode_coords": decode_coords, "drop_variables": drop_variables, "use_cftime": use_cftime,
+            "decode_timedelta": decode_timedelta}
         top = NCZarrDataStore.open(filename_or_obj, group, max_bytes)
         out: dict[str, xr.Dataset] = {}
         try:

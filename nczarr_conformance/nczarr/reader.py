@@ -326,7 +326,7 @@ class ChunkReader:
             flat = [v.decode("utf-8", errors="surrogateescape") if isinstance(v, bytes) else str(v)
                     for v in arr.ravel().tolist()]
             out = np.empty(arr.shape, dtype=object)
-            out.ravel()[:] = flat if out.ndim else flat
+            out.ravel()[:] = flat
             if out.ndim == 0:
                 out[()] = flat[0]
             return out

@@ -15,7 +15,7 @@ from nczarr_conformance.stores.memory import MemoryStore
 from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.urls import StoreSpec, parse
 
-__all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store", "reopen", "lock_for_writing"]
+__all__ = ["DirectoryStore", "MemoryStore", "Store", "ZipStore", "lock_for_writing", "open_store", "reopen"]
 
 
 def open_store(url: str | os.PathLike[str] | StoreSpec, mode: str = "r", overwrite: bool = False) -> Store:

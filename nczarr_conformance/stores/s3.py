@@ -159,10 +159,8 @@ class S3Store(Store):
         self._restore: dict[str, bytes | None] = {}  # append: metadata to put back on abort
         # a reader pins the dataset it opened (see s3_generation.py); writers read their own objects
         self._generation = Generation(f"s3://{bucket}/{self.prefix}", self._head) if mode == "r" else None
-        if mode in ("w", "a"):
-            self.writable = True
-            self._open_for_writing(mode, overwrite)
-        elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once, under its marker; no deletes
+        # "u" updates in place (nczarr-fix): each put is one PUT at once, under its marker; no deletes
+        if mode in ("w", "a", "u"):
             self.writable = True
             self._open_for_writing(mode, overwrite)
 
@@ -217,7 +215,7 @@ class S3Store(Store):
             if dead is not None:
                 orphans = safety.orphan_chunks(existing, self._zarrays(existing))
         elif existing and not overwrite:
-            first = sorted(existing)[0].lstrip("/")
+            first = min(existing).lstrip("/")
             left = f", left complete by a writer that died ({safety.describe_holder(dead)})" if dead is not None else ""
             raise StoreError(f"{where}: holds {len(existing)} object(s) ({first}…){left}; use --overwrite to replace "
                              "a dataset there")
@@ -528,7 +526,7 @@ class S3Store(Store):
         """An upload's failure as the one line to report (anything unexpected as it is)."""
         try:
             return self._fail(exc, f"put {self._key(name)}")
-        except Exception as other:
+        except Exception as other:  # noqa: BLE001  (_fail re-raises what it cannot word: reported as it is)
             return other
 
     def _put_now(self, key: str, data: bytes) -> None:
