@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -22,11 +22,11 @@ from nczarr_conformance.model import Attribute, Dimension, Group, Variable
 from nczarr_conformance.nczarr.reader import ArrayInfo, DatasetReader
 from nczarr_conformance.nczarr.selection import read_selection
 from nczarr_conformance.stores import open_store
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.base import Pin, Store
 from nczarr_conformance.stores.sniff import explain_open_failure, netcdf_file_error
 from nczarr_conformance.urls import parse
 
-__all__ = ["LazyDataset", "LazyGroup", "LazyVariable", "open", "netcdf4_value"]
+__all__ = ["LazyDataset", "LazyGroup", "LazyVariable", "netcdf4_value", "open"]
 
 
 def netcdf4_value(attr: Attribute) -> Any:
@@ -211,12 +211,19 @@ class LazyDataset(LazyGroup):
             raise ValueError(f"{self.url}: the dataset is closed")
         return self.reader
 
+    def reopen_args(self) -> tuple[str, Pin | None]:
+        """What another process (a dask worker) needs to read this dataset's chunks: the URL, a local
+        path made absolute (a worker's working directory is its own), and the store's pin, which
+        ``stores.reopen`` holds the store it opens there to. Refused once the dataset is closed."""
+        self.live_reader()
+        return _absolute(self.url), self.store.pin()
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self.store.close()
 
-    def __enter__(self) -> LazyDataset:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -227,7 +234,15 @@ class LazyDataset(LazyGroup):
         return f"<LazyDataset {self.url} ({self.flavor})>"
 
 
-def open(url: str | os.PathLike[str], *, max_bytes: int | None = None) -> LazyDataset:  # noqa: A001
+def _absolute(url: str) -> str:
+    """``url`` with a relative local path made absolute (netcdf-c URLs and S3 are absolute already)."""
+    if "://" in url:
+        return url
+    path, hash_, fragment = url.partition("#")
+    return os.path.abspath(path) + hash_ + fragment
+
+
+def open(url: str | os.PathLike[str], *, max_bytes: int | None = None) -> LazyDataset:
     """Open the store a path or netcdf-c URL names (directory, zip, S3; every flavor) for lazy reading.
 
     ``max_bytes`` caps what one selection may hold in memory (default: ``NCZARR_MAX_IN_MEMORY``).

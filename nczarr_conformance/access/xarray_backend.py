@@ -15,6 +15,17 @@ converted file and ``engine="netcdf4"`` on the file give the same Dataset.
 Data are lazy: each variable is a ``BackendArray`` whose reads go through
 nczarr/selection.py, fetching and decoding only the chunks a selection touches.
 
+Arrays and data stores pickle, so ``chunks={}`` datasets compute on a process-based dask
+cluster: an array pickles as its variable's metadata (``ArrayInfo``), the in-memory budget
+and a ``CachingFileManager`` (xarray's own, as its netcdf4 engine uses) whose opener is
+``stores.reopen(url, pin)``. A worker opens the store lazily, once per process, and holds
+it to the pin: the dataset the client opened, or the one-line ``StoreError`` of a store
+replaced while being read (a directory or zip no longer the one opened is refused at once;
+on S3 each object is checked against the pinned root, as the client's reader checks it).
+Nothing is re-pinned: the worker reads under the client's metadata, so reading a newer
+dataset's chunks would mix two. In the client the arrays keep reading through the store it
+opened. No lock is needed: every store reads safely from several threads.
+
 xarray imports every registered engine's module whenever it opens anything, so this one
 imports our reader (numcodecs and all) only when it is asked to open something.
 """
@@ -28,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
-from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.backends import BackendArray, BackendEntrypoint, CachingFileManager
 from xarray.backends.common import AbstractDataStore
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.coding.strings import create_vlen_dtype
@@ -36,18 +47,29 @@ from xarray.core import indexing
 
 if TYPE_CHECKING:
     from nczarr_conformance.access.lazy import LazyDataset, LazyGroup, LazyVariable
+    from nczarr_conformance.stores.base import Pin, Store
 
-__all__ = ["NCZarrBackendEntrypoint", "NCZarrArray", "NCZarrDataStore"]
+__all__ = ["NCZarrArray", "NCZarrBackendEntrypoint", "NCZarrDataStore"]
 
 #: Root objects whose presence makes a local path one of ours to guess (NCZarr in any flavor).
 _NCZARR_MARKERS = (b"_nczarr_superblock", b"_NCZARR_SUPERBLOCK", b"_nczarr_group", b"_NCZARR_GROUP")
 
 
 class NCZarrArray(BackendArray):
-    """One variable's data for xarray: outer indexing, read chunk by chunk on demand."""
+    """One variable's data for xarray: outer indexing, read chunk by chunk on demand.
 
-    def __init__(self, variable: LazyVariable) -> None:
-        self.variable = variable
+    In the process that opened the store it reads through the open dataset; a pickled copy
+    (a dask worker's) reads the same chunks, under the same metadata, through the store its
+    process opens again from the shared manager (see the module docstring).
+    """
+
+    def __init__(self, variable: LazyVariable, shared: _Shared) -> None:
+        self.variable: LazyVariable | None = variable
+        self.shared: _Shared | None = shared
+        self.manager = shared.manager
+        self.path = variable.path
+        self.info = variable.info
+        self.max_bytes = shared.dataset.reader.max_bytes
         self.shape = variable.shape
         # netCDF4-python's dtype for a string variable is ``str``; xarray's netcdf4 engine
         # turns it into object with vlen metadata, and so do we
@@ -58,7 +80,19 @@ class NCZarrArray(BackendArray):
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
 
     def _read(self, key: tuple[Any, ...]) -> np.ndarray:
-        return self.variable[key]
+        if self.variable is not None:
+            return self.variable[key]
+        from nczarr_conformance.nczarr.reader import ChunkReader
+        from nczarr_conformance.nczarr.selection import read_selection
+
+        with self.manager.acquire_context() as store:
+            return read_selection(ChunkReader(store, {self.path: self.info}, self.max_bytes), self.path, key)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the open dataset; refused (ValueError) once it is closed, as its reads are."""
+        if self.shared is not None:
+            self.shared.dataset.live_reader()
+        return {**self.__dict__, "variable": None, "shared": None}
 
 
 def _filters(variable: LazyVariable) -> dict[str, Any]:
@@ -85,14 +119,35 @@ def _filters(variable: LazyVariable) -> dict[str, Any]:
     return out
 
 
+def _reopen(url: str, pin: Pin | None, mode: str) -> Store:
+    """The manager's opener: the store opened again in this process, held to the pin (stores.reopen).
+
+    The mode is always given (``"r"``): a manager that omits it passes its "omitted" marker
+    after a pickle round trip (the marker object is not the unpickled one).
+    """
+    from nczarr_conformance.stores import reopen
+
+    if mode != "r":
+        raise ValueError(f"{url}: the nczarr engine reads; mode {mode!r}")
+    return reopen(url, pin)
+
+
 class _Shared:
-    """One open LazyDataset behind several group stores (a datatree); closed with the last of them."""
+    """One open LazyDataset behind several group stores (a datatree); closed with the last of them.
+
+    ``manager`` reopens the store in another process (stores.reopen, held to this one's pin),
+    cached there once per process by xarray's file cache; every array of the dataset shares it.
+    Nothing closes it explicitly: the store a process opened again is closed when the last
+    copy of the manager there is gone (xarray's reference count), so no copy can close it
+    while another one is reading through it.
+    """
 
     def __init__(self, dataset: LazyDataset, owned: bool) -> None:
         self.dataset = dataset
         self.owned = owned
         self.users = 0
         self.lock = threading.Lock()
+        self.manager: CachingFileManager[Store] = CachingFileManager(_reopen, *dataset.reopen_args(), mode="r")
 
     def acquire(self) -> None:
         with self.lock:
@@ -115,22 +170,26 @@ class NCZarrDataStore(AbstractDataStore):
         self._closed = False
         shared.acquire()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A Dataset pickles its store (its ``close``): the copy is a :class:`_Copy`."""
+        return _Copy, ()
+
     @classmethod
     def open(cls, filename_or_obj: str | os.PathLike[str] | LazyDataset, group: str | None = None,
              max_bytes: int | None = None) -> NCZarrDataStore:
         from nczarr_conformance.access.lazy import LazyDataset, LazyGroup
 
-        if isinstance(filename_or_obj, LazyDataset):
-            shared = _Shared(filename_or_obj, owned=False)
-        else:
-            shared = _Shared(LazyDataset(filename_or_obj, max_bytes=max_bytes), owned=True)
+        dataset = filename_or_obj if isinstance(filename_or_obj, LazyDataset) else \
+            LazyDataset(filename_or_obj, max_bytes=max_bytes)
+        owned = dataset is not filename_or_obj
         try:
+            shared = _Shared(dataset, owned)
             node = shared.dataset["/" + (group or "").strip("/")]
             if not isinstance(node, LazyGroup):
                 raise KeyError(f"{group}: is a variable, not a group")
-        except KeyError:
-            if shared.owned:
-                shared.dataset.close()
+        except BaseException:
+            if owned:
+                dataset.close()
             raise
         return cls(shared, node)
 
@@ -138,7 +197,7 @@ class NCZarrDataStore(AbstractDataStore):
         return NCZarrDataStore(self.shared, group)
 
     def _variable(self, var: LazyVariable) -> xr.Variable:
-        data = indexing.LazilyIndexedArray(NCZarrArray(var))
+        data = indexing.LazilyIndexedArray(NCZarrArray(var, self.shared))
         attrs = var.attrs
         if var.dtype.kind == "S" and "_FillValue" in attrs:  # as xarray's netcdf4 engine does
             attrs["_FillValue"] = np.bytes_(attrs["_FillValue"])
@@ -176,6 +235,17 @@ class NCZarrDataStore(AbstractDataStore):
         if not self._closed:
             self._closed = True
             self.shared.release()
+
+
+class _Copy(AbstractDataStore):
+    """A pickled NCZarrDataStore: the ``close`` of a copied Dataset, which releases nothing itself.
+
+    The copy's arrays read through the store their process opened again, shared with every
+    other copy there and closed when the last of them is gone (see :class:`_Shared`).
+    """
+
+    def close(self) -> None:
+        """Nothing to release here (see the class docstring)."""
 
 
 def _is_lazy_dataset(obj: Any) -> bool:
@@ -254,10 +324,10 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         group: str | None = None,
         max_bytes: int | None = None,
     ) -> xr.Dataset:
-        return _decoded(NCZarrDataStore.open(filename_or_obj, group, max_bytes), dict(
-            mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
-            decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
-            decode_timedelta=decode_timedelta))
+        return _decoded(NCZarrDataStore.open(filename_or_obj, group, max_bytes), {
+            "mask_and_scale": mask_and_scale, "decode_times": decode_times, "concat_characters": concat_characters,
+            "decode_coords": decode_coords, "drop_variables": drop_variables, "use_cftime": use_cftime,
+            "decode_timedelta": decode_timedelta})
 
     def open_groups_as_dict(  # type: ignore[override]
         self,
@@ -274,10 +344,10 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         max_bytes: int | None = None,
     ) -> dict[str, xr.Dataset]:
         """Every group under ``group`` (default the root) as a Dataset, keyed by its path from there."""
-        decoding: dict[str, Any] = dict(
-            mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
-            decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
-            decode_timedelta=decode_timedelta)
+        decoding: dict[str, Any] = {
+            "mask_and_scale": mask_and_scale, "decode_times": decode_times, "concat_characters": concat_characters,
+            "decode_coords": decode_coords, "drop_variables": drop_variables, "use_cftime": use_cftime,
+            "decode_timedelta": decode_timedelta}
         top = NCZarrDataStore.open(filename_or_obj, group, max_bytes)
         out: dict[str, xr.Dataset] = {}
         try:

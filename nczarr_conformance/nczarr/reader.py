@@ -166,19 +166,186 @@ def decode_fill(value: Any, st: StorageType, *, base64_strings: bool) -> Any:
     return int(value)
 
 
-class DatasetReader:
+class ChunkReader:
+    """Reads and decodes the chunks of arrays whose metadata are known: the data half of a reader.
+
+    :class:`DatasetReader` is one that read those metadata from its store. A reader in another
+    process (a dask worker computing a client's arrays) is one of these alone: the client's
+    ``ArrayInfo`` of the arrays it reads, over the store opened again there, so it reads the
+    chunks exactly as the client would, under the metadata the client read.
+    """
+
+    def __init__(self, store: Store, arrays: dict[str, ArrayInfo], max_bytes: int | None = None) -> None:
+        self.store = store
+        self.arrays = arrays
+        self.max_bytes = limits.max_in_memory_bytes() if max_bytes is None else max_bytes
+
+    # ---- data ------------------------------------------------------------------------------
+    def read_chunk(self, info: ArrayInfo, index: tuple[int, ...]) -> np.ndarray | None:
+        """One decoded chunk in C order of the chunk shape, or None when it was never written.
+
+        The stored object is read with the most bytes an honest encoding of the declared
+        chunk could take, and decoding stops at the declared chunk size.
+        """
+        ckey = info.chunk_key(index)
+        if isinstance(info.pipeline, UnavailablePipeline):
+            raise UnsupportedError(info.pipeline.message)
+        if info.chunk_nbytes > self.max_bytes:
+            raise limits.LimitError(f"{ckey}: declared chunk {list(info.chunks)} needs {info.chunk_nbytes} bytes; "
+                                    f"refusing to hold more than {self.max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
+        bound = info.pipeline.max_encoded(info.chunk_nbytes)
+        if not info.zshape:  # an over-long zarr-scalar chunk is read (its first element), within reason
+            bound = max(bound, OVERLONG_SCALAR_BYTES)
+        raw = self.store.get(ckey, limit=bound)
+        if raw is None:
+            return None
+        try:
+            decoded = info.pipeline.decode(raw, info.chunk_nbytes)
+        except InflateError as exc:
+            if info.zshape or exc.head is None:
+                raise FormatError(f"{ckey}: chunk {exc}") from exc
+            # netcdf-c reads the first element of an over-long zarr-scalar chunk
+            # (corpus ref_noshape); nczarr-check reports it as NCZ-CHUNK-SIZE.
+            decoded = exc.head
+        except Exception as exc:  # codecs raise many types; each is a corrupt chunk here
+            raise FormatError(f"{ckey}: chunk does not decode: {exc}") from exc
+        if len(decoded) != info.chunk_nbytes:
+            raise FormatError(f"{ckey}: chunk holds {len(decoded)} bytes after decoding; "
+                              f"{info.chunk_nbytes} expected")
+        arr = np.frombuffer(decoded, dtype=info.storage.numpy)
+        chunk_shape = info.chunks or (1,)
+        return arr.reshape(chunk_shape, order="F" if info.order == "F" else "C")
+
+    def _storage_selection(self, info: ArrayInfo, selection: tuple[slice, ...]) -> tuple[slice, ...]:
+        zshape = info.zshape or (1,)
+        if len(selection) != len(zshape):
+            raise ValueError(f"{info.key}: {len(selection)}-d selection of a {len(zshape)}-d array")
+        out = []
+        for sel, size in zip(selection, zshape):
+            start, stop, step = sel.indices(size)
+            if step != 1:
+                raise ValueError(f"{info.key}: strided selections are not supported")
+            out.append(slice(start, max(start, stop)))
+        return tuple(out)
+
+    def _region_raw(self, info: ArrayInfo, selection: tuple[slice, ...]) -> np.ndarray:
+        """The stored values (chunk dtype) of a hyperslab, reading only the chunks it overlaps."""
+        chunks = info.chunks or (1,)
+        shape = tuple(s.stop - s.start for s in selection)
+        out = np.empty(shape, dtype=info.storage.numpy)
+        out[...] = info.fill
+        if not all(shape):
+            return out
+        ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(selection, chunks)]
+        for index in itertools.product(*ranges):
+            block = self.read_chunk(info, index if info.zshape else ())
+            if block is None:
+                continue
+            src, dst = [], []
+            for i, c, s in zip(index, chunks, selection):
+                lo, hi = max(s.start, i * c), min(s.stop, (i + 1) * c)
+                src.append(slice(lo - i * c, hi - i * c))
+                dst.append(slice(lo - s.start, hi - s.start))
+            out[tuple(dst)] = block[tuple(src)]
+        return out
+
+    def _budget(self, akey: str, count: int, info: ArrayInfo, what: str) -> None:
+        nbytes = count * (info.storage.numpy.itemsize + (64 if info.storage.nctype == "string" else 0))
+        if nbytes > self.max_bytes:
+            raise limits.LimitError(f"{akey}: {what} needs about {nbytes} bytes; refusing to hold more than "
+                                    f"{self.max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
+
+    def read_region(self, akey: str, selection: tuple[slice, ...]) -> np.ndarray:
+        """The values (as the model holds them) of one hyperslab of a variable.
+
+        ``selection`` has one unit-step slice per stored dimension (scalars: one slice over
+        their single element, or ``()``). Only the chunks the slab overlaps are read.
+        """
+        info = self.arrays[akey]
+        if info.scalar and selection == ():
+            selection = (slice(0, 1),)
+        sel = self._storage_selection(info, selection)
+        self._budget(akey, math.prod(s.stop - s.start for s in sel), info, f"selection {sel}")
+        return self._to_model_values(self._region_raw(info, sel), info)
+
+    def iter_chunks(self, akey: str) -> Iterator[tuple[tuple[slice, ...], np.ndarray]]:
+        """(region, values) for each chunk of a variable in grid order; one chunk in memory at a time.
+
+        The region is the part of the variable's index space the chunk covers (edge chunks
+        are trimmed to the shape); unwritten chunks come as the fill value. A scalar yields
+        once, with region ``()`` and a 0-d array.
+        """
+        info = self.arrays[akey]
+        if info.scalar or not info.zshape:
+            yield (), self.read_region(akey, ())
+            return
+        for index in info.chunk_indices():
+            region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, info.chunks, info.zshape))
+            yield region, self._to_model_values(self._region_raw(info, region), info)
+
+    def iter_slabs(self, akey: str, max_bytes: int = SLAB_BYTES) -> Iterator[tuple[tuple[slice, ...], np.ndarray]]:
+        """(region, values) pieces that, concatenated in order, are the variable in C order.
+
+        Each piece is a run of one dimension with every later dimension whole and every
+        earlier one fixed, at most ``max_bytes`` of stored values (at least one element per
+        piece), so a printer streams a variable of any declared shape in bounded memory.
+        """
+        info = self.arrays[akey]
+        if info.scalar or not info.zshape:
+            yield (), self.read_region(akey, ())
+            return
+        shape = info.zshape
+        if not all(shape):
+            yield tuple(slice(0, s) for s in shape), self.read_region(akey, tuple(slice(0, s) for s in shape))
+            return
+        itemsize = info.storage.numpy.itemsize
+        k = 0  # the dimension that is split: every later one fits whole in a piece
+        while k < len(shape) - 1 and math.prod(shape[k + 1:]) * itemsize > max_bytes:
+            k += 1
+        row = math.prod(shape[k + 1:]) * itemsize
+        step = max(1, max_bytes // row)
+        for outer in itertools.product(*(range(n) for n in shape[:k])):
+            for start in range(0, shape[k], step):
+                region = (tuple(slice(i, i + 1) for i in outer) + (slice(start, min(start + step, shape[k])),)
+                          + tuple(slice(0, n) for n in shape[k + 1:]))
+                yield region, self.read_region(akey, region)
+
+    def read_variable(self, akey: str) -> np.ndarray:
+        """A whole variable, if it fits the in-memory budget (else LimitError, nothing allocated)."""
+        info = self.arrays[akey]
+        zshape = info.zshape or (1,)
+        self._budget(akey, math.prod(zshape), info, f"declared shape {list(info.zshape)}")
+        return self.read_region(akey, tuple(slice(0, s) for s in zshape))
+
+    @staticmethod
+    def _to_model_values(arr: np.ndarray, info: ArrayInfo) -> np.ndarray:
+        if info.scalar:
+            arr = arr.reshape(())
+        st = info.storage
+        if st.nctype == "string":
+            flat = [v.decode("utf-8", errors="surrogateescape") if isinstance(v, bytes) else str(v)
+                    for v in arr.ravel().tolist()]
+            out = np.empty(arr.shape, dtype=object)
+            out.ravel()[:] = flat
+            if out.ndim == 0:
+                out[()] = flat[0]
+            return out
+        if st.nctype == "char":
+            return arr.astype("S1")
+        return arr
+
+
+class DatasetReader(ChunkReader):
     """Reads one dataset's metadata on construction; data on demand."""
 
     def __init__(self, store: Store, *, pure_zarr: bool = False, xarray: bool = True,
                  max_bytes: int | None = None) -> None:
-        self.store = store
+        super().__init__(store, {}, max_bytes)
         self.meta = MetadataSource(store)
         self.flavor, self.superblock = detect(self.meta)
         if pure_zarr:
             self.flavor = "zarr"
         self.xarray = xarray
-        self.max_bytes = limits.max_in_memory_bytes() if max_bytes is None else max_bytes
-        self.arrays: dict[str, ArrayInfo] = {}
         self.default_maxstrlen = DEFAULT_MAXSTRLEN
         self.dataset = Dataset(self._read_group("/"))
         if self.flavor == "zarr":
@@ -424,160 +591,6 @@ class DatasetReader:
         elif dim.size != size:
             raise FormatError(f"{vkey}: dimension {name!r} has size {size} here but {dim.size} elsewhere in {where}")
         return keys.join(where, name)
-
-    # ---- data ------------------------------------------------------------------------------
-    def read_chunk(self, info: ArrayInfo, index: tuple[int, ...]) -> np.ndarray | None:
-        """One decoded chunk in C order of the chunk shape, or None when it was never written.
-
-        The stored object is read with the most bytes an honest encoding of the declared
-        chunk could take, and decoding stops at the declared chunk size.
-        """
-        ckey = info.chunk_key(index)
-        if isinstance(info.pipeline, UnavailablePipeline):
-            raise UnsupportedError(info.pipeline.message)
-        if info.chunk_nbytes > self.max_bytes:
-            raise limits.LimitError(f"{ckey}: declared chunk {list(info.chunks)} needs {info.chunk_nbytes} bytes; "
-                                    f"refusing to hold more than {self.max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
-        bound = info.pipeline.max_encoded(info.chunk_nbytes)
-        if not info.zshape:  # an over-long zarr-scalar chunk is read (its first element), within reason
-            bound = max(bound, OVERLONG_SCALAR_BYTES)
-        raw = self.store.get(ckey, limit=bound)
-        if raw is None:
-            return None
-        try:
-            decoded = info.pipeline.decode(raw, info.chunk_nbytes)
-        except InflateError as exc:
-            if info.zshape or exc.head is None:
-                raise FormatError(f"{ckey}: chunk {exc}") from exc
-            # netcdf-c reads the first element of an over-long zarr-scalar chunk
-            # (corpus ref_noshape); nczarr-check reports it as NCZ-CHUNK-SIZE.
-            decoded = exc.head
-        except Exception as exc:  # codecs raise many types; each is a corrupt chunk here
-            raise FormatError(f"{ckey}: chunk does not decode: {exc}") from exc
-        if len(decoded) != info.chunk_nbytes:
-            raise FormatError(f"{ckey}: chunk holds {len(decoded)} bytes after decoding; "
-                              f"{info.chunk_nbytes} expected")
-        arr = np.frombuffer(decoded, dtype=info.storage.numpy)
-        chunk_shape = info.chunks or (1,)
-        return arr.reshape(chunk_shape, order="F" if info.order == "F" else "C")
-
-    def _storage_selection(self, info: ArrayInfo, selection: tuple[slice, ...]) -> tuple[slice, ...]:
-        zshape = info.zshape or (1,)
-        if len(selection) != len(zshape):
-            raise ValueError(f"{info.key}: {len(selection)}-d selection of a {len(zshape)}-d array")
-        out = []
-        for sel, size in zip(selection, zshape):
-            start, stop, step = sel.indices(size)
-            if step != 1:
-                raise ValueError(f"{info.key}: strided selections are not supported")
-            out.append(slice(start, max(start, stop)))
-        return tuple(out)
-
-    def _region_raw(self, info: ArrayInfo, selection: tuple[slice, ...]) -> np.ndarray:
-        """The stored values (chunk dtype) of a hyperslab, reading only the chunks it overlaps."""
-        chunks = info.chunks or (1,)
-        shape = tuple(s.stop - s.start for s in selection)
-        out = np.empty(shape, dtype=info.storage.numpy)
-        out[...] = info.fill
-        if not all(shape):
-            return out
-        ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(selection, chunks)]
-        for index in itertools.product(*ranges):
-            block = self.read_chunk(info, index if info.zshape else ())
-            if block is None:
-                continue
-            src, dst = [], []
-            for i, c, s in zip(index, chunks, selection):
-                lo, hi = max(s.start, i * c), min(s.stop, (i + 1) * c)
-                src.append(slice(lo - i * c, hi - i * c))
-                dst.append(slice(lo - s.start, hi - s.start))
-            out[tuple(dst)] = block[tuple(src)]
-        return out
-
-    def _budget(self, akey: str, count: int, info: ArrayInfo, what: str) -> None:
-        nbytes = count * (info.storage.numpy.itemsize + (64 if info.storage.nctype == "string" else 0))
-        if nbytes > self.max_bytes:
-            raise limits.LimitError(f"{akey}: {what} needs about {nbytes} bytes; refusing to hold more than "
-                                    f"{self.max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
-
-    def read_region(self, akey: str, selection: tuple[slice, ...]) -> np.ndarray:
-        """The values (as the model holds them) of one hyperslab of a variable.
-
-        ``selection`` has one unit-step slice per stored dimension (scalars: one slice over
-        their single element, or ``()``). Only the chunks the slab overlaps are read.
-        """
-        info = self.arrays[akey]
-        if info.scalar and selection == ():
-            selection = (slice(0, 1),)
-        sel = self._storage_selection(info, selection)
-        self._budget(akey, math.prod(s.stop - s.start for s in sel), info, f"selection {sel}")
-        return self._to_model_values(self._region_raw(info, sel), info)
-
-    def iter_chunks(self, akey: str) -> Iterator[tuple[tuple[slice, ...], np.ndarray]]:
-        """(region, values) for each chunk of a variable in grid order; one chunk in memory at a time.
-
-        The region is the part of the variable's index space the chunk covers (edge chunks
-        are trimmed to the shape); unwritten chunks come as the fill value. A scalar yields
-        once, with region ``()`` and a 0-d array.
-        """
-        info = self.arrays[akey]
-        if info.scalar or not info.zshape:
-            yield (), self.read_region(akey, ())
-            return
-        for index in info.chunk_indices():
-            region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, info.chunks, info.zshape))
-            yield region, self._to_model_values(self._region_raw(info, region), info)
-
-    def iter_slabs(self, akey: str, max_bytes: int = SLAB_BYTES) -> Iterator[tuple[tuple[slice, ...], np.ndarray]]:
-        """(region, values) pieces that, concatenated in order, are the variable in C order.
-
-        Each piece is a run of one dimension with every later dimension whole and every
-        earlier one fixed, at most ``max_bytes`` of stored values (at least one element per
-        piece), so a printer streams a variable of any declared shape in bounded memory.
-        """
-        info = self.arrays[akey]
-        if info.scalar or not info.zshape:
-            yield (), self.read_region(akey, ())
-            return
-        shape = info.zshape
-        if not all(shape):
-            yield tuple(slice(0, s) for s in shape), self.read_region(akey, tuple(slice(0, s) for s in shape))
-            return
-        itemsize = info.storage.numpy.itemsize
-        k = 0  # the dimension that is split: every later one fits whole in a piece
-        while k < len(shape) - 1 and math.prod(shape[k + 1:]) * itemsize > max_bytes:
-            k += 1
-        row = math.prod(shape[k + 1:]) * itemsize
-        step = max(1, max_bytes // row)
-        for outer in itertools.product(*(range(n) for n in shape[:k])):
-            for start in range(0, shape[k], step):
-                region = (tuple(slice(i, i + 1) for i in outer) + (slice(start, min(start + step, shape[k])),)
-                          + tuple(slice(0, n) for n in shape[k + 1:]))
-                yield region, self.read_region(akey, region)
-
-    def read_variable(self, akey: str) -> np.ndarray:
-        """A whole variable, if it fits the in-memory budget (else LimitError, nothing allocated)."""
-        info = self.arrays[akey]
-        zshape = info.zshape or (1,)
-        self._budget(akey, math.prod(zshape), info, f"declared shape {list(info.zshape)}")
-        return self.read_region(akey, tuple(slice(0, s) for s in zshape))
-
-    @staticmethod
-    def _to_model_values(arr: np.ndarray, info: ArrayInfo) -> np.ndarray:
-        if info.scalar:
-            arr = arr.reshape(())
-        st = info.storage
-        if st.nctype == "string":
-            flat = [v.decode("utf-8", errors="surrogateescape") if isinstance(v, bytes) else str(v)
-                    for v in arr.ravel().tolist()]
-            out = np.empty(arr.shape, dtype=object)
-            out.ravel()[:] = flat if out.ndim else flat
-            if out.ndim == 0:
-                out[()] = flat[0]
-            return out
-        if st.nctype == "char":
-            return arr.astype("S1")
-        return arr
 
     def load_data(self) -> Dataset:
         """Every variable's values, refused up front if together they exceed the in-memory budget."""

@@ -1,4 +1,4 @@
-"""numpy-style selections of one variable, read chunk by chunk through a DatasetReader.
+"""numpy-style selections of one variable, read chunk by chunk through a ChunkReader.
 
 ``DatasetReader.read_region`` takes unit-step hyperslabs; users and xarray ask for more:
 integers (the dimension is dropped), strided and negative slices, and integer lists per
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.nczarr.reader import DatasetReader
+from nczarr_conformance.nczarr.reader import ChunkReader
 
 __all__ = ["normalize", "read_selection"]
 
@@ -108,7 +108,7 @@ def _place(parts: tuple[tuple[int, Place, Place], ...], which: int, extent: tupl
     return np.ix_(*vectors)
 
 
-def read_selection(reader: DatasetReader, akey: str, key: Any) -> np.ndarray:
+def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
     """The values (as the model holds them: char ``S1``, string ``object``) ``key`` selects.
 
     Only the chunks holding a selected element are read; the selection is refused before

@@ -9,13 +9,13 @@ import os
 
 from nczarr_conformance import safety
 from nczarr_conformance.errors import StoreError, UsageError
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.base import Pin, Store
 from nczarr_conformance.stores.directory import DirectoryStore
 from nczarr_conformance.stores.memory import MemoryStore
 from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.urls import StoreSpec, parse
 
-__all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store", "lock_for_writing"]
+__all__ = ["DirectoryStore", "MemoryStore", "Store", "ZipStore", "lock_for_writing", "open_store", "reopen"]
 
 
 def open_store(url: str | os.PathLike[str] | StoreSpec, mode: str = "r", overwrite: bool = False) -> Store:
@@ -32,6 +32,28 @@ def open_store(url: str | os.PathLike[str] | StoreSpec, mode: str = "r", overwri
     if safety.received() is not None:
         store.abort()
         safety.raise_if_interrupted()
+    return store
+
+
+def reopen(url: str, pin: Pin | None) -> Store:
+    """The store ``url`` names, opened for reading in this process and held to the dataset another
+    process's reader opened there (its ``Store.pin()``): a dask worker reading the client's arrays.
+
+    A directory or zip that is no longer the one pinned is refused at once (the one-line
+    :class:`StoreError` of a store replaced while being read); an S3 store checks each object it
+    reads against the pinned root, as the reader that pinned it does. Nothing is re-pinned.
+    """
+    spec = parse(url)
+    if spec.kind == "s3":
+        from nczarr_conformance.stores.s3 import S3Store
+
+        return S3Store.reopen(spec, pin)
+    store = _open(spec, "r", False)
+    try:
+        store.hold_to(pin)
+    except BaseException:
+        store.close()
+        raise
     return store
 
 

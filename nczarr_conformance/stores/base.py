@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from typing import Self
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError
+
+#: What names the dataset a read store opened, as another process can check it (:meth:`Store.pin`):
+#: a tuple of plain values, small, picklable and hashable (xarray's file cache keys on it).
+Pin = tuple[Hashable, ...]
+
+
+def replaced(where: str, what: str) -> StoreError:
+    """The one line every reader raises when the dataset it opened is no longer the one at ``where``."""
+    return StoreError(f"{where}: replaced by another writer while being read ({what}); nothing mixed was returned, "
+                      "open it again")
 
 
 class Store(ABC):
@@ -120,6 +130,25 @@ class Store(ABC):
         A store that cannot hold a reader to one tree (S3) checks here, once, that those
         objects all came from one dataset; local stores need nothing.
         """
+
+    def pin(self) -> Pin | None:
+        """The dataset this read store opened, named so that a reader in another process (a dask
+        worker) can be held to it (:meth:`hold_to`, :func:`stores.reopen`); None: nothing to hold to.
+
+        That other reader cannot share this one's hold (a descriptor, an open file): it opens the
+        URL again, and this says whether what it finds there is still the dataset opened here.
+        """
+        return None
+
+    def hold_to(self, pin: Pin | None) -> None:
+        """Hold this read store, just opened in this process, to the dataset another process's
+        store pinned (its :meth:`pin`): refuse with the one-line :class:`StoreError` of a store
+        replaced while being read when it is another one. Never re-pinned: what the other process
+        read (the metadata) belongs to the dataset it opened, and a newer one would be read under it.
+        """
+        if pin is not None:
+            raise StoreError(f"{self!r}: cannot tell whether it holds the dataset another process opened "
+                             f"({pin[0]!r} pinned there)")
 
     def commit(self) -> None:
         """Make what was written visible at the target; a no-op for read stores."""

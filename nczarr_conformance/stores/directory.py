@@ -28,7 +28,7 @@ from pathlib import Path
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.base import Pin, Store, replaced
 
 
 class DirectoryStore(Store):
@@ -78,8 +78,26 @@ class DirectoryStore(Store):
         except OSError as exc:
             raise StoreError(f"{self.target}: {exc.strerror}") from exc
         self._root_fd = fd
-        self._root_id = _identity(os.fstat(fd))
+        opened = os.fstat(fd)
+        self._root_id = _identity(opened)
+        self._pin: Pin = ("file", opened.st_ino, opened.st_ctime_ns)
         self._finalizer = weakref.finalize(self, os.close, fd)
+
+    def pin(self) -> Pin | None:
+        """The opened tree's inode and change time: another process (a dask worker) cannot share the
+        descriptor, so it opens the path again and checks that the tree there is this one (:meth:`hold_to`).
+
+        Not the device: a shared file system is mounted under another device number on every
+        machine of a cluster, while its inode numbers and times are the server's. The change time
+        tells apart a new tree that reuses a deleted one's inode; it also moves when something
+        renames an object into the root in place (``nczarr-fix``), which a worker then refuses
+        rather than read under metadata the client read before the fix.
+        """
+        return self._pin if self._root_fd is not None else None
+
+    def hold_to(self, pin: Pin | None) -> None:
+        if pin is not None and pin != self.pin():
+            raise replaced(str(self.target), "the tree another process opened is no longer the one at this path")
 
     def _check_generation(self, key: str) -> None:
         """Raise when the tree this reader opened is no longer the one at the target.

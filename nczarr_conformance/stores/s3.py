@@ -56,18 +56,19 @@ body after every retry is :class:`StoreUnavailableError`: nczarr-check's "could 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError, StoreUnavailableError
-from nczarr_conformance.stores.base import Store
-from nczarr_conformance.stores.s3_generation import Generation
+from nczarr_conformance.stores.base import Pin, Store
+from nczarr_conformance.stores.s3_generation import Generation, Pinned
 from nczarr_conformance.stores.s3_upload import Uploader
 from nczarr_conformance.urls import StoreSpec
 
@@ -158,10 +159,8 @@ class S3Store(Store):
         self._restore: dict[str, bytes | None] = {}  # append: metadata to put back on abort
         # a reader pins the dataset it opened (see s3_generation.py); writers read their own objects
         self._generation = Generation(f"s3://{bucket}/{self.prefix}", self._head) if mode == "r" else None
-        if mode in ("w", "a"):
-            self.writable = True
-            self._open_for_writing(mode, overwrite)
-        elif mode == "u":  # update in place (nczarr-fix): each put is one PUT at once, under its marker; no deletes
+        # "u" updates in place (nczarr-fix): each put is one PUT at once, under its marker; no deletes
+        if mode in ("w", "a", "u"):
             self.writable = True
             self._open_for_writing(mode, overwrite)
 
@@ -216,7 +215,7 @@ class S3Store(Store):
             if dead is not None:
                 orphans = safety.orphan_chunks(existing, self._zarrays(existing))
         elif existing and not overwrite:
-            first = sorted(existing)[0].lstrip("/")
+            first = min(existing).lstrip("/")
             left = f", left complete by a writer that died ({safety.describe_holder(dead)})" if dead is not None else ""
             raise StoreError(f"{where}: holds {len(existing)} object(s) ({first}…){left}; use --overwrite to replace "
                              "a dataset there")
@@ -343,6 +342,40 @@ class S3Store(Store):
         if endpoint and endpoint.split("://")[-1].split(":")[0].endswith("amazonaws.com"):
             endpoint = None  # AWS itself: boto3 picks the regional endpoint (or AWS_ENDPOINT_URL)
         return cls(bucket, prefix, mode=mode, overwrite=overwrite, endpoint=endpoint, profile=profile, region=region)
+
+    @classmethod
+    def reopen(cls, spec: StoreSpec, pin: Pin | None) -> S3Store:
+        """The prefix ``spec`` names, read here through the endpoint and region another process's
+        reader used (found in its environment, maybe not in this one's) and held to its pin."""
+        if pin is not None and len(pin) == 4 and pin[0] == "s3":
+            params = dict(spec.params, **({"aws.region": str(pin[2])} if pin[2] else {}))
+            spec = dataclasses.replace(spec, endpoint=str(pin[1]) if pin[1] else None, params=params)
+        store = cls.from_spec(spec)
+        try:
+            store.hold_to(pin)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def pin(self) -> Pin | None:
+        """The endpoint, the region and the root metadata pinned at open (see s3_generation.py): a
+        worker holding to them reads the objects of the dataset opened here, or raises the error a
+        reader here would."""
+        if self._generation is None:
+            return None
+        return "s3", self.client.meta.endpoint_url, self.client.meta.region_name, self._generation.pinned()
+
+    def hold_to(self, pin: Pin | None) -> None:
+        """Take over another process's pin before reading anything: every object read is then checked
+        against its root and its clock, by the rules a reader there follows (s3_generation.py)."""
+        if pin is None:
+            return
+        if self._generation is None or self.reads or len(pin) != 4 or pin[0] != "s3":
+            raise StoreError(f"{self!r}: cannot be held to {pin[0]!r} pinned by another process")
+        pinned = cast(Pinned | None, pin[3])  # what Generation.pinned gave the other process
+        if pinned is not None:
+            self._generation.restore(pinned)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if params.get("Bucket") != self.bucket or not str(params.get("Key", params.get("Prefix", ""))).startswith(
@@ -493,7 +526,7 @@ class S3Store(Store):
         """An upload's failure as the one line to report (anything unexpected as it is)."""
         try:
             return self._fail(exc, f"put {self._key(name)}")
-        except Exception as other:
+        except Exception as other:  # noqa: BLE001  (_fail re-raises what it cannot word: reported as it is)
             return other
 
     def _put_now(self, key: str, data: bytes) -> None:

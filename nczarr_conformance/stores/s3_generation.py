@@ -40,6 +40,8 @@ from nczarr_conformance import keys, safety
 from nczarr_conformance.errors import StoreError
 
 Head = Callable[[str], Mapping[str, Any] | None]  # HEAD a key: its response, None when it is missing
+#: What a reader pinned, as another process takes it over: the root key, its identity, the server clock then.
+Pinned = tuple[str, tuple[object, ...] | None, dt.datetime | None]
 
 
 class Generation:
@@ -94,6 +96,21 @@ class Generation:
                 self._unsettled = True
             return
         self._confirm(key)
+
+    def pinned(self) -> Pinned | None:
+        """The pinned root (key, identity, clock), for a reader in another process; None before one is read."""
+        with self._lock:
+            return None if self._key is None else (self._key, self._identity, self._clock)
+
+    def restore(self, pinned: Pinned) -> None:
+        """Hold to the root another process's reader pinned (:meth:`pinned`), as if this one had read it.
+
+        Every later object is then checked against that root and that clock by the rules above: a
+        worker reads what the client would read, or raises the same error.
+        """
+        with self._lock:
+            self._key, self._identity, self._clock = pinned
+            self._unsettled = False
 
     def settle(self) -> None:
         """Every metadata object is read: confirm, once, that they came from the dataset pinned."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import FormatError, StoreError
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.base import Pin, Store, replaced
 
 ROOT_MARKERS = (".zgroup", ".zarray", ".zmetadata", ".nczarr")
 
@@ -94,6 +94,9 @@ class ZipStore(Store):
             raise FormatError(f"{self.target}: not a zip file ({exc})") from exc
         except OSError as exc:
             raise StoreError(f"{self.target}: {exc.strerror}") from exc
+        assert self.zf.fp is not None  # opened by path: zipfile holds the file
+        opened = os.fstat(self.zf.fp.fileno())
+        self._pin: Pin = ("zip", opened.st_ino, opened.st_size, opened.st_mtime_ns)
         self.members: dict[str, zipfile.ZipInfo] = {}
         names = []
         for info in self.zf.infolist():
@@ -246,6 +249,18 @@ class ZipStore(Store):
                 finally:
                     self.tmp.unlink(missing_ok=True)
                     self.mode = "done"
+
+    def pin(self) -> Pin | None:
+        """The opened file's inode, size and modification time: a reader here keeps reading the file
+        it holds open after a writer renamed a new one over it, but another process (a dask worker)
+        opens the path again and must find this very file (:meth:`hold_to`). Not the device: a shared
+        file system has another device number on every machine that mounts it.
+        """
+        return self._pin if self.mode == "r" else None
+
+    def hold_to(self, pin: Pin | None) -> None:
+        if pin is not None and pin != self.pin():
+            raise replaced(str(self.target), "the zip file another process opened is no longer the one at this path")
 
     def close(self) -> None:
         if self.mode == "r":
