@@ -1,5 +1,8 @@
 """Store backends and ``open_store``, which picks one from a URL or path.
 
+Directory, zip and signed S3 (boto3) read and write; plain HTTP(S), unsigned S3, gs:// and az://
+are read through obstore (remote.py); urls.py says which URL names which.
+
 May import only the ground floor (errors, keys, limits, safety, urls); every wing above reads
 and writes through them.
 """
@@ -13,7 +16,7 @@ from nczarr_conformance.stores.base import Store
 from nczarr_conformance.stores.directory import DirectoryStore
 from nczarr_conformance.stores.memory import MemoryStore
 from nczarr_conformance.stores.zip import ZipStore
-from nczarr_conformance.urls import StoreSpec, parse
+from nczarr_conformance.urls import REMOTE_KINDS, StoreSpec, parse
 
 __all__ = ["Store", "DirectoryStore", "ZipStore", "MemoryStore", "open_store", "lock_for_writing"]
 
@@ -51,11 +54,23 @@ def lock_for_writing(url: str | os.PathLike[str] | StoreSpec) -> safety.WriterLo
         if not os.path.isdir(os.path.dirname(real)):
             raise StoreError(f"{spec.path}: no such file or directory")  # (a store to update must exist)
         return safety.hold_writer_lock(real, spec.path)
-    if spec.kind == "s3":
+    if spec.kind == "s3" and not spec.anonymous:
         from nczarr_conformance.stores.s3 import hold_prefix
 
         return hold_prefix(spec)
-    raise UsageError(f"unknown storage kind {spec.kind!r}")
+    raise _read_only(spec)
+
+
+def _read_only(spec: StoreSpec) -> UsageError:
+    """The refusal to write where only reading is possible (see stores/remote.py)."""
+    if spec.kind == "s3":
+        return UsageError(f"{spec.url}: an anonymous (unsigned) S3 store is read-only; drop aws.profile=no / --anon "
+                          "/ anon to write with credentials")
+    if spec.kind in REMOTE_KINDS:
+        what = "a plain HTTP store" if spec.kind == "http" else f"a {spec.kind}:// store"
+        return UsageError(f"{spec.url}: {what} is read-only here (the writer's protocol is S3's); write to a "
+                          "directory, zip or s3:// and copy it there")
+    return UsageError(f"unknown storage kind {spec.kind!r}")
 
 
 def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -> Store:
@@ -66,6 +81,12 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
         if mode == "a":
             raise UsageError(f"{spec.path}: zip stores are write-once; rewrite instead of appending")
         return ZipStore(spec.path, mode, overwrite)
+    if spec.kind in REMOTE_KINDS or (spec.kind == "s3" and spec.anonymous):
+        if mode != "r":
+            raise _read_only(spec)
+        from nczarr_conformance.stores.remote import RemoteStore  # obstore is imported only when used
+
+        return RemoteStore.from_spec(spec)
     if spec.kind == "s3":
         from nczarr_conformance.stores.s3 import (
             S3Store,  # boto3 is imported only when S3 is used
