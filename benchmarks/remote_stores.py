@@ -215,7 +215,8 @@ def main() -> None:
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
-    moto_url = "http://%s:%d" % moto.get_host_and_port()
+    host, port = moto.get_host_and_port()
+    moto_url = f"http://{host}:{port}"
     proxy = CountingS3(moto_url)
     proxy.server.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
     http_count = Counter()

@@ -180,9 +180,10 @@ class LazyGroup:
 class LazyDataset(LazyGroup):
     """The root group of an open store; a context manager (``close()`` releases the store)."""
 
-    def __init__(self, url: str | os.PathLike[str], *, max_bytes: int | None = None) -> None:
+    def __init__(self, url: str | os.PathLike[str], *, max_bytes: int | None = None,
+                 storage_options: Mapping[str, Any] | None = None) -> None:
         text = os.fspath(url)
-        spec = parse(text)
+        spec = parse(text, storage_options)
         refused = netcdf_file_error(spec, text)
         if refused is not None:
             raise UsageError(f"{text}: is a netCDF file, not a store: read it with netCDF4-python, "
@@ -227,9 +228,12 @@ class LazyDataset(LazyGroup):
         return f"<LazyDataset {self.url} ({self.flavor})>"
 
 
-def open(url: str | os.PathLike[str], *, max_bytes: int | None = None) -> LazyDataset:  # noqa: A001
-    """Open the store a path or netcdf-c URL names (directory, zip, S3; every flavor) for lazy reading.
+def open(url: str | os.PathLike[str], *, max_bytes: int | None = None,  # noqa: A001
+         storage_options: Mapping[str, Any] | None = None) -> LazyDataset:
+    """Open the store a path or netcdf-c URL names (directory, zip, S3, http(s), gs, az; every flavor) for lazy reading.
 
     ``max_bytes`` caps what one selection may hold in memory (default: ``NCZARR_MAX_IN_MEMORY``).
+    ``storage_options`` go to a remote store's client (``{"anon": True}`` reads unsigned; see
+    stores/remote.py and stores/s3.py for the keys each takes).
     """
-    return LazyDataset(url, max_bytes=max_bytes)
+    return LazyDataset(url, max_bytes=max_bytes, storage_options=storage_options)

@@ -84,7 +84,9 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
     if spec.kind in REMOTE_KINDS or (spec.kind == "s3" and spec.anonymous):
         if mode != "r":
             raise _read_only(spec)
-        from nczarr_conformance.stores.remote import RemoteStore  # obstore is imported only when used
+        from nczarr_conformance.stores.remote import (
+            RemoteStore,  # obstore is imported only when used
+        )
 
         return RemoteStore.from_spec(spec)
     if spec.kind == "s3":

@@ -34,11 +34,11 @@ import html.parser
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urljoin, urlsplit
 
 from nczarr_conformance import keys, limits
-from nczarr_conformance.errors import StoreError, StoreUnavailableError, UsageError
+from nczarr_conformance.errors import NczarrError, StoreError, StoreUnavailableError, UsageError
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.stores.s3_generation import Generation
 from nczarr_conformance.urls import StoreSpec
@@ -60,11 +60,14 @@ def _retry() -> RetryConfig:
                         "base": 2}}
 
 
-def _client(url: str | None) -> ClientConfig:
-    config: ClientConfig = {"connect_timeout": dt.timedelta(seconds=5), "timeout": dt.timedelta(seconds=60)}
+def _client(url: str | None, extra: Any = None) -> ClientConfig:
+    """Our timeouts (and plain http where the URL says so), then the caller's ``client_options`` over them."""
+    config: dict[str, Any] = {"connect_timeout": dt.timedelta(seconds=5), "timeout": dt.timedelta(seconds=60)}
     if url is not None and url.lower().startswith("http://"):
         config["allow_http"] = True
-    return config
+    if isinstance(extra, Mapping):
+        config.update(extra)
+    return cast("ClientConfig", config)
 
 
 class _CutShort(Exception):
@@ -115,6 +118,8 @@ class RemoteStore(Store):
                 return None
             except _CutShort as exc:
                 why = str(exc)
+            except NczarrError:
+                raise  # ours already (over its limit): worded
             except Exception as exc:
                 raise self._fail(exc, f"get {key}") from exc
         raise StoreUnavailableError(f"{self._at(key)}: the response was cut short ({why}) on each of "
@@ -260,7 +265,7 @@ def _options(spec: StoreSpec, allowed_anon: bool = True) -> dict[str, Any]:
         if name == "anon":
             continue
         if name == "client_kwargs" and isinstance(value, Mapping):  # s3fs's {"endpoint_url": ..., "region_name": ...}
-            out.update({_ALIASES.get(k, k): v for k, v in value.items()})
+            out.update({_ALIASES.get(str(k), str(k)): v for k, v in value.items()})
             continue
         out[_ALIASES.get(name, name)] = value
     if spec.anonymous and allowed_anon:
@@ -273,7 +278,7 @@ def _http(spec: StoreSpec) -> ObjectStore:
 
     options = dict(spec.options)
     options.pop("anon", None)  # a web server is read without credentials anyway
-    client = {**_client(spec.path), **options.pop("client_options", {})}
+    client = _client(spec.path, options.pop("client_options", None))
     if options:
         raise UsageError(f"{spec.url}: storage option(s) {', '.join(sorted(options))} mean nothing to a plain HTTP "
                          "store (it takes client_options)")
@@ -288,7 +293,7 @@ def _s3(spec: StoreSpec) -> ObjectStore:
     endpoint = options.pop("endpoint", None) or _s3_endpoint(spec)
     region = options.pop("region", None) or spec.params.get("aws.region") or os.environ.get("AWS_REGION") or \
         os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    client = {**_client(endpoint), **options.pop("client_options", {})}
+    client = _client(endpoint, options.pop("client_options", None))
     return S3Store(bucket, prefix=prefix or None, endpoint=endpoint, region=region, client_options=client,
                    retry_config=_retry(), **options)
 
@@ -305,7 +310,7 @@ def _gcs(spec: StoreSpec) -> ObjectStore:
 
     bucket, _, prefix = spec.path.partition("/")
     options = _options(spec)
-    client = {**_client(options.get("base_url")), **options.pop("client_options", {})}
+    client = _client(options.get("base_url"), options.pop("client_options", None))
     return GCSStore(bucket, prefix=prefix or None, client_options=client, retry_config=_retry(), **options)
 
 
@@ -313,5 +318,5 @@ def _azure(spec: StoreSpec) -> ObjectStore:
     from obstore.store import AzureStore
 
     options = _options(spec)
-    client = {**_client(options.get("endpoint")), **options.pop("client_options", {})}
+    client = _client(options.get("endpoint"), options.pop("client_options", None))
     return AzureStore.from_url(spec.url.partition("#")[0], client_options=client, retry_config=_retry(), **options)
