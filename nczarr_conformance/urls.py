@@ -194,7 +194,7 @@ def anonymous_url(url: str) -> str:
     if spec.kind in ("file", "zip"):
         raise UsageError(f"{url}: --anon is for remote stores (s3://, gs://, az://); a {spec.kind} store has no "
                          "credentials")
-    if spec.kind == "s3" and "aws.profile" in spec.params or "awsprofile" in spec.params:
+    if spec.kind == "s3" and ("aws.profile" in spec.params or "awsprofile" in spec.params):
         raise UsageError(f"{url}: --anon and the profile the URL names contradict each other; keep one")
     item = "aws.profile=no" if spec.kind == "s3" else "anon"
     base, hashmark, fragment = url.partition("#")
