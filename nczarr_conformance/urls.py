@@ -25,7 +25,7 @@ Which store an ``http(s)://`` URL names (:func:`_parse_http`), in this order:
 Anonymous (unsigned) S3 is netcdf-c's reserved profile ``no`` (``aws.profile=no`` in the
 fragment: ``NC_getactives3profile`` falls back to it and ``nczarr_test/run_corrupt.sh`` reads a
 public bucket with it) or ``none`` (``nc_test/test_byterange.sh``; ``ncs3sdk_aws.cpp`` sends empty
-credentials for it); the CLIs' ``--anon`` and ``storage_options={"anon": True}`` say the same.
+credentials for it); the CLIs' ``--anon`` and ``storage_options={"anon": True}`` ask for it too.
 ``gs://bucket/key`` (also ``gcs://``) and ``az://container/key`` (also ``abfs[s]://``, the forms
 fsspec and obstore take) have no netcdf-c spelling; ``anon`` in their fragment (or the option)
 reads them unsigned.

@@ -42,6 +42,7 @@ class Web:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.faults: dict[str, int] = {}  # regular expression on the path -> status to answer
+        self.s3_words = False  # answer a fault as S3 does (an XML <Error> body, an x-amz-request-id header)
         self.log: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self._lock = threading.Lock()
         web = self
@@ -56,6 +57,14 @@ class Web:
                 with web._lock:
                     web.log.append((self.command, self.path, dict(self.headers.items())))
                     status = next((s for pattern, s in web.faults.items() if re.search(pattern, self.path)), None)
+                if status is not None and web.s3_words:
+                    body = b"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+                    self.send_response(status)
+                    self.send_header("x-amz-request-id", "nczarr-test")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return None
                 if status is not None:
                     self.send_error(status)
                     return None
@@ -90,6 +99,7 @@ def served(tmp_path_factory, rich_nc):
 def web(served):
     served.faults.clear()
     served.log.clear()
+    served.s3_words = False
     return served
 
 
@@ -106,6 +116,7 @@ def test_an_http_url_reads_the_source_file_s_dataset(web, rich_nc, name):
     got = open_dataset(f"{web.url}/{name}#mode=nczarr")
     assert diff(read_source(str(rich_nc)), got, ignore=CONTIGUOUS) == []
     assert web.gets() and all("Authorization" not in h for _, _, h in web.log)
+    assert not web.gets(r"/$")  # an NCZarr store names its objects: no index page read (no listing)
 
 
 def test_no_range_request_is_sent(web):
@@ -134,6 +145,16 @@ def test_a_refused_chunk_is_one_line_naming_the_store_and_the_status(web, status
     assert "\n" not in text and f"HTTP {status}" in text and "access denied" in text and "<html" not in text.lower()
     done = cli("dump", "-v", "v_f8", f"{web.url}/rich.file")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and f"HTTP {status}" in done.stderr, done.stderr
+
+
+def test_an_s3_worded_refusal_gets_a_hint_and_no_credentials(web):
+    """What the server answers does not switch the protocol: no signed request follows, the error says what to add."""
+    web.s3_words = True
+    web.faults[r"/\.z"] = 403
+    with pytest.raises(StoreError, match=r"access denied \(HTTP 403.*answers as S3: add s3 to the mode") as err:
+        ncz.open(f"{web.url}/rich.file")
+    assert "\n" not in str(err.value)
+    assert web.log and all("Authorization" not in h and "authorization" not in h for _, _, h in web.log)
 
 
 def test_a_server_error_is_retried_then_could_not_check(web):
