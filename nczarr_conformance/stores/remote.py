@@ -18,7 +18,10 @@ Our rules stay on top of the library, as on every store (stores/base.py):
   timeouts), a 5 s connect timeout and 60 s per request, as S3Store reads; a 5xx or an
   unreachable server after them is :class:`StoreUnavailableError` ("could not check");
   every other refusal (401, 403, a bad option) one line of :class:`StoreError`;
-* unsigned S3 pins the dataset it opened (stores/s3_generation.py), as a signed reader does.
+* unsigned S3 pins the dataset it opened (stores/s3_generation.py), as a signed reader does; obstore
+  gives no server clock (``Date``), so the pinned root's Last-Modified stands in: a chunk written in
+  an earlier second than the root costs its GET alone, one written in the root's own second (a small
+  store written within a second) one HEAD of the root more.
 
 Plain HTTP has no listing: ``list_prefix`` reads the server's directory index pages (what
 ``python -m http.server``, nginx ``autoindex`` and Apache write), the links below the page's
@@ -38,7 +41,12 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urljoin, urlsplit
 
 from nczarr_conformance import keys, limits
-from nczarr_conformance.errors import NczarrError, StoreError, StoreUnavailableError, UsageError
+from nczarr_conformance.errors import (
+    NczarrError,
+    StoreError,
+    StoreUnavailableError,
+    UsageError,
+)
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.stores.s3_generation import Generation
 from nczarr_conformance.urls import StoreSpec

@@ -435,3 +435,57 @@ def test_a_private_azure_container_refuses_anonymous_reads_in_one_line(azurite):
     assert "\n" not in str(err.value)
     done = cli("dump", "-h", "--anon", "az://priv/ds", env=env)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "HTTP 403" in done.stderr, done.stderr
+
+
+# ---- an unsigned S3 reader pins the dataset it opened, as a signed one does (stores/s3_generation.py) -------------
+
+@pytest.fixture
+def public_store(s3_bucket, tmp_path):
+    """A bucket readable unsigned, holding the old dataset of tests/test_reader_generation.py; (url, old, new)."""
+    import boto3
+
+    from tests.test_reader_generation import make_nc
+
+    old, new = make_nc(tmp_path / "old.nc", 0.0), make_nc(tmp_path / "new.nc", 1000.0)
+    boto3.client("s3").put_bucket_policy(Bucket=s3_bucket, Policy=_policy(s3_bucket))
+    signed = f"s3://{s3_bucket}/store#mode=nczarr,s3"
+    ncz.convert(str(old), signed)
+    return signed, old, new
+
+
+@pytest.mark.s3
+def test_an_unsigned_s3_reader_opened_before_an_overwrite_never_reads_the_new_chunks(public_store):
+    import time
+
+    from tests.test_reader_generation import N_TIME, convert, expected, read_or_refuse
+
+    signed, _, new = public_store
+    time.sleep(1.1)  # S3's Last-Modified has one-second resolution: the open is after the old write
+    with ncz.open(signed + "&aws.profile=no") as ds:
+        assert type(ds.store).__name__ == "RemoteStore"
+        np.testing.assert_array_equal(np.asarray(ds["v"][0:4]), expected(0.0)[0:4])
+        convert(new, signed)
+        assert read_or_refuse(ds, slice(4, N_TIME)) is None, "every chunk was rewritten: the old dataset is gone"
+
+
+@pytest.mark.s3
+def test_an_unsigned_s3_reader_reads_chunks_older_than_its_root_without_asking(public_store, faulty, s3_bucket):
+    """obstore gives no server clock (``Date``): the pinned root's own Last-Modified stands in, so a chunk
+    written in an earlier second than the root is read with its GET alone, no HEAD of the root each."""
+    import time
+
+    import boto3
+
+    from tests.test_reader_generation import N_TIME, expected
+
+    signed, _, _ = public_store
+    time.sleep(1.1)  # the root metadata rewritten (same bytes) a second after the chunks: as a slow writer leaves it
+    client = boto3.client("s3")
+    for key in ("store/.zattrs", "store/.zgroup", "store/.zmetadata"):
+        body = client.get_object(Bucket=s3_bucket, Key=key)["Body"].read()
+        client.put_object(Bucket=s3_bucket, Key=key, Body=body)
+    with ncz.open(signed + "&aws.profile=no") as ds:
+        opened = len(faulty.requests())
+        np.testing.assert_array_equal(np.asarray(ds["v"][:]), expected(0.0))
+        after = faulty.requests()[opened:]
+    assert [method for method, *_ in after] == ["GET"] * (N_TIME // 4), after
