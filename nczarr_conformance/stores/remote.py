@@ -15,7 +15,7 @@ Our rules stay on top of the library, as on every store (stores/base.py):
   than declared is sent for again, as S3Store does;
 * a missing object (404) is ``None``: fill for a chunk, "no dataset" for the root;
 * 3 attempts a request (obstore's backoff with jitter on 5xx, dropped connections and
-  timeouts), a 5 s connect timeout and 60 s per request, as S3Store reads; a 5xx or an
+  timeouts) and a 5 s connect timeout, as S3Store reads, 5 min for a whole request; a 5xx or an
   unreachable server after them is :class:`StoreUnavailableError` ("could not check");
   every other refusal (401, 403, a bad option) one line of :class:`StoreError`;
 * unsigned S3 pins the dataset it opened (stores/s3_generation.py), as a signed reader does; obstore
@@ -70,7 +70,8 @@ def _retry() -> RetryConfig:
 
 def _client(url: str | None, extra: Any = None) -> ClientConfig:
     """Our timeouts (and plain http where the URL says so), then the caller's ``client_options`` over them."""
-    config: dict[str, Any] = {"connect_timeout": dt.timedelta(seconds=5), "timeout": dt.timedelta(seconds=60)}
+    # obstore's timeout covers a whole request, body included (boto3's 60 s is per socket read): 5 min a chunk
+    config: dict[str, Any] = {"connect_timeout": dt.timedelta(seconds=5), "timeout": dt.timedelta(minutes=5)}
     if url is not None and url.lower().startswith("http://"):
         config["allow_http"] = True
     if isinstance(extra, Mapping):

@@ -307,6 +307,10 @@ def test_signed_storage_options_name_the_endpoint_and_refuse_unknown_keys(bucket
     ncz.write(read_source(str(rich_nc)), out, storage_options={"endpoint_url": moto_server})
     with ncz.open(out, storage_options={"endpoint_url": moto_server}) as ds:
         assert "v_f8" in ds
+    converted = f"s3://{buckets['private']}/converted"
+    ncz.convert(str(rich_nc), converted, storage_options={"region_name": "us-east-1", "endpoint_url": moto_server})
+    got = open_dataset(f"{moto_server}/{buckets['private']}/converted#mode=nczarr,s3")  # the path-style form
+    assert diff(read_source(str(rich_nc)), got, ignore=CONTIGUOUS) == []
 
 
 def test_gs_and_az_urls_reach_obstore_with_their_options():
