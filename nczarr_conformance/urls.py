@@ -7,12 +7,37 @@ netcdf-c takes ``file:///p/x.zip#mode=nczarr,zip``, ``file:///p/x.file#mode=zarr
 too: a ``.zip`` suffix or zip magic bytes mean zip, anything else a directory. A URL's
 ``?query`` is refused (:func:`_refuse_query`): no store gives it a meaning; paths and keys
 are percent-decoded, so ``%3F`` names a ``?``.
+
+Which store an ``http(s)://`` URL names (:func:`_parse_http`), in this order:
+
+1. **S3, by netcdf-c's rule** (``libdispatch/ds3util.c`` ``NC_iss3``): ``s3`` or ``gs3`` in the
+   mode, or a host ending ``.amazonaws.com``, or ``storage.googleapis.com``. Every form of
+   netcdf-c's S3 URL table keeps its meaning (``https://s3.<region>.amazonaws.com/bucket/key``,
+   ``https://host/bucket/key#mode=nczarr,s3``, virtual-host style; tests/netcdf_c/test_ncuri.py).
+2. **Anything else is a plain HTTP store**, read-only: the URL is the dataset's root and each
+   key is fetched with one GET below it (netcdf-c would take such a URL as DAP2). ``file`` or
+   ``zip`` in the mode over http(s) is refused. What the server answers never switches the
+   protocol (credentials are sent only where the URL says S3): a missing object (404) is fill,
+   as on every store; a refusal worded as S3 words it (an ``x-amz-request-id`` header, an
+   ``<Error><Code>`` body) is reported with the hint to add ``s3`` to the mode
+   (:mod:`nczarr_conformance.stores.remote`).
+
+Anonymous (unsigned) S3 is netcdf-c's reserved profile ``no`` (``aws.profile=no`` in the
+fragment: ``NC_getactives3profile`` falls back to it and ``nczarr_test/run_corrupt.sh`` reads a
+public bucket with it) or ``none`` (``nc_test/test_byterange.sh``; ``ncs3sdk_aws.cpp`` sends empty
+credentials for it); the CLIs' ``--anon`` and ``storage_options={"anon": True}`` ask for it too.
+``gs://bucket/key`` (also ``gcs://``) and ``az://container/key`` (also ``abfs[s]://``, the forms
+fsspec and obstore take) have no netcdf-c spelling; ``anon`` in their fragment (or the option)
+reads them unsigned.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from nczarr_conformance.errors import UsageError
@@ -21,18 +46,35 @@ ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 STORAGE_MODES = ("file", "zip", "s3")
 FORMAT_MODES = ("nczarr", "zarr", "noxarray", "xarray", "consolidated")
+#: netcdf-c's reserved AWS profile names meaning "no credentials": requests go unsigned
+ANONYMOUS_PROFILES = ("no", "none")
+#: kinds read through obstore (stores/remote.py); "s3" is read there too when anonymous
+REMOTE_KINDS = ("http", "gs", "az")
+_GS_SCHEMES = ("gs", "gcs")
+_AZ_SCHEMES = ("az", "abfs", "abfss", "adl", "azure")
+_TRUE = ("", "1", "true", "yes", "on")
 
 
 @dataclass(frozen=True, slots=True)
 class StoreSpec:
     """Where a dataset lives and how the URL asked for it to be read."""
 
-    kind: str  # "file", "zip" or "s3"
-    path: str  # filesystem path for file/zip, "bucket/key" for s3
+    kind: str  # "file", "zip", "s3", "http", "gs" or "az"
+    path: str  # filesystem path for file/zip, "bucket/key" for s3 and gs, "container/key" for az, the URL for http
     modes: tuple[str, ...] = ()
     params: dict[str, str] = field(default_factory=dict)
     endpoint: str | None = None  # for https URLs naming a host
     url: str = ""
+    #: ``storage_options=`` of the Python API (see :func:`parse`), for the store's client
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def anonymous(self) -> bool:
+        """Unsigned requests: netcdf-c's ``aws.profile=no``/``none``, ``anon`` in the fragment or the options."""
+        profile = self.params.get("aws.profile", self.params.get("awsprofile"))
+        anon = self.params.get("anon")
+        return (profile in ANONYMOUS_PROFILES or (anon is not None and anon.lower() in _TRUE)
+                or bool(self.options.get("anon")))
 
     @property
     def pure_zarr(self) -> bool:
@@ -81,8 +123,21 @@ def _sniff_zip(path: str) -> bool:
     return head in (ZIP_MAGIC, EMPTY_ZIP_MAGIC)
 
 
-def parse(url: str | os.PathLike[str]) -> StoreSpec:
-    """Parse a netcdf-c URL or a plain path."""
+def parse(url: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None) -> StoreSpec:
+    """Parse a netcdf-c URL or a plain path; ``storage_options`` ride along for the store's client.
+
+    Options given for a local path or ``file://`` URL are refused (no local store takes any).
+    """
+    spec = _parse(url)
+    if not storage_options:
+        return spec
+    if spec.kind in ("file", "zip"):
+        raise UsageError(f"{spec.url}: storage_options are for remote stores (s3://, http(s)://, gs://, az://); "
+                         f"a {spec.kind} store takes none")
+    return dataclasses.replace(spec, options=dict(storage_options))
+
+
+def _parse(url: str | os.PathLike[str]) -> StoreSpec:
     text = os.fspath(url)
     if not text:
         raise UsageError("empty dataset URL")
@@ -110,8 +165,40 @@ def parse(url: str | os.PathLike[str]) -> StoreSpec:
         key = unquote(parts.path).strip("/")
         return StoreSpec("s3", f"{parts.netloc}/{key}".rstrip("/"), modes, params, f"https://{GOOGLE_HOST}", text)
     if scheme in ("http", "https"):
-        return _parse_https(parts.netloc, parts.path, modes, params, scheme, text)
-    raise UsageError(f"{text}: unsupported URL scheme {scheme!r}")
+        return _parse_http(parts.netloc, parts.path, modes, params, scheme, text)
+    if scheme in _GS_SCHEMES or scheme in _AZ_SCHEMES:
+        kind = "gs" if scheme in _GS_SCHEMES else "az"
+        _refuse_local_modes(text, modes)
+        container = parts.netloc.partition("@")[0]  # abfs://container@account.dfs.core.windows.net/key
+        if not container:
+            raise UsageError(f"{text}: no {'bucket' if kind == 'gs' else 'container'} in URL")
+        key = unquote(parts.path).strip("/")
+        return StoreSpec(kind, f"{container}/{key}".rstrip("/"), modes, params, url=text)
+    raise UsageError(f"{text}: unsupported URL scheme {scheme!r} (file, s3, gs3, http(s), gs, az/abfs)")
+
+
+def _refuse_local_modes(text: str, modes: tuple[str, ...]) -> None:
+    local = [m for m in modes if m in ("file", "zip")]
+    if local:
+        raise UsageError(f"{text}: mode {local[-1]!r} names local storage; a remote URL cannot be read as one "
+                         "(download a zip store to read it)")
+
+
+def anonymous_url(url: str) -> str:
+    """``url`` with unsigned access spelled in its fragment (the CLIs' ``--anon``): netcdf-c's
+    ``aws.profile=no`` for S3, ``anon`` for gs:// and az://; an http(s) store is read unsigned anyway.
+    A local path, or a URL naming another AWS profile, is refused in one line."""
+    spec = parse(url)
+    if spec.anonymous or spec.kind == "http":
+        return url
+    if spec.kind in ("file", "zip"):
+        raise UsageError(f"{url}: --anon is for remote stores (s3://, gs://, az://); a {spec.kind} store has no "
+                         "credentials")
+    if spec.kind == "s3" and ("aws.profile" in spec.params or "awsprofile" in spec.params):
+        raise UsageError(f"{url}: --anon and the profile the URL names contradict each other; keep one")
+    item = "aws.profile=no" if spec.kind == "s3" else "anon"
+    base, hashmark, fragment = url.partition("#")
+    return f"{base}#{fragment}&{item}" if hashmark and fragment else f"{base}#{item}"
 
 
 def _refuse_query(text: str, query: str) -> None:
@@ -131,6 +218,17 @@ def _refuse_query(text: str, query: str) -> None:
 #: netcdf-c's host names (libdispatch/ds3util.c: AWSHOST, GOOGLEHOST)
 AWS_HOST = ".amazonaws.com"
 GOOGLE_HOST = "storage.googleapis.com"
+
+
+def _parse_http(host: str, path: str, modes: tuple[str, ...], params: dict[str, str],
+                scheme: str, text: str) -> StoreSpec:
+    """S3 when netcdf-c's ``NC_iss3`` says so (see the module docstring), else a plain HTTP store."""
+    hostname = host.split(":")[0].lower()
+    if "s3" in modes or "gs3" in modes or hostname.endswith(AWS_HOST) or hostname == GOOGLE_HOST:
+        return _parse_https(host, path, modes, params, scheme, text)
+    _refuse_local_modes(text, modes)
+    base = f"{scheme}://{host}{path}".rstrip("/")
+    return StoreSpec("http", base, modes, params, url=text)
 
 
 def _parse_https(host: str, path: str, modes: tuple[str, ...], params: dict[str, str],

@@ -195,7 +195,7 @@ def test_a_reopened_s3_store_asks_what_the_clients_reader_asks(s3_bucket):
     time.sleep(1.1)  # S3's Last-Modified has one-second resolution: the open is after the write
     names = ["/v_f8", "/partial"]  # every chunk written; chunks never written (fill)
     with ncz.open(url) as ds:
-        where, pin = ds.reopen_args()
+        where, pin, _options = ds.reopen_args()
         infos = {name: ds[name].info for name in names}
         before = len(ds.store.requests)
         for name in names:

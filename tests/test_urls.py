@@ -90,3 +90,85 @@ def test_a_query_on_the_command_line_is_one_line_exit_2():
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert "?versionId=3" in lines[0] and "has no meaning" in lines[0]
+
+
+# ---- which store an http(s) URL names, anonymous access, gs:// and az:// (issue 23) -------------------------------
+# netcdf-c's rule (libdispatch/ds3util.c NC_iss3): S3 when the mode says s3 or gs3, or the host is AWS's or
+# Google's; anything else is not S3 (netcdf-c would try DAP2), and we read it as a plain HTTP store.
+
+@pytest.mark.parametrize("url", [
+    "https://s3.us-west-1.amazonaws.com/bucket/key",  # an AWS host needs no mode (NC_iss3's last chance)
+    "https://bucket.s3.amazonaws.com/key#mode=nczarr",
+    "https://storage.googleapis.com/bucket/key#mode=zarr",
+    "https://server.example.com/bucket/key#mode=nczarr,s3",  # netcdf-c's form (8)
+    "http://127.0.0.1:9000/bucket/key#mode=gs3,nczarr",
+])
+def test_netcdf_c_s3_forms_keep_their_meaning(url):
+    spec = parse(url)
+    assert (spec.kind, spec.path) == ("s3", "bucket/key")
+
+
+@pytest.mark.parametrize(("url", "base"), [
+    ("https://data.example.org/stores/x.zarr#mode=nczarr", "https://data.example.org/stores/x.zarr"),
+    ("http://127.0.0.1:8000/a/b.file/", "http://127.0.0.1:8000/a/b.file"),
+    ("https://s3.example.com/bucket/key", "https://s3.example.com/bucket/key"),  # an S3-looking host, no s3 mode
+])
+def test_any_other_http_url_is_a_plain_http_store(url, base):
+    spec = parse(url)
+    assert (spec.kind, spec.path) == ("http", base)
+
+
+def test_local_storage_modes_over_http_are_refused_in_one_line():
+    with pytest.raises(UsageError, match="names local storage") as err:
+        parse("https://data.example.org/x.zip#mode=nczarr,zip")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("url", "kind", "path"), [
+    ("gs://bucket/a/b#mode=nczarr", "gs", "bucket/a/b"),
+    ("gcs://bucket/a", "gs", "bucket/a"),
+    ("az://container/a/b", "az", "container/a/b"),
+    ("abfs://container@account.dfs.core.windows.net/a", "az", "container/a"),
+])
+def test_gs_and_az_urls(url, kind, path):
+    spec = parse(url)
+    assert (spec.kind, spec.path) == (kind, path)
+
+
+@pytest.mark.parametrize(("url", "anonymous"), [
+    ("s3://b/k#mode=nczarr,s3&aws.profile=no", True),  # netcdf-c's reserved "no credentials" profile
+    ("s3://b/k#mode=nczarr,s3&aws.profile=none", True),  # nc_test/test_byterange.sh's spelling
+    ("s3://b/k#mode=nczarr,s3&aws.profile=default", False),
+    ("s3://b/k#mode=nczarr,s3", False),
+    ("gs://b/k#anon", True),
+    ("az://c/k#anon=false", False),
+])
+def test_anonymous_spellings(url, anonymous):
+    assert parse(url).anonymous is anonymous
+
+
+def test_storage_options_anon_is_anonymous():
+    assert parse("s3://b/k", {"anon": True}).anonymous
+    assert not parse("s3://b/k", {"anon": False}).anonymous
+
+
+@pytest.mark.parametrize(("url", "spelled"), [
+    ("s3://b/k", "s3://b/k#aws.profile=no"),
+    ("s3://b/k#mode=nczarr,s3", "s3://b/k#mode=nczarr,s3&aws.profile=no"),
+    ("s3://b/k#mode=nczarr,s3&aws.profile=no", "s3://b/k#mode=nczarr,s3&aws.profile=no"),
+    ("gs://b/k", "gs://b/k#anon"),
+    ("https://data.example.org/x", "https://data.example.org/x"),  # unsigned already
+])
+def test_anon_flag_is_spelled_in_the_fragment(url, spelled):
+    from nczarr_conformance.urls import anonymous_url
+
+    assert anonymous_url(url) == spelled
+    assert parse(spelled).anonymous or parse(spelled).kind == "http"
+
+
+@pytest.mark.parametrize("url", ["s3://b/k#mode=s3&aws.profile=work", "/tmp/x.file", "x.zip"])
+def test_anon_flag_refuses_a_local_store_or_a_named_profile(url):
+    from nczarr_conformance.urls import anonymous_url
+
+    with pytest.raises(UsageError):
+        anonymous_url(url)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from nczarr_conformance.errors import UsageError
@@ -36,7 +37,7 @@ def _is_xarray_dataset(obj: Any) -> bool:
 
 
 def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bool = False,
-          **convert_options: Any) -> None:
+          storage_options: Mapping[str, Any] | None = None, **convert_options: Any) -> None:
     """Write ``dataset`` (our model :class:`~nczarr_conformance.model.Dataset` or an ``xarray.Dataset``)
     to the store ``url`` names (directory, ``.zip``, ``s3://``; a netcdf-c URL or a plain path).
 
@@ -45,13 +46,15 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bo
     encodes it (CF attributes, ``_FillValue``, time units, its ``encoding`` such as
     ``chunksizes`` and ``zlib``): it is written to a temporary netCDF-4 file, then converted
     (``convert_options`` go to :func:`convert`), so the store holds what that netCDF file holds.
+    ``storage_options`` go to the store's client (for s3://: ``endpoint_url``, ``region_name``, ``profile``).
     """
     target = os.fspath(url)
     if _is_xarray_dataset(dataset):
         with tempfile.TemporaryDirectory(prefix="nczarr-write-") as tmp:
             nc = os.path.join(tmp, "dataset.nc")
             dataset.to_netcdf(nc, engine="netcdf4", format="NETCDF4")
-            convert(nc, target, flavor=flavor, overwrite=overwrite, **convert_options)
+            convert(nc, target, flavor=flavor, overwrite=overwrite, storage_options=storage_options,
+                    **convert_options)
         return
     if not isinstance(dataset, Dataset):
         raise UsageError(f"write() takes a nczarr_conformance Dataset or an xarray.Dataset, "
@@ -62,7 +65,7 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bo
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
     from nczarr_conformance.nczarr.writer import write_dataset
 
-    spec = parse(target)
+    spec = parse(target, storage_options)
     layout = FLAVOR_ALIASES[flavor]
     if spec.pure_zarr and layout == "nczarr-4.10":  # mode=zarr in the URL asks for pure Zarr, as nc2nczarr
         layout = "zarr"
@@ -84,7 +87,8 @@ def write_dataset(dataset: Dataset, target: Store | PathOrURL, **options: Any) -
 
 def convert(src: PathOrURL, url: PathOrURL, **options: Any) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``url`` (nc2nczarr; options as
-    :func:`nczarr_conformance.conversion.from_netcdf.convert`: ``flavor``, ``overwrite``, ``transforms``, ...)."""
+    :func:`nczarr_conformance.conversion.from_netcdf.convert`: ``flavor``, ``overwrite``, ``transforms``,
+    ``storage_options`` for the store's client, ...)."""
     from nczarr_conformance.conversion.from_netcdf import convert as run
 
     return run(os.fspath(src), os.fspath(url), **options)

@@ -180,14 +180,16 @@ class LazyGroup:
 class LazyDataset(LazyGroup):
     """The root group of an open store; a context manager (``close()`` releases the store)."""
 
-    def __init__(self, url: str | os.PathLike[str], *, max_bytes: int | None = None) -> None:
+    def __init__(self, url: str | os.PathLike[str], *, max_bytes: int | None = None,
+                 storage_options: Mapping[str, Any] | None = None) -> None:
         text = os.fspath(url)
-        spec = parse(text)
+        spec = parse(text, storage_options)
         refused = netcdf_file_error(spec, text)
         if refused is not None:
             raise UsageError(f"{text}: is a netCDF file, not a store: read it with netCDF4-python, "
                              f"or convert it with nczarr_conformance.convert")
         self.url = text
+        self.storage_options = dict(storage_options or {})
         self.store: Store = open_store(spec)
         try:
             self.reader = DatasetReader(self.store, pure_zarr=spec.pure_zarr, xarray=spec.xarray,
@@ -211,12 +213,14 @@ class LazyDataset(LazyGroup):
             raise ValueError(f"{self.url}: the dataset is closed")
         return self.reader
 
-    def reopen_args(self) -> tuple[str, Pin | None]:
+    def reopen_args(self) -> tuple[str, Pin | None, dict[str, Any]]:
         """What another process (a dask worker) needs to read this dataset's chunks: the URL, a local
-        path made absolute (a worker's working directory is its own), and the store's pin, which
-        ``stores.reopen`` holds the store it opens there to. Refused once the dataset is closed."""
+        path made absolute (a worker's working directory is its own), the store's pin, which
+        ``stores.reopen`` holds the store it opens there to, and the storage options the store was
+        opened with (an unsigned or remote store is opened the same way there). Refused once the
+        dataset is closed."""
         self.live_reader()
-        return _absolute(self.url), self.store.pin()
+        return _absolute(self.url), self.store.pin(), dict(self.storage_options)
 
     def close(self) -> None:
         if not self.closed:
@@ -242,9 +246,12 @@ def _absolute(url: str) -> str:
     return os.path.abspath(path) + hash_ + fragment
 
 
-def open(url: str | os.PathLike[str], *, max_bytes: int | None = None) -> LazyDataset:
-    """Open the store a path or netcdf-c URL names (directory, zip, S3; every flavor) for lazy reading.
+def open(url: str | os.PathLike[str], *, max_bytes: int | None = None,  # noqa: A001
+         storage_options: Mapping[str, Any] | None = None) -> LazyDataset:
+    """Open the store a path or netcdf-c URL names (directory, zip, S3, http(s), gs, az; every flavor) for lazy reading.
 
     ``max_bytes`` caps what one selection may hold in memory (default: ``NCZARR_MAX_IN_MEMORY``).
+    ``storage_options`` go to a remote store's client (``{"anon": True}`` reads unsigned; see
+    stores/remote.py and stores/s3.py for the keys each takes).
     """
-    return LazyDataset(url, max_bytes=max_bytes)
+    return LazyDataset(url, max_bytes=max_bytes, storage_options=storage_options)

@@ -3,7 +3,8 @@
 Registered under the entry point group ``xarray.backends`` (pyproject.toml); the class can
 also be passed directly (``engine=NCZarrBackendEntrypoint``). It reads every flavor our
 reader reads (netcdf-c 4.10 layout, nczarr-2 in either case, v1, pure Zarr) from directory,
-zip and S3, by path or netcdf-c URL.
+zip, S3, HTTP(S), GCS and Azure, by path or netcdf-c URL; ``storage_options=`` go to a remote
+store's client (``{"anon": True}``: unsigned), as for xarray's zarr engine.
 
 The store is presented to xarray exactly as netCDF4-python presents the same netCDF file
 to xarray's ``netcdf4`` engine: raw values (no masking or scaling: xarray's CF decoding
@@ -34,7 +35,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -119,7 +120,15 @@ def _filters(variable: LazyVariable) -> dict[str, Any]:
     return out
 
 
-def _reopen(url: str, pin: Pin | None, mode: str) -> Store:
+class _HashableOptions(dict[str, Any]):
+    """A store's ``storage_options`` as an argument of xarray's CachingFileManager, which hashes its
+    arguments into the key of the open store it caches per process (a plain dict does not hash)."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(repr(sorted(self.items())))
+
+
+def _reopen(url: str, pin: Pin | None, storage_options: dict[str, Any], mode: str) -> Store:
     """The manager's opener: the store opened again in this process, held to the pin (stores.reopen).
 
     The mode is always given (``"r"``): a manager that omits it passes its "omitted" marker
@@ -129,7 +138,7 @@ def _reopen(url: str, pin: Pin | None, mode: str) -> Store:
 
     if mode != "r":
         raise ValueError(f"{url}: the nczarr engine reads; mode {mode!r}")
-    return reopen(url, pin)
+    return reopen(url, pin, storage_options)
 
 
 class _Shared:
@@ -147,7 +156,9 @@ class _Shared:
         self.owned = owned
         self.users = 0
         self.lock = threading.Lock()
-        self.manager: CachingFileManager[Store] = CachingFileManager(_reopen, *dataset.reopen_args(), mode="r")
+        url, pin, options = dataset.reopen_args()
+        self.manager: CachingFileManager[Store] = CachingFileManager(_reopen, url, pin, _HashableOptions(options),
+                                                                     mode="r")
 
     def acquire(self) -> None:
         with self.lock:
@@ -176,11 +187,11 @@ class NCZarrDataStore(AbstractDataStore):
 
     @classmethod
     def open(cls, filename_or_obj: str | os.PathLike[str] | LazyDataset, group: str | None = None,
-             max_bytes: int | None = None) -> NCZarrDataStore:
+             max_bytes: int | None = None, storage_options: Mapping[str, Any] | None = None) -> NCZarrDataStore:
         from nczarr_conformance.access.lazy import LazyDataset, LazyGroup
 
         dataset = filename_or_obj if isinstance(filename_or_obj, LazyDataset) else \
-            LazyDataset(filename_or_obj, max_bytes=max_bytes)
+            LazyDataset(filename_or_obj, max_bytes=max_bytes, storage_options=storage_options)
         owned = dataset is not filename_or_obj
         try:
             shared = _Shared(dataset, owned)
@@ -291,7 +302,7 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
     supports_groups = True
     open_dataset_parameters = ("filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",
                                "decode_coords", "drop_variables", "use_cftime", "decode_timedelta", "group",
-                               "max_bytes")
+                               "max_bytes", "storage_options")
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         """netcdf-c URLs naming ``mode=nczarr`` or ``mode=zarr``, and local NCZarr directories or zips."""
@@ -323,8 +334,9 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         decode_timedelta: bool | None = None,
         group: str | None = None,
         max_bytes: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> xr.Dataset:
-        return _decoded(NCZarrDataStore.open(filename_or_obj, group, max_bytes), {
+        return _decoded(NCZarrDataStore.open(filename_or_obj, group, max_bytes, storage_options), {
             "mask_and_scale": mask_and_scale, "decode_times": decode_times, "concat_characters": concat_characters,
             "decode_coords": decode_coords, "drop_variables": drop_variables, "use_cftime": use_cftime,
             "decode_timedelta": decode_timedelta})
@@ -342,13 +354,14 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         decode_timedelta: bool | None = None,
         group: str | None = None,
         max_bytes: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> dict[str, xr.Dataset]:
         """Every group under ``group`` (default the root) as a Dataset, keyed by its path from there."""
         decoding: dict[str, Any] = {
             "mask_and_scale": mask_and_scale, "decode_times": decode_times, "concat_characters": concat_characters,
             "decode_coords": decode_coords, "drop_variables": drop_variables, "use_cftime": use_cftime,
             "decode_timedelta": decode_timedelta}
-        top = NCZarrDataStore.open(filename_or_obj, group, max_bytes)
+        top = NCZarrDataStore.open(filename_or_obj, group, max_bytes, storage_options)
         out: dict[str, xr.Dataset] = {}
         try:
             for node in top.group.walk():
@@ -375,13 +388,15 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
         decode_timedelta: bool | None = None,
         group: str | None = None,
         max_bytes: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> xr.DataTree:
         from xarray.backends.common import datatree_from_dict_with_io_cleanup
 
         groups = self.open_groups_as_dict(
             filename_or_obj, mask_and_scale=mask_and_scale, decode_times=decode_times,
             concat_characters=concat_characters, decode_coords=decode_coords, drop_variables=drop_variables,
-            use_cftime=use_cftime, decode_timedelta=decode_timedelta, group=group, max_bytes=max_bytes)
+            use_cftime=use_cftime, decode_timedelta=decode_timedelta, group=group, max_bytes=max_bytes,
+            storage_options=storage_options)
         return datatree_from_dict_with_io_cleanup(groups)
 
 

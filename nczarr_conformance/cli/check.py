@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nczarr-check", description=__doc__.splitlines()[0])
     p.add_argument("urls", nargs="*", metavar="URL", help="store path or netcdf-c URL (directory, .zip, s3://…)")
     p.add_argument("--deep", action="store_true", help="also decode every chunk and check its size")
+    p.add_argument("--anon", action="store_true",
+                   help="read s3://, gs://, az:// without credentials (unsigned; netcdf-c's #...&aws.profile=no)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="with --deep: decode the chunks on this dask.distributed cluster (same report)")
     p.add_argument("--workers", type=int, metavar="N",
@@ -72,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from nczarr_conformance.checker.docs import render_list
+        from nczarr_conformance.urls import anonymous_url
+
+        if args.anon:
+            args.urls = [anonymous_url(url) for url in args.urls]
 
         if args.list_rules:
             _write(render_list(args.format), args.output)

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", dest="precision", metavar="F[,D]", help="significant digits of float[, double] data")
     p.add_argument("-l", dest="line_length", type=int, default=80, metavar="LEN", help="data line length (80)")
     p.add_argument("-n", dest="name", help="dataset name on the first line")
+    p.add_argument("--anon", action="store_true",
+                   help="read s3://, gs://, az:// without credentials (unsigned; netcdf-c's #...&aws.profile=no)")
     p.add_argument("--json", action="store_true", help="print the canonical model (docs/contracts/model.md)")
     p.add_argument("--storage", action="store_true", help="with --json: add chunks, endianness and filters")
     return p
@@ -87,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         from nczarr_conformance.sources.dump_source import open_source
 
         options = options_from(args)
+        if args.anon:
+            from nczarr_conformance.urls import anonymous_url
+
+            args.url = anonymous_url(args.url)
         with open_source(args.url) as source:
             if args.json:
                 from nczarr_conformance.cdl.json_dump import write_json

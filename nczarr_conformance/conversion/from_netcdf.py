@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,7 +182,7 @@ def _keep_hdf5_fill(dataset: Dataset, fills: dict[str, Any]) -> None:
 def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
             progress: Progress | None = None, direct: bool = True, threads: int = 0,
             transforms: Transforms | None = None, skip_unsupported: bool = False, consolidate: bool | None = None,
-            char_as: str | None = None) -> ConvertStats:
+            char_as: str | None = None, storage_options: Mapping[str, Any] | None = None) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``dst`` (a path or netcdf-c URL).
 
     Variables and attributes of user-defined types (compound, vlen, opaque, enum), and
@@ -200,12 +200,13 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     ``transforms`` (nccopy's -d -s -c -u -V -G, see transforms.py) rewrite the header first;
     ``consolidate`` writes ``.zmetadata`` last (None: unless a char array is ``>S1``, see
     nczarr/writer.py); ``char_as`` ("S1": ``|S1``, ">S1") overrides the
-    flavor's char dtype (see nczarr/writer.py for the trade-off).
+    flavor's char dtype (see nczarr/writer.py for the trade-off); ``storage_options`` go to the
+    store's client (urls.parse).
     """
     started = time.perf_counter()
     if not os.path.exists(src):
         raise StoreError(f"{src}: no such file or directory")
-    spec = parse(dst)
+    spec = parse(dst, storage_options)
     safety.check_output_is_safe(src, spec.kind, spec.path)
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")

@@ -1,11 +1,16 @@
 """Store backends and ``open_store``, which picks one from a URL or path.
 
+Directory, zip and signed S3 (boto3) read and write; plain HTTP(S), unsigned S3, gs:// and az://
+are read through obstore (remote.py); urls.py says which URL names which.
+
 May import only the ground floor (errors, keys, limits, safety, urls); every wing above reads
 and writes through them.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from nczarr_conformance import safety
 from nczarr_conformance.errors import StoreError, UsageError
@@ -13,7 +18,7 @@ from nczarr_conformance.stores.base import Pin, Store
 from nczarr_conformance.stores.directory import DirectoryStore
 from nczarr_conformance.stores.memory import MemoryStore
 from nczarr_conformance.stores.zip import ZipStore
-from nczarr_conformance.urls import StoreSpec, parse
+from nczarr_conformance.urls import REMOTE_KINDS, StoreSpec, parse
 
 __all__ = ["DirectoryStore", "MemoryStore", "Store", "ZipStore", "lock_for_writing", "open_store", "reopen"]
 
@@ -35,7 +40,7 @@ def open_store(url: str | os.PathLike[str] | StoreSpec, mode: str = "r", overwri
     return store
 
 
-def reopen(url: str, pin: Pin | None) -> Store:
+def reopen(url: str, pin: Pin | None, storage_options: Mapping[str, Any] | None = None) -> Store:
     """The store ``url`` names, opened for reading in this process and held to the dataset another
     process's reader opened there (its ``Store.pin()``): a dask worker reading the client's arrays.
 
@@ -43,8 +48,8 @@ def reopen(url: str, pin: Pin | None) -> Store:
     :class:`StoreError` of a store replaced while being read); an S3 store checks each object it
     reads against the pinned root, as the reader that pinned it does. Nothing is re-pinned.
     """
-    spec = parse(url)
-    if spec.kind == "s3":
+    spec = parse(url, storage_options)
+    if spec.kind == "s3" and not spec.anonymous:
         from nczarr_conformance.stores.s3 import S3Store
 
         return S3Store.reopen(spec, pin)
@@ -73,11 +78,23 @@ def lock_for_writing(url: str | os.PathLike[str] | StoreSpec) -> safety.WriterLo
         if not os.path.isdir(os.path.dirname(real)):
             raise StoreError(f"{spec.path}: no such file or directory")  # (a store to update must exist)
         return safety.hold_writer_lock(real, spec.path)
-    if spec.kind == "s3":
+    if spec.kind == "s3" and not spec.anonymous:
         from nczarr_conformance.stores.s3 import hold_prefix
 
         return hold_prefix(spec)
-    raise UsageError(f"unknown storage kind {spec.kind!r}")
+    raise _read_only(spec)
+
+
+def _read_only(spec: StoreSpec) -> UsageError:
+    """The refusal to write where only reading is possible (see stores/remote.py)."""
+    if spec.kind == "s3":
+        return UsageError(f"{spec.url}: an anonymous (unsigned) S3 store is read-only; drop aws.profile=no / --anon "
+                          "/ anon to write with credentials")
+    if spec.kind in REMOTE_KINDS:
+        what = "a plain HTTP store" if spec.kind == "http" else f"a {spec.kind}:// store"
+        return UsageError(f"{spec.url}: {what} is read-only here (the writer's protocol is S3's); write to a "
+                          "directory, zip or s3:// and copy it there")
+    return UsageError(f"unknown storage kind {spec.kind!r}")
 
 
 def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -> Store:
@@ -88,6 +105,14 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
         if mode == "a":
             raise UsageError(f"{spec.path}: zip stores are write-once; rewrite instead of appending")
         return ZipStore(spec.path, mode, overwrite)
+    if spec.kind in REMOTE_KINDS or (spec.kind == "s3" and spec.anonymous):
+        if mode != "r":
+            raise _read_only(spec)
+        from nczarr_conformance.stores.remote import (
+            RemoteStore,  # obstore is imported only when used
+        )
+
+        return RemoteStore.from_spec(spec)
     if spec.kind == "s3":
         from nczarr_conformance.stores.s3 import (
             S3Store,  # boto3 is imported only when S3 is used

@@ -66,7 +66,7 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from nczarr_conformance import keys, limits, safety
-from nczarr_conformance.errors import StoreError, StoreUnavailableError
+from nczarr_conformance.errors import StoreError, StoreUnavailableError, UsageError
 from nczarr_conformance.stores.base import Pin, Store
 from nczarr_conformance.stores.s3_generation import Generation, Pinned
 from nczarr_conformance.stores.s3_upload import Uploader
@@ -335,10 +335,14 @@ class S3Store(Store):
 
     @classmethod
     def from_spec(cls, spec: StoreSpec, mode: str = "r", overwrite: bool = False) -> S3Store:
+        """The store a URL names; ``storage_options`` may name the endpoint, region and profile (``endpoint_url``,
+        ``region_name`` or ``region``, ``profile``, also inside s3fs's ``client_kwargs``); credentials come from
+        the profile or the environment, as for every AWS tool."""
         bucket, _, prefix = spec.path.partition("/")
-        profile = spec.params.get("aws.profile") or spec.params.get("awsprofile")
-        region = spec.params.get("aws.region")
-        endpoint = spec.endpoint
+        options = _signed_options(spec)
+        profile = options.get("profile") or spec.params.get("aws.profile") or spec.params.get("awsprofile")
+        region = options.get("region") or spec.params.get("aws.region")
+        endpoint = options.get("endpoint") or spec.endpoint
         if endpoint and endpoint.split("://")[-1].split(":")[0].endswith("amazonaws.com"):
             endpoint = None  # AWS itself: boto3 picks the regional endpoint (or AWS_ENDPOINT_URL)
         return cls(bucket, prefix, mode=mode, overwrite=overwrite, endpoint=endpoint, profile=profile, region=region)
@@ -718,6 +722,26 @@ class S3Store(Store):
 
     def __repr__(self) -> str:
         return f"S3Store('s3://{self.bucket}/{self.prefix}')"
+
+
+#: storage options the signed store takes (fsspec/s3fs spellings → ours)
+_SIGNED_OPTIONS = {"endpoint_url": "endpoint", "endpoint": "endpoint", "region_name": "region", "region": "region",
+                   "profile": "profile"}
+
+
+def _signed_options(spec: StoreSpec) -> dict[str, str]:
+    """``storage_options`` for boto3; any other key is refused in one line rather than dropped."""
+    flat: dict[str, Any] = {}
+    for name, value in spec.options.items():
+        if name == "client_kwargs" and isinstance(value, dict):
+            flat.update(value)
+        elif name != "anon" or value:  # anon=False: signed, as without it
+            flat[name] = value
+    unknown = sorted(k for k in flat if k not in _SIGNED_OPTIONS)
+    if unknown:
+        raise UsageError(f"s3://{spec.path}: storage option(s) {', '.join(unknown)} not taken by the signed S3 store "
+                         f"(it takes {', '.join(sorted(_SIGNED_OPTIONS))}, and anon=True for unsigned reads)")
+    return {_SIGNED_OPTIONS[k]: str(v) for k, v in flat.items()}
 
 
 def hold_prefix(spec: StoreSpec) -> safety.WriterLock:

@@ -68,6 +68,14 @@ class Generation:
         except (TypeError, ValueError):
             return None
 
+    @staticmethod
+    def _written(response: Mapping[str, Any]) -> dt.datetime | None:
+        """The pinned root's own Last-Modified: the clock when the server's ``Date`` is not at hand
+        (obstore returns none). Earlier than the server's clock, so sound: an overwrite deletes that
+        root before its first chunk, so an object written before the root is not the overwrite's."""
+        modified = response.get("LastModified")
+        return _utc(modified) if isinstance(modified, dt.datetime) else None
+
     def seen(self, key: str, response: Mapping[str, Any]) -> None:
         """An object was read: pin the first root metadata object, check anything read after it."""
         with self._lock:
@@ -75,7 +83,7 @@ class Generation:
                 if key in safety.ROOT_META:
                     self._key = key
                     self._identity = self._identity_of(response)
-                    self._clock = self._server_clock(response)
+                    self._clock = self._server_clock(response) or self._written(response)
                 return
             if key == self._key:
                 return

@@ -1,0 +1,331 @@
+"""Read-only stores on obstore: plain HTTP(S), unsigned S3, Google Cloud Storage, Azure Blob.
+
+Why obstore (reports/remote-stores.md has the numbers): one wheel with no Python dependencies
+serves all four (fsspec needs s3fs, gcsfs and adlfs, each with its cloud's SDK); it imports and
+makes a client in ~16 ms (fsspec: 0.4 s for HTTP, 0.9 s for S3); its synchronous ``get`` is one
+GET an object where s3fs sends a HEAD first; ``skip_signature`` is unsigned access on S3, GCS and
+Azure alike; it ships type stubs. Signed S3 stays on boto3 (stores/s3.py): the writer's
+marker claim, ordered commit and the reader's generation pinning are built on it.
+
+Our rules stay on top of the library, as on every store (stores/base.py):
+
+* every read is bounded: an object whose declared size (``Content-Length``) is over the
+  caller's limit is refused before its body is read, and the body is read piece by piece
+  and refused as soon as it passes the limit, whatever the header said; a body shorter
+  than declared is sent for again, as S3Store does;
+* a missing object (404) is ``None``: fill for a chunk, "no dataset" for the root;
+* 3 attempts a request (obstore's backoff with jitter on 5xx, dropped connections and
+  timeouts) and a 5 s connect timeout, as S3Store reads, 5 min for a whole request; a 5xx or an
+  unreachable server after them is :class:`StoreUnavailableError` ("could not check");
+  every other refusal (401, 403, a bad option) one line of :class:`StoreError`;
+* unsigned S3 pins the dataset it opened (stores/s3_generation.py), as a signed reader does; obstore
+  gives no server clock (``Date``), so the pinned root's Last-Modified stands in: a chunk written in
+  an earlier second than the root costs its GET alone, one written in the root's own second (a small
+  store written within a second) one HEAD of the root more.
+
+Plain HTTP has no listing: ``list_prefix`` reads the server's directory index pages (what
+``python -m http.server``, nginx ``autoindex`` and Apache write), the links below the page's
+own URL; a server that gives none makes listing a one-line error, so nczarr-check and pure
+Zarr without ``.zmetadata`` need an index, NCZarr and consolidated stores never list. Range
+requests are never sent: each object is one whole GET, so a server without Range support
+serves everything.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import html.parser
+import os
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import unquote, urljoin, urlsplit
+
+from nczarr_conformance import keys, limits
+from nczarr_conformance.errors import (
+    NczarrError,
+    StoreError,
+    StoreUnavailableError,
+    UsageError,
+)
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.s3_generation import Generation
+from nczarr_conformance.urls import StoreSpec
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig, ObjectStore, RetryConfig
+
+READ_ATTEMPTS = 3  # per request, the first one included (as stores/s3.py reads)
+PIECE = 1 << 20  # bytes streamed at a time: a body past its limit is refused within one piece
+_STATUS = re.compile(r"status code: (\d{3})([^:\n]*)")
+#: fsspec's names for what obstore's stores take, so ``storage_options`` written for xarray/zarr work
+_ALIASES = {"endpoint_url": "endpoint", "region_name": "region", "key": "access_key_id",
+            "secret": "secret_access_key", "token": "session_token"}
+
+
+def _retry() -> RetryConfig:
+    return {"max_retries": READ_ATTEMPTS - 1, "retry_timeout": dt.timedelta(seconds=120),
+            "backoff": {"init_backoff": dt.timedelta(milliseconds=100), "max_backoff": dt.timedelta(seconds=5),
+                        "base": 2}}
+
+
+def _client(url: str | None, extra: Any = None) -> ClientConfig:
+    """Our timeouts (and plain http where the URL says so), then the caller's ``client_options`` over them."""
+    # obstore's timeout covers a whole request, body included (boto3's 60 s is per socket read): 5 min a chunk
+    config: dict[str, Any] = {"connect_timeout": dt.timedelta(seconds=5), "timeout": dt.timedelta(minutes=5)}
+    if url is not None and url.lower().startswith("http://"):
+        config["allow_http"] = True
+    if isinstance(extra, Mapping):
+        config.update(extra)
+    return cast("ClientConfig", config)
+
+
+class _CutShort(Exception):
+    """A body ended before its Content-Length."""
+
+
+class RemoteStore(Store):
+    """One dataset root on a remote object store or web server; reads only."""
+
+    writable = False
+    supports_deletes = False
+
+    def __init__(self, store: ObjectStore, where: str, kind: str, *, pin: bool = False) -> None:
+        """``store`` is rooted at the dataset (its prefix); ``pin`` holds reads to the dataset opened."""
+        super().__init__()
+        self._store = store
+        self.where = where
+        self.kind = kind
+        self._generation = Generation(where, self._head) if pin else None
+
+    @classmethod
+    def from_spec(cls, spec: StoreSpec) -> RemoteStore:
+        """The store a parsed URL names (kinds http, gs, az; s3 when it is read unsigned)."""
+        from obstore.exceptions import BaseError
+
+        try:
+            if spec.kind == "http":
+                return cls(_http(spec), spec.path, "http")
+            if spec.kind == "s3":
+                return cls(_s3(spec), f"s3://{spec.path}", "s3", pin=True)
+            if spec.kind == "gs":
+                return cls(_gcs(spec), f"gs://{spec.path}", "gs")
+            if spec.kind == "az":
+                return cls(_azure(spec), spec.url.partition("#")[0], "az")
+        except (BaseError, ValueError, TypeError) as exc:  # a config key obstore does not know, a bad value
+            raise UsageError(f"{spec.url.partition('#')[0]}: {_first_line(exc)}") from exc
+        raise UsageError(f"unknown storage kind {spec.kind!r}")
+
+    # ---- reading ----------------------------------------------------------------------
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        why = ""
+        for _ in range(READ_ATTEMPTS):
+            try:
+                return self._get_once(key, limit)
+            except FileNotFoundError:
+                if self._generation is not None:
+                    self._generation.missing(key)
+                return None
+            except _CutShort as exc:
+                why = str(exc)
+            except NczarrError:
+                raise  # ours already (over its limit): worded
+            except Exception as exc:
+                raise self._fail(exc, f"get {key}") from exc
+        raise StoreUnavailableError(f"{self._at(key)}: the response was cut short ({why}) on each of "
+                                    f"{READ_ATTEMPTS} attempts")
+
+    def _get_once(self, key: str, limit: int | None) -> bytes:
+        import obstore
+
+        result = obstore.get(self._store, self._name(key))
+        size = result.meta["size"]
+        if limit is not None and size > limit:
+            raise limits.too_big(self._at(key), size, limit)
+        body = bytearray()
+        for piece in result.stream(min_chunk_size=PIECE if limit is None else min(PIECE, limit + 1)):
+            body += piece
+            if limit is not None and len(body) > limit:
+                raise limits.too_big(self._at(key), None, limit)
+        if len(body) < size:
+            raise _CutShort(f"{len(body)} of {size} bytes")
+        if self._generation is not None:
+            self._generation.seen(key, _response(result.meta))
+        return bytes(body)
+
+    def _head(self, key: str) -> Mapping[str, Any] | None:
+        import obstore
+
+        try:
+            return _response(obstore.head(self._store, self._name(key)))
+        except FileNotFoundError:
+            return None
+        except Exception as exc:
+            raise self._fail(exc, f"head {key}") from exc
+
+    def metadata_read(self) -> None:
+        if self._generation is not None:
+            self._generation.settle()
+
+    # ---- listing ----------------------------------------------------------------------
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        if self.kind == "http":
+            yield from self._index(prefix)
+            return
+        import obstore
+
+        name = self._name(prefix).rstrip("/")
+        try:
+            for page in obstore.list(self._store, name or None):
+                for meta in page:
+                    yield keys.join(meta["path"])
+        except Exception as exc:
+            raise self._fail(exc, f"list {prefix}") from exc
+
+    def _index(self, prefix: str) -> Iterator[str]:
+        """Every object below ``prefix`` from the server's directory index pages, depth first."""
+        pending = [self._name(prefix).strip("/")]
+        seen: set[str] = set()
+        while pending:
+            folder = pending.pop()
+            if folder in seen:
+                continue
+            seen.add(folder)
+            page = self._get(f"{folder}/" if folder else "/", limits.max_metadata_bytes())
+            if page is None:
+                raise StoreError(f"{self.where}/{folder}: the server gives no directory index to list; "
+                                 "serve the store with one (nginx autoindex, python -m http.server) or read a copy")
+            base = f"{self.where}/{folder}/" if folder else f"{self.where}/"
+            for link in _links(page.decode("utf-8", "replace")):
+                target = urljoin(base, link)
+                if not target.startswith(base) or target == base:
+                    continue  # the parent, the server's other pages, sort links
+                rel = unquote(urlsplit(target).path[len(urlsplit(base).path):])
+                if rel.endswith("/"):
+                    pending.append(f"{folder}/{rel.rstrip('/')}".strip("/"))
+                elif rel and "/" not in rel:
+                    yield keys.join(f"{folder}/{rel}".strip("/"))
+
+    # ---- not for writing ----------------------------------------------------------------
+    def _put(self, key: str, data: bytes) -> None:
+        raise StoreError(f"{self!r} is read-only")
+
+    def _delete(self, key: str) -> None:
+        raise StoreError(f"{self!r} is read-only")
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _name(self, key: str) -> str:
+        return key.lstrip("/")
+
+    def _at(self, key: str) -> str:
+        return f"{self.where}/{self._name(key)}"
+
+    def _fail(self, exc: Exception, what: str) -> StoreError:
+        """One line for a library error: the status and its reason, never the body the server sent."""
+        from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
+
+        text = str(exc)
+        match = _STATUS.search(text)
+        status = int(match.group(1)) if match else None
+        reason = f"HTTP {status}{match.group(2).rstrip()}" if match else _first_line(exc)
+        if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)) or status in (401, 403):
+            hint = ""
+            if self.kind == "http" and ("x-amz-request-id" in text.lower() or "<Error><Code>" in text):
+                hint = "; the server answers as S3: add s3 to the mode (#mode=nczarr,s3) to sign with credentials"
+            elif self.kind == "s3":
+                hint = "; the request was unsigned and the bucket is not public: drop aws.profile=no / --anon to sign"
+            return StoreError(f"{self.where}: access denied ({reason}) while trying to {what}{hint}")
+        if status is None or status >= 500:
+            return StoreUnavailableError(f"{self.where}: could not {what} ({reason}) after {READ_ATTEMPTS} attempts")
+        return StoreError(f"{self.where}: {reason} while trying to {what}")
+
+    def __repr__(self) -> str:
+        return f"RemoteStore({self.where!r})"
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _response(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """obstore's object metadata as s3_generation.py reads a boto3 response (no server clock)."""
+    return {"ETag": meta.get("e_tag"), "LastModified": meta.get("last_modified"), "VersionId": meta.get("version")}
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.hrefs += [v for k, v in attrs if k == "href" and v and "?" not in v and "#" not in v]
+
+
+def _links(page: str) -> list[str]:
+    parser = _Links()
+    parser.feed(page)
+    return parser.hrefs
+
+
+def _options(spec: StoreSpec, allowed_anon: bool = True) -> dict[str, Any]:
+    """``storage_options`` in obstore's names (fsspec's accepted too); ``anon`` becomes skip_signature."""
+    out: dict[str, Any] = {}
+    for name, value in spec.options.items():
+        if name == "anon":
+            continue
+        if name == "client_kwargs" and isinstance(value, Mapping):  # s3fs's {"endpoint_url": ..., "region_name": ...}
+            out.update({_ALIASES.get(str(k), str(k)): v for k, v in value.items()})
+            continue
+        out[_ALIASES.get(name, name)] = value
+    if spec.anonymous and allowed_anon:
+        out["skip_signature"] = True
+    return out
+
+
+def _http(spec: StoreSpec) -> ObjectStore:
+    from obstore.store import HTTPStore
+
+    options = dict(spec.options)
+    options.pop("anon", None)  # a web server is read without credentials anyway
+    client = _client(spec.path, options.pop("client_options", None))
+    if options:
+        raise UsageError(f"{spec.url}: storage option(s) {', '.join(sorted(options))} mean nothing to a plain HTTP "
+                         "store (it takes client_options)")
+    return HTTPStore.from_url(spec.path, client_options=client, retry_config=_retry())
+
+
+def _s3(spec: StoreSpec) -> ObjectStore:
+    from obstore.store import S3Store
+
+    bucket, _, prefix = spec.path.partition("/")
+    options = _options(spec)
+    endpoint = options.pop("endpoint", None) or _s3_endpoint(spec)
+    region = options.pop("region", None) or spec.params.get("aws.region") or os.environ.get("AWS_REGION") or \
+        os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    client = _client(endpoint, options.pop("client_options", None))
+    return S3Store(bucket, prefix=prefix or None, endpoint=endpoint, region=region, client_options=client,
+                   retry_config=_retry(), **options)
+
+
+def _s3_endpoint(spec: StoreSpec) -> str | None:
+    """The URL's own host (not AWS's: obstore finds the regional one), else ``AWS_ENDPOINT_URL`` as boto3 does."""
+    if spec.endpoint and not urlsplit(spec.endpoint).hostname.endswith("amazonaws.com"):  # type: ignore[union-attr]
+        return spec.endpoint
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def _gcs(spec: StoreSpec) -> ObjectStore:
+    from obstore.store import GCSStore
+
+    bucket, _, prefix = spec.path.partition("/")
+    options = _options(spec)
+    client = _client(options.get("base_url"), options.pop("client_options", None))
+    return GCSStore(bucket, prefix=prefix or None, client_options=client, retry_config=_retry(), **options)
+
+
+def _azure(spec: StoreSpec) -> ObjectStore:
+    from obstore.store import AzureStore
+
+    options = _options(spec)
+    client = _client(options.get("endpoint"), options.pop("client_options", None))
+    return AzureStore.from_url(spec.url.partition("#")[0], client_options=client, retry_config=_retry(), **options)
