@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from nczarr_conformance.checker.docs import render_list
+        from nczarr_conformance.checker.plugins import load_rule_plugins
 
+        load_rule_plugins()  # rules of other distributions (entry points): listed and run like ours
         if args.list_rules:
             _write(render_list(args.format), args.output)
             return 0
