@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.list_caps:
             return _list_caps()
         from nczarr_conformance.checker.plugins import load_rule_plugins
+        from nczarr_conformance.peers import implementations  # noqa: F401  (registers the built-in peers)
         from nczarr_conformance.peers.base import PEERS, registered
 
         load_rule_plugins()  # check rules of other distributions: a clash is refused here, naming both
