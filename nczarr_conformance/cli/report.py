@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import os
 import shutil
 import sys
 import tempfile
@@ -96,6 +97,15 @@ def _chosen(patterns: list[str], ids: list[str], what: str, option: str) -> list
     return [i for i in ids if any(fnmatch.fnmatchcase(i, p) for p in patterns)]
 
 
+def _columns() -> int:
+    """The terminal's width; a terminal that reports none (0: a fresh pseudo-terminal) gets 100, where tqdm
+    would draw nothing at all."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns or 100
+    except OSError:
+        return 100
+
+
 class _Bar:
     """A progress bar, one step per cell, on a terminal only (tqdm writes nothing when stderr is not one)."""
 
@@ -105,8 +115,9 @@ class _Bar:
     def start(self, total: int) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(total=total, unit="cell", file=sys.stderr, disable=not sys.stderr.isatty(),
-                        desc="nczarr-conformance", dynamic_ncols=True, leave=False)
+        on_terminal = sys.stderr.isatty()
+        self.bar = tqdm(total=total, unit="cell", file=sys.stderr, disable=not on_terminal, desc="nczarr-conformance",
+                        ncols=_columns() if on_terminal else None)
 
     def advance(self, cell: Cell) -> None:
         if self.bar is not None:
