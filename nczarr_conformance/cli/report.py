@@ -1,7 +1,7 @@
 """``nczarr-conformance report [--out reports/]``: run the interoperability matrix and the spec rules.
 
 Writes interop.{json,md,html} and rules.{json,md,html} (docs/contracts/interop-report.md), and with
-``--junit FILE`` the same run as JUnit XML. Any implementation joins through ``--reader``/``--writer``
+``--junit FILE`` that run as JUnit XML. Any implementation joins through ``--reader``/``--writer``
 commands, a TOML file or an entry point (docs/plugins.md). Ends with a summary on stderr: cells run,
 passed, known peer faults, skipped (each missing tool named).
 

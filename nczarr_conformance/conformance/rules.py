@@ -4,7 +4,7 @@ Each rule is evaluated from what an implementation really wrote in the matrix
 run (the raw objects of its store) or from what it really read back from
 stores built for the rule; the evidence names the case and what was seen.
 Whether a rule applies to an implementation follows from its capabilities
-(peers/capabilities.py: ``nczarr``, ``appendix-d``, ``netcdf-fill``), never
+(peers/capabilities.py: ``nczarr``, ``appendix-d``, ``netcdf-fill``) and not
 from its id, so a reader added from outside is graded like a built-in one.
 """
 from __future__ import annotations
@@ -408,7 +408,7 @@ DOCUMENTED_DEVIATIONS: dict[tuple[str, str], str] = {
 
 def select_rules(patterns: list[str] | None) -> list[SpecRule]:
     """The spec rules whose id matches one of the glob ``patterns`` (all of them without any); a pattern
-    matching none is refused (ValueError naming the known ids), so a typo never grades nothing."""
+    matching none is refused (ValueError naming the known ids): a typo is told, not run as an empty grading."""
     if not patterns:
         return list(SPEC_RULES)
     for pattern in patterns:

@@ -90,7 +90,7 @@ def register(peer: Peer, source: str | None = None) -> Peer:
 @contextmanager
 def registered(peers: Iterable[Peer]) -> Iterator[list[Peer]]:
     """Register ``peers`` for the length of a run, then remove them again (a run's command adapters
-    and plugins do not outlive it: a second run in the same process may declare them anew)."""
+    and plugins do not outlive it: a later run in this process may declare them anew)."""
     added: list[Peer] = []
     try:
         for peer in peers:

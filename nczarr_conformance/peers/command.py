@@ -13,7 +13,7 @@ reader (``--reader NAME='CMD'``)
 writer (``--writer NAME='CMD'``)
     ``{model_json}`` the intended model, as canonical JSON (read it)
     ``{path}``       the directory to create the store in (it does not exist yet)
-    ``{url}``        the same directory as a netcdf-c URL (``file:///abs/store#mode=nczarr,file``)
+    ``{url}``        that directory as a netcdf-c URL (``file:///abs/store#mode=nczarr,file``)
     ``{zip}``        a zip file to create instead: the store is then that zip
     ``{options}``    the case's writer options as a JSON object (``{"separator": "/"}``); a writer
                      without it is not asked to write a case that has options
