@@ -175,16 +175,16 @@ def test_junit_validates_against_the_jenkins_junit_schema(outside):
     (["--reader", "x=tool {out_json}"],
      "the command line: x reader: the command names no store: use {url}, {path} or {zip}"),
     (["--writer", "x=tool {path}"], "the command line: x writer: the command has no {model_json} to read the model from"),
-    (["--reader", "x=tool 'unclosed {url}"], "the command line: x reader: cannot split \"tool 'unclosed {url}\": "
-                                            "No closing quotation"),
+    (["--reader", "x=tool 'unclosed {url}"], ("the command line: x reader: cannot split \"tool 'unclosed {url}\": "
+                                            "No closing quotation")),
     (["--reader", "x=tool {url}", "--caps", "x=groups,strigs"],
-     "the command line: x caps: unknown capability 'strigs'; known: all, groups, strings, char, scalars, unlimited, "
-     "fill, filters, endianness, int64, separator, order, legacy, nczarr, attributes, appendix-d, netcdf-fill"),
+     ("the command line: x caps: unknown capability 'strigs'; known: all, groups, strings, char, scalars, unlimited, "
+     "fill, filters, endianness, int64, separator, order, legacy, nczarr, attributes, appendix-d, netcdf-fill")),
     (["--caps", "y=groups"], "--caps y: no --reader, --writer or configured implementation 'y'"),
-    (["--reader", "bad id=tool {url}"], "the command line: bad id: an implementation id is letters, digits and "
-                                        ". _ + - (not 'bad id')"),
-    (["--reader", "ours=tool {url}"], "peer id 'ours' registered twice: first by nczarr_conformance.peers."
-                                      "implementations, again by the command line"),
+    (["--reader", "bad id=tool {url}"], ("the command line: bad id: an implementation id is letters, digits and "
+                                        ". _ + - (not 'bad id')")),
+    (["--reader", "ours=tool {url}"], ("peer id 'ours' registered twice: first by nczarr_conformance.peers."
+                                      "implementations, again by the command line")),
     (["--peers", "nosuch*"], "--peers 'nosuch*' matches no implementation; known: "),
     (["--cases", "nosuch"], "--cases 'nosuch' matches no case; known: numeric-types, "),
     (["--rules", "Q.*"], "--rules 'Q.*' matches no spec rule; known: D.write.1, "),

@@ -20,8 +20,8 @@ SCHEMA = xmlschema.XMLSchema(str(REPO / "tests" / "data" / "junit-10.xsd"))
 def _run() -> MatrixRun:
     cells = [
         Cell("scalar", "w", "r", "pass", seconds=0.25),
-        Cell("scalar", "w", "bad", "deviates", ["/root/variables/d/data: 2.5 != 3.5", "/root/attributes/a: only in "
-                                                "first"]),
+        Cell("scalar", "w", "bad", "deviates", ["/root/variables/d/data: 2.5 != 3.5", ("/root/attributes/a: only in "
+                                                "first")]),
         Cell("scalar", "w", "crash", "fails", [], "reader exit 3: boom", "line 1\nboom \x00\x1b[31m\n"),
         Cell("scalar", "w", "gone", "skipped", [], "gone-tool not installed"),
         Cell("char-var", "ours", "peer", "fails", [], "ValueError: no >S1"),
@@ -87,8 +87,8 @@ def test_a_document_outside_the_schema_is_refused():
 @pytest.mark.parametrize(("line", "worded"), [
     ("/root/variables/d/data: 2.5 != 3.5", "/root/variables/d/data: writer wrote 2.5 / reader read 3.5"),
     ("/root/attributes/x: only in first", "/root/attributes/x: writer wrote it / reader read nothing there"),
-    ("/root/attributes/_nczarr_attr: only in second", "/root/attributes/_nczarr_attr: writer wrote nothing there / "
-                                                      "reader read it"),
+    ("/root/attributes/_nczarr_attr: only in second", ("/root/attributes/_nczarr_attr: writer wrote nothing there / "
+                                                      "reader read it")),
     ('/root/attributes/t/value: "a != b" != "c"', '/root/attributes/t/value: writer wrote "a != b" / reader read "c"'),
     ("… and 11 more differences", "… and 11 more differences"),
 ])
