@@ -192,6 +192,18 @@ def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None, pee
     return MatrixRun([describe(p, reasons[p.id]) for p in peers], cells, stores, workdir, seen)
 
 
+def one_cell(case: Case, writer: Peer, reader: Peer, workdir: Path) -> Cell:
+    """One writer × reader × case, exactly as the matrix runs it (skips, capabilities, the comparison): for a
+    caller that grades one cell at a time, such as a test per case in another project's suite."""
+    written = _write_one(case, writer, writer.available(), workdir)
+    if written.status != "ok":
+        return Cell(case.id, writer.id, reader.id, written.status, [], written.message, written.detail)
+    why = reader.available() or undeclared(case, reader)
+    if why:
+        return Cell(case.id, writer.id, reader.id, "skipped", [], why)
+    return _read_cell(case, case.model(), writer, reader, written.url or "", workdir)[0]
+
+
 def view_params(writer: Peer, reader: Peer) -> tuple[str, bool, bool]:
     """(kind, root_only, attributes) of the comparison a writer × reader cell makes."""
     kind = "netcdf" if writer.model == "netcdf" and reader.model == "netcdf" else "zarr"

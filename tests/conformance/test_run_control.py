@@ -129,3 +129,19 @@ def test_a_terminal_gets_a_progress_bar_one_step_per_cell(tmp_path):
     text = seen.decode("utf-8", "replace")
     assert "nczarr-conformance:" in text and "2/2" in text and "cell" in text, text[-2000:]
     assert "scalar: ours → ours" in text or "string-var: ours → ours" in text
+
+
+def test_one_cell_is_the_matrix_cell(tmp_path):
+    """The seam a test-per-case runner uses: the same cell as the whole matrix's."""
+    from nczarr_conformance.conformance.matrix import one_cell
+
+    cases = [BY_ID["scalar"], BY_ID["string-var"]]
+    run = run_matrix(tmp_path / "m", cases=cases, peer_ids=["ours", "ours-nczarr-2-upper"])
+    reader = AnyNameReader("no-strings", frozenset({"nczarr", "attributes", "scalars"}))
+    for case in cases:
+        for writer in ("ours", "ours-nczarr-2-upper"):
+            cell = one_cell(case, PEERS[writer], PEERS["ours"], tmp_path / "one")
+            assert _cells(run)[[c[:3] for c in _cells(run)].index((case.id, writer, "ours"))] == _cells(
+                type(run)([], [cell], {}, tmp_path))[0]
+    skipped = one_cell(BY_ID["string-var"], PEERS["ours"], reader, tmp_path / "one")
+    assert (skipped.status, skipped.message) == ("skipped", "no-strings does not declare strings (its capabilities)")
