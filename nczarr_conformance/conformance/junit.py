@@ -6,7 +6,7 @@ JUnit schema Jenkins, GitLab and GitHub's test reporters read (Jenkins xunit-plu
 tests/data/junit-10.xsd, which the tests validate against):
 
 - a deviation is a ``failure`` whose message is the canonical diff's first line worded by its side
-  (``writer wrote … / reader read …``) and whose text is every difference;
+  (``writer was given … / reader read …``) and whose text is every difference;
 - a reader or writer that failed is a ``failure`` with what it said (a command's stderr in
   ``system-err``);
 - a skipped cell is ``skipped`` with the reason (a missing tool names it);

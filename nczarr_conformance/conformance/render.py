@@ -2,7 +2,7 @@
 
 interop.html opens with an overview grid (writer × reader: how many cases pass, deviate, fail, are a known
 peer fault or were skipped, each linking to that pair's details); every difference is worded by its side
-(``writer wrote … / reader read …``, :func:`sided`): the stored ``differences`` keep the model diff's
+(``writer was given … / reader read …``, :func:`sided`): the stored ``differences`` keep the model diff's
 ``first != second`` form, the intended model (what the writer was given) being first.
 """
 from __future__ import annotations
@@ -44,18 +44,20 @@ def _split_values(rest: str) -> tuple[str, str] | None:
 
 
 def sided(line: str) -> str:
-    """A difference worded by its side: ``PATH: writer wrote A / reader read B``; ``only in first`` (the
-    intended model) and ``only in second`` (what the reader returned) say who has it. Other lines (``… and
+    """A difference worded by its side: ``PATH: writer was given A / reader read B``. The first value is the
+    case's intended model, which the writer was given (not what it wrote: a writer that truncates a value and
+    a reader that misreads it look the same from one cell), the second what the reader returned; ``only in
+    first`` and ``only in second`` say which side has it. Other lines (``… and
     N more differences``) are kept as they are."""
     path, sep, rest = line.partition(": ")
     if not sep:
         return line
     if rest == "only in first":
-        return f"{path}: writer wrote it / reader read nothing there"
+        return f"{path}: writer was given it / reader read nothing there"
     if rest == "only in second":
-        return f"{path}: writer wrote nothing there / reader read it"
+        return f"{path}: writer was not given it / reader read it"
     values = _split_values(rest)
-    return f"{path}: writer wrote {values[0]} / reader read {values[1]}" if values else line
+    return f"{path}: writer was given {values[0]} / reader read {values[1]}" if values else line
 
 
 def interop_json(run: MatrixRun, generated: str, known: dict[tuple[str, str, str], str] | None = None,

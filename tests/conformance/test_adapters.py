@@ -121,7 +121,7 @@ def test_a_missing_tool_is_skipped_and_named_in_the_summary(outside):
 
 def test_the_summary_shows_each_finding_of_an_outside_implementation_by_side(outside):
     err = outside["done"].stderr
-    assert ("nczarr-conformance: deviates: scalar: ours → wrong: /root/variables/d/data: writer wrote 2.5 / "
+    assert ("nczarr-conformance: deviates: scalar: ours → wrong: /root/variables/d/data: writer was given 2.5 / "
             "reader read 3.5") in err.splitlines()
     assert ("nczarr-conformance: fails: scalar: good → crash: reader exit 3: ValueError: planted crash in the "
             "reader") in err.splitlines()
@@ -149,7 +149,7 @@ def test_junit_marks_the_planted_failure_with_the_canonical_diff(outside):
     cases = {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
     wrong = cases[("interop", "scalar[ours → wrong]")].find("failure")
     assert wrong is not None and wrong.get("type") == "deviates"
-    assert wrong.get("message") == "/root/variables/d/data: writer wrote 2.5 / reader read 3.5"
+    assert wrong.get("message") == "/root/variables/d/data: writer was given 2.5 / reader read 3.5"
     crash = cases[("interop", "scalar[good → crash]")]
     assert crash.find("failure").get("message") == "reader exit 3: ValueError: planted crash in the reader"
     assert "planted crash" in crash.find("system-err").text

@@ -58,9 +58,9 @@ def test_each_cell_and_result_is_one_testcase_and_the_counts_add_up(document):
 
 def test_a_deviation_fails_with_the_canonical_diff_worded_by_side(document):
     failure = _case(document, "scalar[w → bad]").find("failure")
-    assert failure.get("message") == "/root/variables/d/data: writer wrote 2.5 / reader read 3.5 (+1 more)"
-    assert failure.text == ("/root/variables/d/data: writer wrote 2.5 / reader read 3.5\n"
-                            "/root/attributes/a: writer wrote it / reader read nothing there")
+    assert failure.get("message") == "/root/variables/d/data: writer was given 2.5 / reader read 3.5 (+1 more)"
+    assert failure.text == ("/root/variables/d/data: writer was given 2.5 / reader read 3.5\n"
+                            "/root/attributes/a: writer was given it / reader read nothing there")
 
 
 def test_a_failing_reader_keeps_what_it_said_in_system_err(document):
@@ -85,11 +85,11 @@ def test_a_document_outside_the_schema_is_refused():
 
 
 @pytest.mark.parametrize(("line", "worded"), [
-    ("/root/variables/d/data: 2.5 != 3.5", "/root/variables/d/data: writer wrote 2.5 / reader read 3.5"),
-    ("/root/attributes/x: only in first", "/root/attributes/x: writer wrote it / reader read nothing there"),
-    ("/root/attributes/_nczarr_attr: only in second", ("/root/attributes/_nczarr_attr: writer wrote nothing there / "
+    ("/root/variables/d/data: 2.5 != 3.5", "/root/variables/d/data: writer was given 2.5 / reader read 3.5"),
+    ("/root/attributes/x: only in first", "/root/attributes/x: writer was given it / reader read nothing there"),
+    ("/root/attributes/_nczarr_attr: only in second", ("/root/attributes/_nczarr_attr: writer was not given it / "
                                                       "reader read it")),
-    ('/root/attributes/t/value: "a != b" != "c"', '/root/attributes/t/value: writer wrote "a != b" / reader read "c"'),
+    ('/root/attributes/t/value: "a != b" != "c"', '/root/attributes/t/value: writer was given "a != b" / reader read "c"'),
     ("… and 11 more differences", "… and 11 more differences"),
 ])
 def test_sided_names_the_writer_and_the_reader(line, worded):
