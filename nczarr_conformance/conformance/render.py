@@ -45,8 +45,8 @@ def _split_values(rest: str) -> tuple[str, str] | None:
 
 def sided(line: str) -> str:
     """A difference worded by its side: ``PATH: writer was given A / reader read B``. The first value is the
-    case's intended model, which the writer was given (not what it wrote: a writer that truncates a value and
-    a reader that misreads it look the same from one cell), the second what the reader returned; ``only in
+    case's intended model, which the writer was given (not what it wrote: from one cell, a writer that truncates
+    a value cannot be told from a reader that misreads it), the second what the reader returned; ``only in
     first`` and ``only in second`` say which side has it. Other lines (``… and
     N more differences``) are kept as they are."""
     path, sep, rest = line.partition(": ")
