@@ -34,3 +34,8 @@ class FormatError(NczarrError):
 
 class UnsupportedError(FormatError):
     """A valid dataset uses something the chosen flavor or reader cannot express."""
+
+
+class DuplicateIdError(UsageError, ValueError):
+    """Two registrations claim one id (a peer, a check rule, a fix): the line names where each came from,
+    so a plugin that clashes with a built-in, or with another plugin, is found without a traceback."""

@@ -27,7 +27,7 @@ from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.sniff import netcdf_file_error, zarr_v3_error
 from nczarr_conformance.urls import parse
 
-__all__ = ["check", "RULES", "Report", "Finding", "Severity"]
+__all__ = ["RULES", "Finding", "Report", "Severity", "check"]
 
 FLAVOR_CHOICES = CHECK_FLAVORS
 
@@ -77,6 +77,9 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
     A crash of a rule is kept unless NCZ-CHECK-CRASH itself is ignored. ``client`` (a
     ``distributed.Client``) decodes the chunks of ``deep`` on its cluster; the report is the same.
     """
+    from nczarr_conformance.checker.plugins import load_rule_plugins
+
+    load_rule_plugins()  # entry points of group nczarr_conformance.rules (once per process)
     keep = set(matching(select)) if select else set(RULES)
     keep -= set(matching(ignore)) if ignore else set()
     started = time.perf_counter()
@@ -108,7 +111,7 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
                 findings.extend(r.function(ctx))
             except StoreUnavailableError:
                 raise  # a store that did not answer is no finding about the dataset: see check()
-            except Exception as exc:  # a rule's exception is a finding, never a crash
+            except Exception as exc:  # noqa: BLE001  (a rule's exception is a finding, never a crash)
                 findings.append(get("NCZ-CHECK-CRASH").finding(None, f"{rule_id} raised {type(exc).__name__}: {exc}"))
         if expect and ctx.flavor == "unknown":
             findings.extend(expected_flavor(ctx))

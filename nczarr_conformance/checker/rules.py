@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from nczarr_conformance.errors import DuplicateIdError
+
 if TYPE_CHECKING:
     from nczarr_conformance.checker.context import CheckContext
 
@@ -62,6 +64,10 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}
+#: rule id → where it was registered (its module, or the entry point that loaded it): a clash names both
+ORIGINS: dict[str, str] = {}
+#: the entry point being loaded (checker/plugins.py), innermost last: what a rule registered now came from
+LOADING: list[str] = []
 
 
 def rule(rule_id: str, severity: Severity, *, source: str, deep: bool = False,
@@ -73,13 +79,16 @@ def rule(rule_id: str, severity: Severity, *, source: str, deep: bool = False,
     """
 
     def register(function: RuleFunction) -> RuleFunction:
+        origin = LOADING[-1] if LOADING else f"module {function.__module__}"
         if rule_id in RULES:
-            raise ValueError(f"rule id {rule_id} registered twice")
+            raise DuplicateIdError(f"rule id {rule_id} registered twice: first by {ORIGINS[rule_id]}, "
+                                   f"again by {origin}")
         if not (function.__doc__ or "").strip():
             raise ValueError(f"rule {rule_id} needs a docstring: its first line is the documentation")
         if not source.strip():
             raise ValueError(f"rule {rule_id} needs a source: what it stands on")
         RULES[rule_id] = Rule(rule_id, severity, function, source, deep, final)
+        ORIGINS[rule_id] = origin
         return function
 
     return register

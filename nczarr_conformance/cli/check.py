@@ -74,11 +74,13 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from nczarr_conformance.checker.docs import render_list
+        from nczarr_conformance.checker.plugins import load_rule_plugins
         from nczarr_conformance.urls import anonymous_url
 
         if args.anon:
             args.urls = [anonymous_url(url) for url in args.urls]
 
+        load_rule_plugins()  # rules of other distributions (entry points): listed and run like ours
         if args.list_rules:
             _write(render_list(args.format), args.output)
             return 0

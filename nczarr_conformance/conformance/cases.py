@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
+from nczarr_conformance.peers.capabilities import FEATURES
 from nczarr_conformance.resources import netcdf_c_corpus
 
 
@@ -18,9 +19,20 @@ class Case:
     build: Callable[[], Dataset]
     #: writer options only some writers can honour ("separator", "order")
     options: dict[str, str] = field(default_factory=dict)
+    #: the capabilities (peers/capabilities.py FEATURES) a writer and a reader must both declare for
+    #: the cell to run; the matrix never picks a case by an implementation's id
+    requires: frozenset[str] = frozenset()
 
     def model(self) -> Dataset:
         return self.build()
+
+
+def _needs(*features: str) -> frozenset[str]:
+    """The features a case needs; a name outside the vocabulary is a programming error."""
+    unknown = set(features) - set(FEATURES)
+    if unknown:
+        raise ValueError(f"not a feature of peers/capabilities.py: {sorted(unknown)}")
+    return frozenset(features)
 
 
 def _root(**dims: int) -> Group:
@@ -127,17 +139,20 @@ def chunk_layout() -> Dataset:
 
 
 CASES: list[Case] = [
-    Case("numeric-types", "all ten numeric types with their extreme values", numeric_types),
-    Case("char-var", "a 2-D char variable with NUL padding", char_var),
-    Case("string-var", "a string variable, empty and non-ASCII strings", string_var),
-    Case("long-string", "a string longer than the default _nczarr_maxstrlen (128)", long_string),
-    Case("scalar", "scalar double and int variables", scalar),
-    Case("groups-nested", "nested groups using dimensions from their ancestors", groups_nested),
-    Case("unlimited-dim", "a variable along an unlimited dimension", unlimited_dim),
-    Case("fill-partial", "a chunked variable written in part, with _FillValue", fill_partial),
-    Case("default-fill", "unwritten chunks of a double without _FillValue (netCDF default fill)", default_fill),
-    Case("big-endian", "a big-endian float variable", big_endian),
-    Case("shuffle-zlib", "an int variable with shuffle and zlib", shuffle_zlib),
+    Case("numeric-types", "all ten numeric types with their extreme values", numeric_types, requires=_needs("int64")),
+    Case("char-var", "a 2-D char variable with NUL padding", char_var, requires=_needs("char")),
+    Case("string-var", "a string variable, empty and non-ASCII strings", string_var, requires=_needs("strings")),
+    Case("long-string", "a string longer than the default _nczarr_maxstrlen (128)", long_string,
+         requires=_needs("strings")),
+    Case("scalar", "scalar double and int variables", scalar, requires=_needs("scalars")),
+    Case("groups-nested", "nested groups using dimensions from their ancestors", groups_nested,
+         requires=_needs("groups")),
+    Case("unlimited-dim", "a variable along an unlimited dimension", unlimited_dim, requires=_needs("unlimited")),
+    Case("fill-partial", "a chunked variable written in part, with _FillValue", fill_partial, requires=_needs("fill")),
+    Case("default-fill", "unwritten chunks of a double without _FillValue (netCDF default fill)", default_fill,
+         requires=_needs("fill")),
+    Case("big-endian", "a big-endian float variable", big_endian, requires=_needs("endianness")),
+    Case("shuffle-zlib", "an int variable with shuffle and zlib", shuffle_zlib, requires=_needs("filters")),
     Case("char-attr-json-number", 'char attribute "42" (App. D case 3)', _attrs(answer=Attribute("char", "42"))),
     Case("char-attr-json-object", "char attribute holding a JSON object (App. D case 3)",
          _attrs(meta=Attribute("char", '{"a": [1,2]}'))),
@@ -146,10 +161,12 @@ CASES: list[Case] = [
     Case("double-attr-precision", "double and float attributes needing every digit",
          _attrs(pi=Attribute("double", np.array([3.141592653589793, 1e-300])),
                 f=Attribute("float", np.array([0.1, 1.0000001], "f4")))),
-    Case("typed-attrs", "integer attributes of several types at their extremes", typed_attrs),
-    Case("string-attr", "a string attribute with two values", _attrs(sa=Attribute("string", np.array(["a", "bb"], dtype=object)))),
-    Case("slash-separator", "chunk keys with the '/' dimension separator", chunk_layout, {"separator": "/"}),
-    Case("f-order", "chunks stored in Fortran order", chunk_layout, {"order": "F"}),
+    Case("typed-attrs", "integer attributes of several types at their extremes", typed_attrs, requires=_needs("int64")),
+    Case("string-attr", "a string attribute with two values", _attrs(sa=Attribute("string", np.array(["a", "bb"], dtype=object))),
+         requires=_needs("strings")),
+    Case("slash-separator", "chunk keys with the '/' dimension separator", chunk_layout, {"separator": "/"},
+         requires=_needs("separator")),
+    Case("f-order", "chunks stored in Fortran order", chunk_layout, {"order": "F"}, requires=_needs("order")),
 ]
 
 BY_ID = {c.id: c for c in CASES}
@@ -184,11 +201,11 @@ CASES += [
     Case("corpus-ref_byte", "netcdf-c corpus: pure Zarr, no _ARRAY_DIMENSIONS, no chunk (ref_byte.cdl)",
          _from_cdl("ref_byte.cdl")),
     Case("corpus-ref_byte_fill_value_null", "netcdf-c corpus: fill_value null (ref_byte_fill_value_null.cdl)",
-         _from_cdl("ref_byte_fill_value_null.cdl")),
+         _from_cdl("ref_byte_fill_value_null.cdl"), requires=_needs("fill")),
     Case("corpus-ref_oldformat", "netcdf-c corpus: netcdf-c 4.9.3 keys in .zattrs (ref_oldformat.cdl)",
-         _from_cdl("ref_oldformat.cdl")),
+         _from_cdl("ref_oldformat.cdl"), requires=_needs("legacy")),
     Case("corpus-ref_oldkeys", "netcdf-c corpus: lower-case _nczarr_ keys in .zgroup/.zarray (ref_oldkeys.cdl)",
-         _from_cdl("ref_oldkeys.cdl")),
-    Case("nczarr-v1", V1_LABEL, v1_model),
+         _from_cdl("ref_oldkeys.cdl"), requires=_needs("legacy")),
+    Case("nczarr-v1", V1_LABEL, v1_model, requires=_needs("legacy", "groups", "scalars")),
 ]
 BY_ID = {c.id: c for c in CASES}

@@ -161,9 +161,26 @@ def violations(run: MatrixRun) -> list[Violation]:
     return found
 
 
-def explain(run: MatrixRun, known: list[Known] | None = None) -> tuple[list[str], list[str]]:
+def known_faults(run: MatrixRun, known: list[Known] | None = None) -> dict[tuple[str, str, str], str]:
+    """(case, writer, reader) → why, for each cell of the run that a listed peer fault excuses, its
+    evidence holding: what the reports and the JUnit file mark as a known peer fault (an expected
+    failure) rather than as a failure."""
+    known = KNOWN if known is None else known
+    by_key = {k.key: k for k in known}
+    cells = _cells(run)
+    found: dict[tuple[str, str, str], str] = {}
+    for v in violations(run):
+        entry = by_key.get(v.key)
+        if entry is not None and not entry.evidence(run, cells[(v.case, v.writer, v.reader)]):
+            found[(v.case, v.writer, v.reader)] = entry.why
+    return found
+
+
+def explain(run: MatrixRun, known: list[Known] | None = None, *, complete: bool = True) -> tuple[list[str], list[str]]:
     """(errors, excused): each violation not excused by a known disagreement whose evidence holds is an error;
-    so is a known entry that matches no violation (the peer changed: drop the entry)."""
+    so is a known entry that matches no violation (the peer changed: drop the entry). ``complete=False``
+    (a run of some cases or some peers: ``--cases``/``--peers``): the evidence may name a peer or a cell
+    that did not run, so a listed entry is neither checked nor found stale; unlisted violations still count."""
     known = KNOWN if known is None else known
     by_key = {k.key: k for k in known}
     cells = _cells(run)
@@ -176,14 +193,14 @@ def explain(run: MatrixRun, known: list[Known] | None = None) -> tuple[list[str]
             errors.append(f"{v.side} gate: {v.line()}")
             continue
         matched.add(v.key)
-        problem = entry.evidence(run, cells[(v.case, v.writer, v.reader)])
+        problem = entry.evidence(run, cells[(v.case, v.writer, v.reader)]) if complete else None
         if problem:
             errors.append(f"{v.side} gate: {v.line()} — listed as a peer's fault, but the evidence fails: {problem}")
         else:
             excused.append(f"{v.side}: {v.case}: {v.writer} → {v.reader}: {entry.why}")
     # a known entry is stale only where its cell and every peer it is judged against ran
     ran = {(c.case, c.writer, c.reader) for c in run.cells if c.status != "skipped"}
-    if any(not i["available"] for i in run.implementations):
+    if not complete or any(not i["available"] for i in run.implementations):
         ran = set()  # with a peer missing, a violation can vanish because its passing peer did not run
     for k in known:
         if k.key not in matched and (k.case, k.writer, k.reader) in ran:

@@ -3,9 +3,13 @@
 Each rule is evaluated from what an implementation really wrote in the matrix
 run (the raw objects of its store) or from what it really read back from
 stores built for the rule; the evidence names the case and what was seen.
+Whether a rule applies to an implementation follows from its capabilities
+(peers/capabilities.py: ``nczarr``, ``appendix-d``, ``netcdf-fill``) and not
+from its id, so a reader added from outside is graded like a built-in one.
 """
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import shutil
@@ -20,11 +24,17 @@ from nczarr_conformance.conformance.matrix import MatrixRun
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers.base import PEERS, Peer
-from nczarr_conformance.stores import DirectoryStore
+from nczarr_conformance.stores import DirectoryStore, open_store
 
-NCZARR_WRITERS = {"ours", "netcdf-c-4.10"}  # the Appendix D era (2022-08 on)
-PRE_D_WRITERS = {"ours-nczarr-2-upper", "netcdf-c-4.9"}
-NETCDF_READERS = {"ours", "netcdf-c-4.10", "netcdf-c-4.9"}
+
+def _speaks_nczarr(peer: Peer) -> bool:
+    """Typed attributes and named dimensions are part of what it writes or returns."""
+    return "nczarr" in peer.capabilities
+
+
+def _pre_appendix_d(peer: Peer) -> bool:
+    """An NCZarr writer of the 4.8-4.9.0 layout, which predates Appendices D and E (2022-08)."""
+    return _speaks_nczarr(peer) and "appendix-d" not in peer.capabilities
 
 
 @dataclass(frozen=True)
@@ -32,7 +42,7 @@ class SpecRule:
     id: str
     source: str
     statement: str
-    evaluate: Callable[["RuleContext", Peer], tuple[str, str]]
+    evaluate: Callable[[RuleContext, Peer], tuple[str, str]]
 
 
 @dataclass
@@ -59,8 +69,16 @@ class RuleContext:
         return Path(url) if url else None
 
     def raw(self, case: str, writer: str, key: str) -> Any:
+        """The JSON object ``key`` of what ``writer`` wrote for ``case`` (a directory or, from a command
+        adapter's ``{zip}``, a zip store), or None when there is none."""
         path = self.store(case, writer)
-        if path is None or not (path / key.lstrip("/")).is_file():
+        if path is None:
+            return None
+        if path.is_file():
+            with open_store(str(path)) as store:
+                data = store.get(key)
+            return None if data is None else json.loads(data.decode("utf-8"), strict=False)
+        if not (path / key.lstrip("/")).is_file():
             return None
         return json.loads((path / key.lstrip("/")).read_text(encoding="utf-8"), strict=False)
 
@@ -76,7 +94,7 @@ class RuleContext:
 def _writer_scope(peer: Peer, *, nczarr_only: bool = True) -> tuple[str, str] | None:
     if not peer.writes:
         return "not-applicable", "does not write"
-    if nczarr_only and peer.model != "netcdf":
+    if nczarr_only and not _speaks_nczarr(peer):
         return "not-applicable", "writes pure Zarr: no NCZarr attribute types"
     return None
 
@@ -97,7 +115,7 @@ def _d_write(case: str, check: Callable[[dict[str, Any], dict[str, Any]], str | 
         scope = _writer_scope(peer)
         if scope:
             return scope
-        if peer.id in PRE_D_WRITERS:
+        if _pre_appendix_d(peer):
             return "not-applicable", "writes the 4.8–4.9.0 layout, which predates Appendix D (2022-08)"
         zattrs = ctx.raw(case, peer.id, "/.zattrs")
         if zattrs is None:
@@ -191,14 +209,14 @@ def _read_probe(attr: Attribute | None, value: Any, dtype: str | None, nctype: s
 
 def _d_read(rule_id: str) -> Evaluate:
     def evaluate(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
-        if not peer.reads or peer.id not in NETCDF_READERS:
+        if not peer.reads or not _speaks_nczarr(peer):
             return "not-applicable", "not a netCDF reader: attribute types are not part of what it returns"
         if peer.available():
             return "skipped", peer.available() or ""
         probes = READ_CASES[rule_id]
         try:
             attrs = peer.read(str(_read_store(ctx, rule_id))).root.attributes
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  (a reader failing on the rule's store is the finding)
             what = "; ".join(f"{json.dumps(v)} typed {d}" for _, v, d, _, _ in probes)
             return "deviates", f"{what}: reading failed: {type(exc).__name__}: {exc}"
         seen = [_read_probe(attrs.get(name), value, dtype, nctype, expected)
@@ -218,7 +236,7 @@ def _e_scope(peer: Peer) -> tuple[str, str] | None:
     scope = _writer_scope(peer)
     if scope:
         return scope
-    if peer.id in PRE_D_WRITERS:
+    if _pre_appendix_d(peer):
         return "not-applicable", "writes the 4.8–4.9.0 layout, which predates Appendix E (2022-08-29)"
     return None
 
@@ -273,7 +291,7 @@ def _e_maxstrlen(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
 def _x_dims(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
     if not peer.writes:
         return "not-applicable", "does not write"
-    if peer.model == "zarr":
+    if not _speaks_nczarr(peer):
         return "not-applicable", "a pure Zarr writer: xarray's own convention puts _ARRAY_DIMENSIONS on every array"
     top = ctx.raw("groups-nested", peer.id, "/top/.zattrs")
     sub = ctx.raw("groups-nested", peer.id, "/g1/w/.zattrs")
@@ -297,7 +315,7 @@ def _z_scalar(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
 def _z_fill(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
     if not peer.writes:
         return "not-applicable", "does not write"
-    if peer.id in ("zarr-python", "xarray"):
+    if "netcdf-fill" not in peer.capabilities:
         return "not-applicable", "a pure Zarr writer: no netCDF default fill to encode"
     z = _zarray(ctx, "default-fill", peer.id, "d")
     z2 = _zarray(ctx, "fill-partial", peer.id, "v")
@@ -311,7 +329,7 @@ def _z_fill(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
 
 
 def _z_infer(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
-    if not peer.reads or peer.id not in NETCDF_READERS:
+    if not peer.reads or not _speaks_nczarr(peer):
         return "not-applicable", "not a netCDF reader"
     if peer.available():
         return "skipped", peer.available() or ""
@@ -328,7 +346,7 @@ def _z_infer(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
     try:
         model = peer.read(str(ctx.built("Z.infer", make)))
         a, b = model.root.variables["a"], model.root.variables["b"]
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  (a reader failing on the rule's store is the finding)
         return "deviates", f"pure-Zarr a(5,4), b(4): reading failed: {type(exc).__name__}: {exc}"
     ok = a.dimensions[1] == b.dimensions[0] and a.dimensions[0] != a.dimensions[1]
     return ("follows" if ok else "deviates"), f"pure-Zarr a(5,4), b(4) read with dimensions {a.dimensions}, {b.dimensions}"
@@ -388,10 +406,22 @@ DOCUMENTED_DEVIATIONS: dict[tuple[str, str], str] = {
 }
 
 
-def evaluate_rules(run: MatrixRun) -> list[Result]:
+def select_rules(patterns: list[str] | None) -> list[SpecRule]:
+    """The spec rules whose id matches one of the glob ``patterns`` (all of them without any); a pattern
+    matching none is refused (ValueError naming the known ids): a typo is told, not run as an empty grading."""
+    if not patterns:
+        return list(SPEC_RULES)
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(r.id, pattern) for r in SPEC_RULES):
+            raise ValueError(f"--rules {pattern!r} matches no spec rule; known: {', '.join(r.id for r in SPEC_RULES)}")
+    return [r for r in SPEC_RULES if any(fnmatch.fnmatchcase(r.id, p) for p in patterns)]
+
+
+def evaluate_rules(run: MatrixRun, rules: list[SpecRule] | None = None) -> list[Result]:
+    """Every rule (``rules``: those only) × every implementation of the run."""
     ctx = RuleContext(run)
     results: list[Result] = []
-    for rule in SPEC_RULES:
+    for rule in SPEC_RULES if rules is None else rules:
         for peer_info in run.implementations:
             peer = PEERS[peer_info["id"]]
             if peer.available():
@@ -399,7 +429,7 @@ def evaluate_rules(run: MatrixRun) -> list[Result]:
                 continue
             try:
                 status, evidence = rule.evaluate(ctx, peer)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001  (a rule that cannot evaluate is reported, not raised)
                 status, evidence = "deviates", f"evaluation failed: {type(exc).__name__}: {exc}"
             why = DOCUMENTED_DEVIATIONS.get((rule.id, peer.id))
             if why is not None and status == "deviates":

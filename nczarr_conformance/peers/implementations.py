@@ -25,6 +25,7 @@ from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4 as nc4
 from nczarr_conformance.peers.base import CannotExpress, Peer, register, reject_options
+from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
 
@@ -40,7 +41,8 @@ class Ours(Peer):
         self.flavor = flavor
         self.id = peer_id
         self.name = f"nczarr_conformance ({flavor})"
-        self.model = "zarr" if flavor == "zarr" else "netcdf"
+        # the 4.8-4.9.0 layout predates Appendices D and E; the pure-Zarr flavor still writes netCDF's fills
+        self.capabilities = {"zarr": PURE_ZARR | {"netcdf-fill"}, "nczarr-2-upper": ALL - {"appendix-d"}}.get(flavor, ALL)
         self.reads = flavor == "nczarr-4.10"
 
     def version(self) -> str:
@@ -76,7 +78,8 @@ class NetCDFC410(Peer):
         return str(target)
 
     def read(self, url: str) -> Dataset:
-        return nc4.read(url if "#" in url else to_file_url(url, "file"))
+        with nc4.LOCK:  # netcdf-c is not thread-safe: open and close too (the matrix runs cells in threads)
+            return nc4.read(url if "#" in url else to_file_url(url, "file"))
 
 
 class NetCDFC410Fixed(NetCDFC410):
@@ -87,8 +90,9 @@ class NetCDFC410Fixed(NetCDFC410):
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         from nczarr_conformance.fix import fix_store
 
-        url = super().write(dataset, target, options)
-        fix_store(url, backup=False)
+        with nc4.LOCK:  # the fix's verification reads through netCDF4-python too
+            url = super().write(dataset, target, options)
+            fix_store(url, backup=False)
         return url
 
 
@@ -97,12 +101,13 @@ class NetCDFC490(Peer):
     is parsed)."""
 
     id, name, reads, writes = "netcdf-c-4.9", "netcdf-c ncgen/ncdump", True, True
+    capabilities = ALL - {"appendix-d"}  # 4.9.0 writes the 4.8-4.9.0 layout
 
     def available(self) -> str | None:
         return _tool("ncgen") or _tool("ncdump")
 
     def version(self) -> str:
-        out = subprocess.run(["ncdump"], capture_output=True, text=True).stderr
+        out = subprocess.run(["ncdump"], check=False, capture_output=True, text=True).stderr
         for word in out.split():
             if word[:1].isdigit() and word.count(".") >= 2:
                 return word.rstrip(")")
@@ -114,14 +119,14 @@ class NetCDFC490(Peer):
         reject_options(options, self.id)
         source = target.parent / f"{target.name}.nc"
         nc4.write(dataset, str(source))
-        printed = subprocess.run(["ncdump", "-p", "9,17", str(source)], capture_output=True, timeout=120)
+        printed = subprocess.run(["ncdump", "-p", "9,17", str(source)], check=False, capture_output=True, timeout=120)
         if printed.returncode != 0:
             lines = printed.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit {printed.returncode}"]
             raise RuntimeError(f"ncdump of the case's netCDF-4 file exit {printed.returncode}: {lines[0]}")
         cdl = target.parent / f"{target.name}.cdl"
         cdl.write_bytes(printed.stdout)
         url = to_file_url(str(target), "file")
-        done = subprocess.run(["ncgen", "-4", "-b", "-o", url, str(cdl)], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(["ncgen", "-4", "-b", "-o", url, str(cdl)], check=False, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines() or [f"signal {-done.returncode}"]
             raise RuntimeError(f"ncgen exit {done.returncode}: {lines[0]}")
@@ -129,7 +134,7 @@ class NetCDFC490(Peer):
 
     def read(self, url: str) -> Dataset:
         url = url if "#" in url else to_file_url(url, "file")
-        done = subprocess.run(["ncdump", "-p", "9,17", url], capture_output=True, timeout=120)
+        done = subprocess.run(["ncdump", "-p", "9,17", url], check=False, capture_output=True, timeout=120)
         if done.returncode != 0:
             lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
             reason = lines[0] if lines else (f"killed by signal {-done.returncode}" if done.returncode < 0 else "")
@@ -229,7 +234,7 @@ def _fixed_width_bytes(values: np.ndarray) -> np.ndarray:
 
 
 class ZarrPython(PythonPackagePeer):
-    id, name, reads, writes, model, package = "zarr-python", "zarr-python", True, True, "zarr", "zarr"
+    id, name, reads, writes, capabilities, package = "zarr-python", "zarr-python", True, True, PURE_ZARR, "zarr"
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import zarr
@@ -305,7 +310,8 @@ def _plain(attr: Attribute) -> Any:
 
 
 class Xarray(PythonPackagePeer):
-    id, name, reads, writes, model, root_only, package = "xarray", "xarray", True, True, "zarr", True, "xarray"
+    id, name, reads, writes, root_only, package = "xarray", "xarray", True, True, True, "xarray"
+    capabilities = PURE_ZARR
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import xarray as xr
@@ -343,7 +349,7 @@ class Xarray(PythonPackagePeer):
                 # first failing array in name order instead, so the report is reproducible
                 try:
                     ZarrPython().read(url)
-                except Exception as first:
+                except Exception as first:  # noqa: BLE001  (any failure: its text names the array)
                     raise type(exc)(f"{first}") from exc
                 raise
         group = Group(attributes=_untyped_attributes(dict(ds.attrs)))
@@ -355,7 +361,7 @@ class Xarray(PythonPackagePeer):
 class XarrayDatatree(PythonPackagePeer):
     """``xarray.open_datatree(engine="zarr")``: every group, where ``open_zarr`` reads one."""
 
-    id, name, reads, model, package = "xarray-datatree", "xarray open_datatree", True, "zarr", "xarray"
+    id, name, reads, capabilities, package = "xarray-datatree", "xarray open_datatree", True, PURE_ZARR, "xarray"
 
     def read(self, url: str) -> Dataset:
         import warnings
@@ -370,7 +376,7 @@ class XarrayDatatree(PythonPackagePeer):
             except Exception as exc:  # name the first failing array in name order, as Xarray.read does
                 try:
                     ZarrPython().read(url)
-                except Exception as first:
+                except Exception as first:  # noqa: BLE001  (any failure: its text names the array)
                     raise type(exc)(f"{first}") from exc
                 raise
         return Dataset(self._group(tree))
@@ -390,17 +396,17 @@ GDAL_TYPES = {"Int8": "i1", "Byte": "u1", "Int16": "i2", "UInt16": "u2", "Int32"
 
 
 class Gdal(Peer):
-    id, name, reads, model = "gdal", "GDAL Zarr driver (gdalmdiminfo)", True, "zarr"
+    id, name, reads, capabilities = "gdal", "GDAL Zarr driver (gdalmdiminfo)", True, PURE_ZARR
 
     def available(self) -> str | None:
         return _tool("gdalmdiminfo")
 
     def version(self) -> str:
-        out = subprocess.run(["gdalmdiminfo", "--version"], capture_output=True, text=True).stdout.split()
+        out = subprocess.run(["gdalmdiminfo", "--version"], check=False, capture_output=True, text=True).stdout.split()
         return out[1].rstrip(",") if len(out) > 1 else ""
 
     def read(self, url: str) -> Dataset:
-        done = subprocess.run(["gdalmdiminfo", "-detailed", url], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(["gdalmdiminfo", "-detailed", url], check=False, capture_output=True, text=True, timeout=120)
         if done.returncode != 0 or not done.stdout.strip():
             raise RuntimeError(f"gdalmdiminfo exit {done.returncode}: {done.stderr.strip().splitlines()[0] if done.stderr.strip() else ''}")
         errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
@@ -432,7 +438,8 @@ class Gdal(Peer):
 
 
 class TensorStore(PythonPackagePeer):
-    id, name, reads, model, attributes = "tensorstore", "TensorStore zarr driver", True, "zarr", False
+    id, name, reads = "tensorstore", "TensorStore zarr driver", True
+    capabilities = PURE_ZARR - {"attributes"}  # arrays only: attributes are not compared
     package = "tensorstore"
 
     def read(self, url: str) -> Dataset:
@@ -498,8 +505,7 @@ class Corpus(Peer):
     """Stores as netcdf-c's own tests hold them, and the NCZarr v1 store synthesised from nczarr.md
     Appendix C: a writer only of those cases."""
 
-    id, name, writes, model = ("netcdf-c-corpus", "netcdf-c test corpus (+ NCZarr v1 synthesised from nczarr.md)",
-                               True, "netcdf")
+    id, name, writes = "netcdf-c-corpus", "netcdf-c test corpus (+ NCZarr v1 synthesised from nczarr.md)", True
 
     def version(self) -> str:
         return "nczarr_test"

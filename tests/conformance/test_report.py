@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
 import re
 
@@ -145,14 +146,14 @@ def test_known_disagreements_hold_their_evidence(fresh):
 
 def test_report_exits_1_when_the_gate_finds_ours_worse(fresh, tmp_path, monkeypatch, capsys):
     run, _, _ = fresh
-    monkeypatch.setattr(matrix_module, "run_matrix", lambda workdir: run)
+    monkeypatch.setattr(matrix_module, "run_matrix", lambda workdir, **kw: run)
     monkeypatch.setattr(gate, "KNOWN", [])
     assert report_cli.main(["report", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert "nczarr-conformance: our implementation deviates: writer gate: char-var: ours → zarr-python fails " \
            "where writer zarr-python, xarray passes: " in "\n".join(err)
     monkeypatch.undo()
-    monkeypatch.setattr(matrix_module, "run_matrix", lambda workdir: run)
+    monkeypatch.setattr(matrix_module, "run_matrix", lambda workdir, **kw: run)
     assert report_cli.main(["report", "--out", str(tmp_path)]) == 0
 
 
@@ -199,8 +200,8 @@ def test_known_peer_bugs_appear_as_deviations(fresh):
     assert rule[("Z.fill", "netcdf-c-4.10")].status == "deviates"
     # netcdf-c 4.10's char-attribute bug, as a reading rule: 42 typed >S1 must read back as the text "42"
     d_read = rule[("D.read.1", "netcdf-c-4.10")]
-    assert (d_read.status, d_read.evidence) == ("deviates", '5 typed <i2 read as short [5]; 42 typed >S1 read as '
-                                                            'char "4"')
+    assert (d_read.status, d_read.evidence) == ("deviates", ('5 typed <i2 read as short [5]; 42 typed >S1 read as '
+                                                            'char "4"'))
     assert rule[("D.read.1", "ours")].status == "follows"
 
 
@@ -221,3 +222,61 @@ def test_documented_deviations_are_the_only_ones_of_ours_and_none_is_stale(fresh
     other = next(r for r in results if r.implementation == "ours" and r.status == "follows")
     broken = [dataclasses.replace(r, status="deviates") if r is other else r for r in results]
     assert own_deviations(run, broken) == [f"{other.rule}: ours deviates"]
+
+
+def test_interop_html_opens_with_the_overview_grid(rendered, fresh):
+    """The first table is writer × reader with the counts of each kind, every non-empty cell linking to its pair's
+    section; the counts add up to the run's cells (but the corpus's not-applicable ones)."""
+    run, _, _ = fresh
+    text = (rendered / "interop.html").read_text()
+    body = text.split("<body>", 1)[1]
+    assert body.index('<table class="o">') < body.index("<table>") and body.index('<table class="o">') < \
+        body.index("<h2")
+    grid = body[body.index('<table class="o">'):body.index("</table>")]
+    links = re.findall(r'<a href="#(p-[^"]+)">([^<]+)</a>', grid)
+    writers = [i["id"] for i in run.implementations if i["writes"]]
+    readers = [i["id"] for i in run.implementations if i["reads"]]
+    assert len(links) == len(writers) * len(readers)
+    counted = sum(int(n) for _, text_ in links for n in re.findall(r"\d+", re.sub(r"[^0-9 ]", " ", text_)))
+    assert counted == sum(1 for c in run.cells if c.message != matrix_module.NOT_APPLICABLE)
+    for anchor, _ in links:
+        assert f'<h3 id="{anchor}">' in text
+
+
+def test_known_peer_faults_are_marked_as_such(rendered):
+    text = (rendered / "interop.html").read_text()
+    doc = json.loads((rendered / "interop.json").read_text())
+    assert len(doc["known_faults"]) == len(gate.KNOWN)
+    assert text.count('class="c k"') == len(gate.KNOWN)  # the case tables' cells, outlined and marked †
+    status = {(c["case"], c["writer"], c["reader"]): c["status"] for c in doc["cells"]}
+    for k in doc["known_faults"]:
+        heading = f"{k['case']}: {k['writer']} → {k['reader']} ({status[(k['case'], k['writer'], k['reader'])]}; † " \
+                  f"known peer fault: {k['why']})"
+        assert html.escape(heading) in text, heading
+
+
+def test_every_difference_in_interop_html_names_its_side(rendered):
+    """No bare model-diff line is left: each says what the writer was given and what the reader read."""
+    text = (rendered / "interop.html").read_text()
+    items = re.findall(r"<li>(/root[^<]*|/arrays[^<]*|/attributes[^<]*)</li>", text)
+    assert items and all(" / reader read " in i and len(re.findall(r": writer was (?:not )?given ", i)) == 1 for i in items), \
+        [i for i in items if " / reader read " not in i][:3]
+    assert "only in first" not in text and "only in second" not in text and " != " not in "".join(items)
+
+
+def test_the_full_run_as_junit_validates_and_marks_every_known_fault(fresh):
+    import xml.etree.ElementTree as ET
+
+    import xmlschema
+
+    from nczarr_conformance.conformance.junit import junit_xml
+
+    run, results, _ = fresh
+    text = junit_xml(run, results, gate.known_faults(run))
+    xmlschema.XMLSchema(str(REPO / "tests" / "data" / "junit-10.xsd")).validate(text)
+    root = ET.fromstring(text)
+    assert int(root.get("tests")) == len(run.cells) + len(results)
+    xfails = [c for c in root.iter("testcase") if c.find("skipped") is not None and c.find("skipped").get("type") == "xfail"]
+    from nczarr_conformance.conformance.rules import DOCUMENTED_DEVIATIONS
+
+    assert len(xfails) == len(gate.KNOWN) + len(DOCUMENTED_DEVIATIONS)

@@ -1,0 +1,381 @@
+"""Any implementation, in any language, as a peer: a command that reads a store into the canonical model
+(docs/contracts/model.md, its JSON Schema ``nczarr_conformance/schema/model.schema.json``) and/or writes
+a store from it.
+
+A command is a template split with ``shlex`` (so quoting is the shell's) and run without a shell; each
+placeholder inside an argument is replaced by its value:
+
+reader (``--reader NAME='CMD'``)
+    ``{url}``      the store as a netcdf-c URL: ``file:///abs/store#mode=nczarr,file`` (``…,zip`` for a zip)
+    ``{path}``     the store's local path: a directory, or a zip file
+    ``{zip}``      the store as a zip file (a directory store is zipped for the call)
+    ``{out_json}`` where to write the model JSON; without it the model is read from standard output
+writer (``--writer NAME='CMD'``)
+    ``{model_json}`` the intended model, as canonical JSON (read it)
+    ``{path}``       the directory to create the store in (it does not exist yet)
+    ``{url}``        that directory as a netcdf-c URL (``file:///abs/store#mode=nczarr,file``)
+    ``{zip}``        a zip file to create instead: the store is then that zip
+    ``{options}``    the case's writer options as a JSON object (``{"separator": "/"}``); a writer
+                     without it is not asked to write a case that has options
+
+Braces meant literally are doubled (``{{``). A call that exits non-zero, is killed or outlasts its
+timeout fails its cell with one line (the last line of its stderr); the whole stderr (its last 4,000
+characters) is the cell's detail. ``available()`` is whether the command's program is on ``PATH`` (or,
+with a ``/``, exists), so a missing tool is named in the run's summary.
+
+Many implementations go in a TOML file (``nczarr-conformance.toml`` in the working directory, or
+``--config FILE``)::
+
+    [implementations.mytool]
+    name = "mytool 1.2"                          # shown in the reports (default: the id)
+    reader = "mytool dump --json {url} {out_json}"
+    writer = "mytool load {model_json} {path}"
+    caps = "nczarr,attributes,groups,strings"    # or a list; default: all (peers/capabilities.py)
+    env = { MYTOOL_QUIET = "1" }                 # added to the environment
+    timeout = 60                                 # seconds per call (default 120)
+    version = "mytool --version"                 # its first line is the reported version
+
+A config's commands run in the config file's directory; command-line ones in the working directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import string
+import subprocess
+import tempfile
+import tomllib
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nczarr_conformance.errors import UsageError
+from nczarr_conformance.model import Dataset
+from nczarr_conformance.peers.base import (
+    CannotExpress,
+    Peer,
+    PeerFailed,
+    reject_options,
+)
+from nczarr_conformance.peers.capabilities import ALL
+from nczarr_conformance.peers.capabilities import parse as parse_caps
+
+READ_FIELDS = ("url", "path", "zip", "out_json")
+WRITE_FIELDS = ("model_json", "path", "url", "zip", "options")
+DEFAULT_TIMEOUT = 120.0
+#: how much of a failing command's stderr a cell keeps (the end: where a traceback says what broke)
+DETAIL_LIMIT = 4000
+CONFIG_NAME = "nczarr-conformance.toml"
+CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version"})
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+
+
+@dataclass(frozen=True)
+class Template:
+    """One command line: its ``shlex`` words, each a format string over the placeholders."""
+
+    text: str
+    words: tuple[str, ...]
+    fields: frozenset[str]
+
+    @classmethod
+    def parse(cls, text: str, allowed: tuple[str, ...], where: str) -> Template:
+        """Split and check ``text``: an unknown placeholder or a bad quote is a usage error naming ``where``."""
+        try:
+            words = tuple(shlex.split(text))
+        except ValueError as exc:
+            raise UsageError(f"{where}: cannot split {text!r}: {exc}") from None
+        if not words:
+            raise UsageError(f"{where}: the command is empty")
+        fields: set[str] = set()
+        for word in words:
+            try:
+                names = [name for _, name, _, _ in string.Formatter().parse(word) if name is not None]
+            except ValueError as exc:
+                raise UsageError(f"{where}: {word!r}: {exc} (double a literal brace: {{{{)") from None
+            unknown = [n for n in names if n not in allowed]
+            if unknown:
+                raise UsageError(f"{where}: unknown placeholder {{{unknown[0]}}}; known: "
+                                 + ", ".join(f"{{{n}}}" for n in allowed))
+            fields.update(names)
+        return cls(text, words, frozenset(fields))
+
+    def expand(self, values: Mapping[str, str]) -> list[str]:
+        return [word.format_map(values) for word in self.words]
+
+    @property
+    def program(self) -> str:
+        return self.words[0]
+
+
+def _program_missing(program: str, env: Mapping[str, str]) -> bool:
+    if "/" in program:
+        return not os.access(program, os.X_OK)
+    return shutil.which(program, path=env.get("PATH")) is None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _store_path(url: str) -> str:
+    """The local path a matrix URL names: a bare path, or a ``file://`` URL (its fragment dropped)."""
+    if url.startswith("file://"):
+        return url[len("file://"):].split("#", 1)[0]
+    return url
+
+
+def _file_url(path: str) -> str:
+    kind = "zip" if Path(path).is_file() else "file"
+    return f"file://{os.path.abspath(path)}#mode=nczarr,{kind}"
+
+
+def _zip_directory(store: Path, target: Path) -> None:
+    """The store's objects in a zip, keys at the top level (how netcdf-c's ``mode=zip`` lays them out)."""
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as archive:
+        for item in sorted(store.rglob("*")):
+            if item.is_file():
+                archive.write(item, item.relative_to(store).as_posix())
+
+
+class CommandPeer(Peer):
+    """A peer that is a command line (see the module's docstring for the placeholders)."""
+
+    def __init__(self, peer_id: str, *, reader: str | None = None, writer: str | None = None,
+                 caps: frozenset[str] = ALL, env: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, cwd: Path | None = None, version_command: str | None = None,
+                 name: str | None = None, source: str = "the command line") -> None:
+        where = f"{source}: {peer_id}"
+        if not ID_PATTERN.match(peer_id):
+            raise UsageError(f"{where}: an implementation id is letters, digits and . _ + - (not {peer_id!r})")
+        if reader is None and writer is None:
+            raise UsageError(f"{where}: neither a reader nor a writer command")
+        if timeout <= 0:
+            raise UsageError(f"{where}: timeout must be positive, not {timeout}")
+        self.id, self.name, self.source = peer_id, name or peer_id, source
+        self.capabilities = caps
+        self.env = dict(env or {})
+        self.timeout = float(timeout)
+        self.cwd = cwd
+        self.reader = Template.parse(reader, READ_FIELDS, f"{where} reader") if reader is not None else None
+        self.writer = Template.parse(writer, WRITE_FIELDS, f"{where} writer") if writer is not None else None
+        self.version_command = (Template.parse(version_command, (), f"{where} version")
+                                if version_command is not None else None)
+        if self.reader is not None and not self.reader.fields & {"url", "path", "zip"}:
+            raise UsageError(f"{where} reader: the command names no store: use {{url}}, {{path}} or {{zip}}")
+        if self.writer is not None and "model_json" not in self.writer.fields:
+            raise UsageError(f"{where} writer: the command has no {{model_json}} to read the model from")
+        if self.writer is not None and not self.writer.fields & {"url", "path", "zip"}:
+            raise UsageError(f"{where} writer: the command names no store: use {{path}}, {{url}} or {{zip}}")
+        self.reads = self.reader is not None
+        self.writes = self.writer is not None
+
+    # ---- running one call ----------------------------------------------------------------------
+
+    def _environment(self) -> dict[str, str]:
+        return {**os.environ, **self.env}
+
+    def available(self) -> str | None:
+        env = self._environment()
+        missing = sorted({t.program for t in (self.reader, self.writer) if t is not None
+                          and _program_missing(t.program, env)})
+        return f"{', '.join(missing)} not installed" if missing else None
+
+    def _run(self, argv: list[str], what: str) -> tuple[bytes, str]:
+        """(stdout, stderr) of one call; a non-zero exit, a signal or the timeout raises PeerFailed with
+        one line and the stderr as its detail. The call gets a session of its own, so that a timeout ends
+        everything it started (a shell's children too), not only the first process."""
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=self._environment(), cwd=self.cwd, start_new_session=True)
+        except OSError as exc:
+            raise PeerFailed(f"{what}: cannot start {argv[0]}: {exc.strerror or exc}") from None
+        with proc:
+            try:
+                out, err = proc.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, err = proc.communicate()
+                detail = err.decode("utf-8", "replace")[-DETAIL_LIMIT:]
+                raise PeerFailed(f"{what} timed out after {self.timeout:g} s", detail) from None
+        detail = err.decode("utf-8", "replace")[-DETAIL_LIMIT:]
+        if proc.returncode < 0:
+            raise PeerFailed(f"{what} killed by signal {-proc.returncode}: {_last_line(detail) or 'no message'}",
+                             detail)
+        if proc.returncode != 0:
+            raise PeerFailed(f"{what} exit {proc.returncode}: {_last_line(detail) or 'no message'}", detail)
+        return out, detail
+
+    def version(self) -> str:
+        if self.version_command is None:
+            return "unknown (no version command)"
+        try:
+            out, err = self._run(self.version_command.expand({}), "version")
+        except PeerFailed as exc:
+            return f"unknown ({exc})"
+        text = out.decode("utf-8", "replace") or err
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[0][:100] if lines else "unknown"
+
+    # ---- the Peer interface --------------------------------------------------------------------
+
+    def read(self, url: str) -> Dataset:
+        return self.read_detailed(url)[0]
+
+    def read_detailed(self, url: str) -> tuple[Dataset, str]:
+        if self.reader is None:
+            raise NotImplementedError(f"{self.id} has no reader command")
+        path = _store_path(url)
+        with tempfile.TemporaryDirectory(prefix="ncz-read-") as tmp:
+            values = {"url": _file_url(path), "path": os.path.abspath(path), "out_json": str(Path(tmp) / "model.json")}
+            if "zip" in self.reader.fields:
+                values["zip"] = os.path.abspath(path)
+                if Path(path).is_dir():
+                    values["zip"] = str(Path(tmp) / "store.zip")
+                    _zip_directory(Path(path), Path(values["zip"]))
+            out, detail = self._run(self.reader.expand(values), "reader")
+            if "out_json" in self.reader.fields:
+                produced = Path(values["out_json"])
+                if not produced.is_file():
+                    raise PeerFailed("reader exit 0 but wrote no {out_json}", detail)
+                out = produced.read_bytes()
+        return self._model(out, detail), detail
+
+    @staticmethod
+    def _model(out: bytes, detail: str) -> Dataset:
+        try:
+            doc: Any = json.loads(out)
+            if not isinstance(doc, dict):
+                raise TypeError(f"a JSON {type(doc).__name__}, not an object")
+            return Dataset.from_json(doc)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            what = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:200]
+            raise PeerFailed(f"reader output is not the canonical model (docs/contracts/model.md): {what}",
+                             detail) from None
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        if self.writer is None:
+            raise NotImplementedError(f"{self.id} has no writer command")
+        if options and "options" not in self.writer.fields:
+            reject_options(options, f"{self.id} (its writer command has no {{options}})")
+        model_json = target.parent / f"{target.name}.model.json"
+        model_json.write_text(json.dumps(dataset.to_json(), ensure_ascii=False), encoding="utf-8")
+        store = target.parent / f"{target.name}.zip" if "zip" in self.writer.fields else target
+        values = {"model_json": os.path.abspath(model_json), "path": os.path.abspath(target), "url": f"file://{os.path.abspath(target)}#mode=nczarr,file",
+                  "zip": os.path.abspath(store), "options": json.dumps(options, sort_keys=True)}
+        _, detail = self._run(self.writer.expand(values), "writer")
+        if not store.exists():
+            raise PeerFailed(f"writer exit 0 but wrote nothing at {store.name}", detail)
+        return str(store)
+
+
+# ---- declaring command peers: the command line and the TOML file ------------------------------------
+
+def split_assignment(text: str, option: str) -> tuple[str, str]:
+    """``NAME=VALUE`` of ``--reader``/``--writer``/``--caps``; anything else is a usage error."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise UsageError(f"{option} {text!r}: expected NAME=VALUE")
+    return name.strip(), value
+
+
+def from_command_line(readers: list[str], writers: list[str], caps: list[str],
+                      timeout: float = DEFAULT_TIMEOUT) -> dict[str, dict[str, Any]]:
+    """The declarations ``--reader``/``--writer``/``--caps`` make, by implementation id (for ``build``)."""
+    specs: dict[str, dict[str, Any]] = {}
+    for option, items in (("--reader", readers), ("--writer", writers)):
+        for item in items:
+            name, command = split_assignment(item, option)
+            spec = specs.setdefault(name, {"timeout": timeout, "source": "the command line"})
+            if option.lstrip("-") in spec:
+                raise UsageError(f"{option} {name}: given twice")
+            spec[option.lstrip("-")] = command
+    for item in caps:
+        name, value = split_assignment(item, "--caps")
+        specs.setdefault(name, {"source": "the command line"})["caps"] = value
+    return specs
+
+
+def load_config(path: Path) -> dict[str, dict[str, Any]]:
+    """The declarations of a TOML file (see the module's docstring), by implementation id."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not TOML: {exc}") from None
+    extra = sorted(set(doc) - {"implementations"})
+    if extra:
+        raise UsageError(f"{path}: unknown table {extra[0]!r} (expected [implementations.NAME])")
+    table = doc.get("implementations", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: [implementations] must be a table of [implementations.NAME] tables")
+    specs: dict[str, dict[str, Any]] = {}
+    for name, spec in table.items():
+        where = f"{path} [implementations.{name}]"
+        if not isinstance(spec, dict):
+            raise UsageError(f"{where}: must be a table")
+        unknown = sorted(set(spec) - CONFIG_KEYS)
+        if unknown:
+            raise UsageError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CONFIG_KEYS))}")
+        for key in ("name", "reader", "writer", "version"):
+            if key in spec and not isinstance(spec[key], str):
+                raise UsageError(f"{where}: {key} must be a string")
+        env = spec.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise UsageError(f"{where}: env must be a table of strings")
+        timeout = spec.get("timeout", DEFAULT_TIMEOUT)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise UsageError(f"{where}: timeout must be a number of seconds")
+        specs[name] = {**spec, "timeout": float(timeout), "cwd": path.resolve().parent, "source": where}
+    return specs
+
+
+def build(specs: Mapping[str, Mapping[str, Any]], *, overrides: Mapping[str, Mapping[str, Any]] | None = None,
+          ) -> list[CommandPeer]:
+    """Command peers from declarations (``load_config``), with the command line's (``from_command_line``)
+    taking precedence key by key: ``--caps ncks=…`` narrows a configured ncks. ``--caps`` for an id that
+    no command declares is a usage error."""
+    merged: dict[str, dict[str, Any]] = {name: dict(spec) for name, spec in specs.items()}
+    for name, spec in (overrides or {}).items():
+        if name not in merged and set(spec) <= {"caps", "source"}:
+            raise UsageError(f"--caps {name}: no --reader, --writer or configured implementation {name!r}")
+        base = merged.setdefault(name, {})
+        for key, value in spec.items():
+            if key == "source" and "source" in base:
+                continue  # a configured implementation keeps naming its file
+            base[key] = value
+    peers = []
+    for name, spec in merged.items():
+        where = spec.get("source", "the command line")
+        try:
+            caps = parse_caps(spec["caps"], where=f"{where}: {name} caps") if "caps" in spec else ALL
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        peers.append(CommandPeer(name, reader=spec.get("reader"), writer=spec.get("writer"), caps=caps,
+                                 env=spec.get("env"), timeout=float(spec.get("timeout", DEFAULT_TIMEOUT)),
+                                 cwd=spec.get("cwd"), version_command=spec.get("version"), name=spec.get("name"),
+                                 source=where))
+    return peers
+
+
+def find_config(explicit: str | None, cwd: Path | None = None) -> Path | None:
+    """``--config FILE`` (which must exist), else ``nczarr-conformance.toml`` in the working directory if
+    there is one."""
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise UsageError(f"{explicit}: --config file not found")
+        return path
+    default = (cwd or Path.cwd()) / CONFIG_NAME
+    return default if default.is_file() else None
+
+
+__all__ = ["CannotExpress", "CommandPeer", "Template", "build", "find_config", "from_command_line", "load_config"]
