@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-unsupported", action="store_true",
                    help="leave out (with a warning) variables and attributes of compound, vlen, opaque or enum type, "
                         "and HDF5 objects netCDF-4 hides, misreads or crashes on (float16, bitfield, reference, "
-                        "array and time types, zero-length attributes, filters its HDF5 lacks)")
+                        "array and time types, zero-length attributes, filters its HDF5 lacks); what holds no "
+                        "variable's values (named datatypes, attributes netCDF-4 keeps to itself) is named in one "
+                        "warning line with or without this option")
     p.add_argument("--json-attributes", choices=JSON_ATTRIBUTE_MODES, default="lossless",
                    help="char attributes whose text parses as JSON: lossless (default) writes the text as a JSON "
                         "string, which every reader gives back exactly; spec writes it as that JSON value "
