@@ -35,7 +35,7 @@ from nczarr_conformance.model import Dataset, Group, Variable
 from nczarr_conformance.nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
 from nczarr_conformance.sources import hdf5_types
 from nczarr_conformance.sources import netcdf4 as nc4
-from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores import open_store, sniff
 from nczarr_conformance.urls import parse
 
 
@@ -227,6 +227,9 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     if not os.path.exists(src):
         raise StoreError(f"{src}: no such file or directory")
     spec = parse(dst)
+    misnamed = sniff.output_error(dst)  # out.nc would be a directory named like a netCDF file
+    if misnamed is not None:
+        raise misnamed
     safety.check_output_is_safe(src, spec.kind, spec.path)
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")

@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nczarr_conformance.stores import sniff
+
 if TYPE_CHECKING:
     from nczarr_conformance.model import Group
 
@@ -78,7 +80,6 @@ NON_COORD_PREFIX = "_nc4_non_coord_"
 FILTER_NAMES = {1: "deflate", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset",
                 305: "lzo", 307: "bzip2", 32000: "lzf", 32001: "blosc", 32004: "lz4", 32008: "bitshuffle",
                 32015: "zstd", 32026: "blosc2"}
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 #: what netcdf-c does with an object (Finding.effect)
@@ -158,21 +159,8 @@ ATTRIBUTE = "attribute"
 
 def is_hdf5(path: str) -> bool:
     """The HDF5 signature at offset 0, 512, 1024, 2048… (a user block moves it), in a regular file
-    (never opened otherwise: opening a FIFO would wait for a writer)."""
-    if not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            offset = 0
-            while offset + len(_HDF5_SIGNATURE) <= size:
-                fh.seek(offset)
-                if fh.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE:
-                    return True
-                offset = 512 if offset == 0 else offset * 2
-    except OSError:
-        return False
-    return False
+    (never opened otherwise: opening a FIFO would wait for a writer). stores/sniff.py says it for every command."""
+    return sniff.is_hdf5(path)
 
 
 # ---- types ------------------------------------------------------------------------------------
