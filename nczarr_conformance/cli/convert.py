@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="netCDF-4 (or netCDF-3) file; with --concat or --append, several files or quoted glob patterns")
     p.add_argument("output", help="directory, .zip file, or netcdf-c URL (file://…#mode=nczarr,zip, s3://…)")
     p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
-                   help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2-upper (netcdf-c 4.9.0), zarr")
+                   help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2 (netcdf-c 4.9.1–4.9.2), "
+                        "nczarr-2-upper (netcdf-c 4.9.0), zarr")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--append", metavar="DIM",
                    help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
