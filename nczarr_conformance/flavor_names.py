@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 #: layouts the writer can produce
-WRITE_FLAVORS = ("nczarr-4.10", "nczarr-2-upper", "zarr")
+WRITE_FLAVORS = ("nczarr-4.10", "nczarr-2", "nczarr-2-upper", "zarr")
 #: what the CLI and API accept for a write flavor → the layout written
-FLAVOR_ALIASES = {"nczarr": "nczarr-4.10", "nczarr-4.10": "nczarr-4.10", "nczarr-2-upper": "nczarr-2-upper",
-                  "upper": "nczarr-2-upper", "zarr": "zarr"}
+FLAVOR_ALIASES = {"nczarr": "nczarr-4.10", "nczarr-4.10": "nczarr-4.10", "nczarr-2": "nczarr-2",
+                  "nczarr-2-upper": "nczarr-2-upper", "upper": "nczarr-2-upper", "zarr": "zarr"}
 #: layouts nczarr-check can be told to expect (``--expect``)
 CHECK_FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr")
 #: how char attributes whose text parses as JSON are written (nczarr/attrs.py): lossless (as JSON strings,

@@ -11,6 +11,7 @@ from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.sniff import (
     NETCDF_MAGIC,
     explain_open_failure,
+    foreign_file_error,
     is_netcdf_file,
 )
 from nczarr_conformance.urls import parse
@@ -21,6 +22,9 @@ __all__ = ["open_dataset", "dataset_name", "is_netcdf_file", "NETCDF_MAGIC"]
 def open_dataset(url: str, *, data: bool = True) -> Dataset:
     """The canonical model of whatever ``url`` names."""
     spec = parse(url)
+    foreign = foreign_file_error(spec.path, url) if spec.kind in ("file", "zip") else None
+    if foreign is not None:  # GRIB, HDF4, text: named, not "not a directory"
+        raise foreign
     if spec.kind == "file" and os.path.isfile(spec.path) and is_netcdf_file(spec.path):
         from nczarr_conformance.sources import netcdf4
 

@@ -17,7 +17,7 @@ from typing import Any, Self
 import numpy as np
 
 from nczarr_conformance import keys
-from nczarr_conformance.errors import FormatError, UsageError
+from nczarr_conformance.errors import FormatError
 from nczarr_conformance.model import Attribute, Dimension, Group, Variable
 from nczarr_conformance.nczarr.reader import ArrayInfo, DatasetReader
 from nczarr_conformance.nczarr.selection import read_selection
@@ -184,10 +184,10 @@ class LazyDataset(LazyGroup):
                  storage_options: Mapping[str, Any] | None = None) -> None:
         text = os.fspath(url)
         spec = parse(text, storage_options)
-        refused = netcdf_file_error(spec, text)
+        refused = netcdf_file_error(spec, text, "read it with netCDF4-python, or convert it with "
+                                               "nczarr_conformance.convert")
         if refused is not None:
-            raise UsageError(f"{text}: is a netCDF file, not a store: read it with netCDF4-python, "
-                             f"or convert it with nczarr_conformance.convert")
+            raise refused
         self.url = text
         self.storage_options = dict(storage_options or {})
         self.store: Store = open_store(spec)

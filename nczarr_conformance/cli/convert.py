@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="netCDF-4 (or netCDF-3) file; with --concat or --append, several files or quoted glob patterns")
     p.add_argument("output", help="directory, .zip file, or netcdf-c URL (file://…#mode=nczarr,zip, s3://…)")
     p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
-                   help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2-upper (netcdf-c 4.9.0), zarr")
+                   help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2 (netcdf-c 4.9.1–4.9.2), "
+                        "nczarr-2-upper (netcdf-c 4.9.0), zarr")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--append", metavar="DIM",
                    help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
@@ -50,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-unsupported", action="store_true",
                    help="leave out (with a warning) variables and attributes of compound, vlen, opaque or enum type, "
                         "and HDF5 objects netCDF-4 hides, misreads or crashes on (float16, bitfield, reference, "
-                        "array and time types, zero-length attributes, filters its HDF5 lacks)")
+                        "array and time types, zero-length attributes, filters its HDF5 lacks); what holds no "
+                        "variable's values (named datatypes, attributes netCDF-4 keeps to itself) is named in one "
+                        "warning line with or without this option")
     p.add_argument("--json-attributes", choices=JSON_ATTRIBUTE_MODES, default="lossless",
                    help="char attributes whose text parses as JSON: lossless (default) writes the text as a JSON "
                         "string, which every reader gives back exactly; spec writes it as that JSON value "

@@ -210,6 +210,7 @@ def _report(args: argparse.Namespace, peer_ids: list[str]) -> int:
             Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
             Path(args.junit).write_text(junit_xml(matrix, results, known), encoding="utf-8")
             print(args.junit)
+        bad = own_deviations(matrix, results, complete=complete)  # while the stores exist: some evidence reads them again
     finally:
         if args.keep:
             print(f"stores kept in {workdir}", file=sys.stderr)
@@ -223,7 +224,6 @@ def _report(args: argparse.Namespace, peer_ids: list[str]) -> int:
               file=sys.stderr)
     print(f"nczarr-conformance: summary: {summary.line()}", file=sys.stderr)
     print(f"nczarr-conformance: rules: {summary.rules_line()}", file=sys.stderr)
-    bad = own_deviations(matrix, results, complete=complete)
     for line in bad:
         print(f"nczarr-conformance: our implementation deviates: {line}", file=sys.stderr)
     if bad:

@@ -67,6 +67,7 @@ from nczarr_conformance.nczarr.writer import (
     _all_fill,
     _to_storage,
 )
+from nczarr_conformance.stores import sniff
 from nczarr_conformance.stores.part import PartSpec, open_part
 from nczarr_conformance.urls import StoreSpec, parse
 
@@ -699,6 +700,9 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     started = time.perf_counter()
     files = expand_inputs(inputs)
     spec = parse(dst)
+    misnamed = None if append else sniff.output_error(dst)  # a new store named out.nc: refused (an old one appends)
+    if misnamed is not None:
+        raise misnamed
     for path in files:
         safety.check_output_is_safe(path, spec.kind, spec.path)
     if flavor not in FLAVOR_ALIASES:

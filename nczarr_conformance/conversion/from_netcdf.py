@@ -35,7 +35,7 @@ from nczarr_conformance.model import Dataset, Group, Variable
 from nczarr_conformance.nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
 from nczarr_conformance.sources import hdf5_types
 from nczarr_conformance.sources import netcdf4 as nc4
-from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores import open_store, sniff
 from nczarr_conformance.urls import parse
 
 
@@ -56,9 +56,10 @@ class _Source:
 
     nc: Any
     path: str  # what netCDF4-python opened: the input, or a copy of it without objects netcdf-c crashes on
+    found: hdf5_types.Scan = field(default_factory=hdf5_types.Scan)  # what h5py saw in the input
+    findings: list[hdf5_types.Finding] = field(default_factory=list)  # what netCDF-4 or the model cannot hold
     skip: set[str] = field(default_factory=set)  # variable keys left out
     leave_out: dict[str, set[str]] = field(default_factory=dict)  # group or variable key → attribute names
-    warnings: list[str] = field(default_factory=list)
     fills: dict[str, Any] = field(default_factory=dict)  # variable key → the HDF5 fill value its writer set
 
 
@@ -85,16 +86,17 @@ def _split(where: str) -> tuple[str, str | None]:
 def _opened(src: str, skip_unsupported: bool) -> Iterator[_Source]:
     """``src`` opened with netCDF4-python once h5py has looked at it (sources/hdf5_types.py).
 
-    What netCDF-4 or the model cannot hold is refused in one line naming each, or
-    (``skip_unsupported``) left out with a warning each. An object netcdf-c cannot open a
-    file with, or crashes on, is left out by reading a copy of the file without it (in
-    TMPDIR, removed afterwards): netCDF4-python never sees the original.
+    What netCDF-4 or the model cannot hold is found here and refused or left out by
+    :func:`_prepare`, once the header shows what else netCDF-4 did not show. An object netcdf-c
+    cannot open a file with, or crashes on, is refused here in one line naming each, or
+    (``skip_unsupported``) left out by reading a copy of the file without it (in TMPDIR, removed
+    afterwards): netCDF4-python never sees the original.
     """
     with nc4.LOCK:
         found = hdf5_types.scan(src)
     fatal = [f for f in found.findings if f.fatal]
     if fatal and not skip_unsupported:
-        raise UnsupportedError(nc4.refusal(src, found.findings, "; --skip-unsupported converts the rest"))
+        raise UnsupportedError(nc4.refusal(src, _outermost(found.findings), "; --skip-unsupported converts the rest"))
     path = hdf5_types.without(src, fatal) if fatal else src
     try:
         try:
@@ -102,12 +104,8 @@ def _opened(src: str, skip_unsupported: bool) -> Iterator[_Source]:
         except NczarrError as exc:  # name the input, not the copy
             raise type(exc)(str(exc).replace(path, src)) from exc
         try:
-            findings = _findings(nc, found)
-            if findings and not skip_unsupported:
-                raise UnsupportedError(nc4.refusal(src, findings, "; --skip-unsupported converts the rest"))
-            source = _Source(nc, path, fills=found.fills)
-            for f in findings:
-                source.warnings.append(f"{src}: {f.left_out}")
+            source = _Source(nc, path, found=found, findings=_findings(nc, found), fills=found.fills)
+            for f in source.findings:
                 if f.attribute is None:
                     source.skip.add(f.path)
                 else:
@@ -151,13 +149,36 @@ def _header(ncgroup: Any, path: str, variables: dict[str, Any], skip: frozenset[
 def _prepare(source: _Source, src: str, variables: dict[str, Any], skip_unsupported: bool,
              transforms: Transforms | None) -> tuple[Dataset, frozenset[str], list[str]]:
     """The dataset to write (transforms applied, HDF5 fill values kept, unwritable codecs replaced), the keys
-    whose chunks must be re-encoded, and the warnings to show."""
-    with nc4.LOCK:
-        dataset = Dataset(_header(source.nc, "/", variables, source.skip, skip_unsupported, source.leave_out))
+    whose chunks must be re-encoded, and the warnings to show.
+
+    Nothing in the input is dropped without a word: the header is compared with every object h5py
+    saw (hdf5_types.unseen, before -V/-G choose what to keep). What holds values the store will
+    not (the findings, and any dataset, group or attribute netCDF-4 did not show) is refused in one
+    line naming each, or (``skip_unsupported``) left out with one warning each; what holds no
+    variable's values (a named datatype, an attribute of a name netCDF-4 or NCZarr keeps to itself,
+    an attribute of a dimension-only scale) is named in one warning line and never refused.
+    """
+    with nc4.LOCK:  # attributes of user types are left out here and refused below unless skipped
+        dataset = Dataset(_header(source.nc, "/", variables, source.skip, True, source.leave_out))
+    extra = hdf5_types.unseen(source.found, dataset.root, source.findings)
+    refused = _outermost(source.findings + [f for f in extra if not f.noted])
+    if refused and not skip_unsupported:
+        raise UnsupportedError(nc4.refusal(src, refused, "; --skip-unsupported converts the rest"))
+    said = [f"{src}: {f.left_out}" for f in refused]
+    noted = [f for f in extra if f.noted]
+    if noted:
+        said.append(f"{src}: left out, holding no variable's values: {', '.join(f.listed for f in noted)}")
     _keep_hdf5_fill(dataset, source.fills)
     reencode = apply(transforms, dataset, src) if transforms is not None else frozenset()
     replaced, notes = writable_codecs(dataset, src)
-    return dataset, reencode | replaced, source.warnings + notes
+    return dataset, reencode | replaced, said + notes
+
+
+def _outermost(findings: list[hdf5_types.Finding]) -> list[hdf5_types.Finding]:
+    """The findings less the attributes of an object itself found: a dataset left out takes its attributes
+    with it, and one name says so."""
+    objects = {f.path for f in findings if f.attribute is None}
+    return [f for f in findings if f.attribute is None or f.path not in objects]
 
 
 def _keep_hdf5_fill(dataset: Dataset, fills: dict[str, Any]) -> None:
@@ -207,6 +228,9 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     if not os.path.exists(src):
         raise StoreError(f"{src}: no such file or directory")
     spec = parse(dst, storage_options)
+    misnamed = sniff.output_error(dst)  # out.nc would be a directory named like a netCDF file
+    if misnamed is not None:
+        raise misnamed
     safety.check_output_is_safe(src, spec.kind, spec.path)
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")

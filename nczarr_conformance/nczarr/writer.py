@@ -1,7 +1,16 @@
-"""Canonical model → store, in one of three layouts.
+"""Canonical model → store, in one of four layouts.
 
 ``nczarr-4.10`` (default) puts every NCZarr key in ``.zattrs`` as netcdf-c 4.10.1
-does; ``nczarr-2-upper`` writes what netcdf-c 4.9.0 reads (``_NCZARR_*`` keys,
+does; ``nczarr-2`` writes what netcdf-c 4.9.1–4.9.2 write (libnczarr/zsync.c at v4.9.1 and
+v4.9.2, identical there): ``_nczarr_superblock`` and ``_nczarr_group`` (``dims``, ``vars``,
+``groups``) in ``.zgroup``, ``_nczarr_array`` (``dimrefs``, ``storage``) in ``.zarray``,
+``_nczarr_attr`` (the user attributes' ``types``) in ``.zattrs``, the root's ``_NCProperties``;
+it refuses unlimited dimensions (4.9.1–4.9.2 have none in NCZarr: ``nc_def_dim`` returns
+NC_EDIMSIZE). Where netcdf-c 4.9.2's own output trips a reader, the form every reader takes, which
+4.9.2 reads too: a ``.zattrs`` on every group and variable and ``"scalar": 1`` beside ``"storage":
+"scalar"`` (netcdf-c 4.10.1 needs both), ``_ARRAY_DIMENSIONS`` on every variable (xarray knows
+NCZarr's ``dimrefs`` only under 4.9.0's ``_NCZARR_ARRAY``; 4.9.2 writes it in the root group only);
+``nczarr-2-upper`` writes what netcdf-c 4.9.0 reads (``_NCZARR_*`` keys,
 ``<U1`` char, little-endian data because 4.9.0 ignores the byte order on read,
 uncompressed chunks because 4.9.0 returns compressed bytes as data;
 it refuses strings, scalars and unlimited dimensions, on which 4.9.0 fails);
@@ -67,6 +76,20 @@ from nczarr_conformance.nczarr.dtypes import (
 from nczarr_conformance.stores.base import Store
 
 SUPERBLOCK = {"version": "2.0.0"}
+
+
+def _provenance() -> str:
+    """The root's _NCProperties in the nczarr-2 layout: who wrote it, in netcdf-c's syntax
+    (``version=2,netcdf=4.9.2,nczarr=2.0.0`` in a 4.9.2 store)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("nczarr-conformance")
+    except PackageNotFoundError:
+        ours = "unknown"
+    return f"version=2,nczarr_conformance={ours},nczarr=2.0.0"
+
+
 #: codecs written as the .zarray "compressor" when last in the chain; fletcher32 too, as netcdf-c's
 #: NCZarr writes the last filter there ({"id": "fletcher32"} after shuffle and zlib)
 COMPRESSOR_IDS = frozenset({"zlib", "gzip", "blosc", "zstd", "bz2", "lzma", "lz4", "fletcher32"})
@@ -75,7 +98,10 @@ SCALAR_DIM = "_scalar_"
 #: ``char_as`` values → the char dtype written
 CHAR_DTYPES = dict(zip(CHAR_AS_CHOICES, ("|S1", ">S1")))
 #: the char dtype each flavor writes unless told otherwise
-DEFAULT_CHAR_AS = {"nczarr-4.10": ">S1", "zarr": "S1"}
+DEFAULT_CHAR_AS = {"nczarr-4.10": ">S1", "nczarr-2": ">S1", "zarr": "S1"}
+#: the layouts of netcdf-c before 4.9.3 (``_nczarr_*``/``_NCZARR_*`` keys in .zgroup and .zarray, ``dims``,
+#: ``vars``, ``dimrefs``), with no unlimited dimension
+PRE_410 = ("nczarr-2", "nczarr-2-upper")
 
 #: (variable key, variable, region) → the region's values in model dtype.
 ChunkSource = Callable[[str, Variable, tuple[slice, ...]], np.ndarray]
@@ -178,9 +204,10 @@ class DatasetWriter:
             if clash:
                 raise UnsupportedError(f"{gkey}: {sorted(clash)} name both a variable and a group")
             for name, dim in group.dimensions.items():
-                if dim.unlimited and self.flavor == "nczarr-2-upper":
+                if dim.unlimited and self.flavor in PRE_410:
                     raise UnsupportedError(f"{keys.join(gkey, name)}: unlimited dimensions cannot be written as "
-                                           "nczarr-2-upper (netcdf-c 4.9.0 rejects them); use --flavor nczarr")
+                                           f"{self.flavor} (netcdf-c before 4.9.3 has none in NCZarr); -u makes "
+                                           "them fixed, or use --flavor nczarr")
             for vname, var in group.variables.items():
                 vkey = keys.join(gkey, vname)
                 if len(var.dimensions) != len(var.shape):
@@ -499,10 +526,31 @@ class DatasetWriter:
             zarray["_NCZARR_ARRAY"] = {"dimrefs": list(var.dimensions),
                                        "storage": "scalar" if var.is_scalar else "chunked"}
             zattrs["_NCZARR_ATTR"] = {"types": types}
+        elif self.flavor == "nczarr-2":
+            zarray["_nczarr_array"] = {"dimrefs": list(var.dimensions),
+                                       "storage": "scalar" if var.is_scalar else "chunked"}
+            if var.is_scalar:  # netcdf-c ≥ 4.9.3 knows a scalar by this key only (4.9.2 by "storage")
+                zarray["_nczarr_array"]["scalar"] = 1
+            if self.xarray:  # every group, as nczarr-4.10: xarray finds NCZarr's dimrefs only under _NCZARR_ARRAY
+                zattrs["_ARRAY_DIMENSIONS"] = [SCALAR_DIM] if var.is_scalar else dims_basenames
+            self._put_metadata(keys.join(akey, ".zarray"), zarray)
+            self._put_zattrs_as_492(keys.join(akey, ".zattrs"), zattrs, types)
+            return
         elif self.xarray:
             zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
         self._put_metadata(keys.join(akey, ".zarray"), zarray)
         self._put_metadata(keys.join(akey, ".zattrs"), zattrs)
+
+    def _put_zattrs_as_492(self, key: str, zattrs: dict[str, Any], types: dict[str, str]) -> None:
+        """netcdf-c 4.9.1–4.9.2 (ncz_sync_atts): ``_nczarr_attr`` last, naming the user attributes' types.
+
+        netcdf-c 4.9.2 writes no ``.zattrs`` where there is nothing to put (an attribute-less variable
+        outside the root, a sub-group without attributes); netcdf-c 4.10.1 then refuses the variable
+        (NC_ENCZARR: no .zattrs) and reads the group as pure Zarr, so it cannot open that output.
+        Written everywhere (``"types": {}`` when empty), which 4.9.2 reads too: ``_nczarr_attr`` is
+        one of its hidden reserved attributes (libsrc4/nc4internal.c ``NC_reserved``)."""
+        zattrs["_nczarr_attr"] = {"types": types}
+        self._put_metadata(key, zattrs)
 
     def _user_attributes(self, attributes: dict[str, Attribute]) -> tuple[dict[str, Any], dict[str, str]]:
         zattrs: dict[str, Any] = {}
@@ -512,7 +560,7 @@ class DatasetWriter:
                 continue
             # Appendix D needs the recorded type to undo case 3: pure Zarr and the pre-2022
             # upper-case layout keep char text as a JSON string.
-            value, type_text = attr_codec.encode(attr, json_convention=self.flavor == "nczarr-4.10")
+            value, type_text = attr_codec.encode(attr, json_convention=self.flavor in ("nczarr-4.10", "nczarr-2"))
             if self.flavor == "nczarr-2-upper" and attr.type == "char":
                 type_text = "<U1"
             zattrs[name] = value
@@ -539,6 +587,17 @@ class DatasetWriter:
                 zgroup["_NCZARR_SUPERBLOCK"] = dict(SUPERBLOCK)
             zgroup["_NCZARR_GROUP"] = {"dims": dims, "vars": list(group.variables), "groups": list(group.groups)}
             zattrs["_NCZARR_ATTR"] = {"types": types}
+        elif self.flavor == "nczarr-2":  # ncz_sync_grp: the superblock, then the group, in .zgroup
+            if gkey == "/":
+                zgroup["_nczarr_superblock"] = dict(SUPERBLOCK)
+                # netcdf-c 4.9.x puts its provenance first in the root .zattrs, so it always has one
+                # (netcdf-c 4.10.1 segfaults opening this layout without it); ours, in its syntax
+                zattrs = {"_NCProperties": _provenance(), **zattrs}
+                types = {"_NCProperties": ">S1", **types}
+            zgroup["_nczarr_group"] = {"dims": dims, "vars": list(group.variables), "groups": list(group.groups)}
+            self._put_zattrs_as_492(keys.join(gkey, ".zattrs"), zattrs, types)
+            self._put_metadata(keys.join(gkey, ".zgroup"), zgroup)
+            return
         self._put_metadata(keys.join(gkey, ".zattrs"), zattrs)
         self._put_metadata(keys.join(gkey, ".zgroup"), zgroup)
 

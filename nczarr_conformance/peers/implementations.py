@@ -462,7 +462,8 @@ class TensorStore(PythonPackagePeer):
         return Dataset(root)
 
 
-for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
+for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2", "ours-nczarr-2"),
+              Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
               NetCDFC410(), NetCDFC410Fixed(), NetCDFC490(), ZarrPython(), Xarray(), XarrayDatatree(), Gdal(),
               TensorStore()):
     register(_peer)

@@ -21,7 +21,12 @@ from nczarr_conformance.model import Dataset, Variable
 from nczarr_conformance.nczarr.reader import DatasetReader
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.base import Store
-from nczarr_conformance.stores.sniff import explain_open_failure, is_netcdf_file
+from nczarr_conformance.stores.sniff import (
+    explain_open_failure,
+    foreign_file_error,
+    is_hdf5,
+    is_netcdf_file,
+)
 from nczarr_conformance.urls import parse
 
 #: netCDF4-python data models → what ``ncdump -k`` prints (ncdump.c ``kind_string``).
@@ -155,7 +160,10 @@ class NetcdfFileSource(DumpSource):
 def open_source(url: str) -> Iterator[DumpSource]:
     """The dump source ``url`` names (store or netCDF file), closed afterwards."""
     spec = parse(url)
-    if spec.kind == "file" and is_netcdf_file(spec.path):
+    foreign = foreign_file_error(spec.path, url) if spec.kind in ("file", "zip") else None
+    if foreign is not None:  # GRIB, HDF4, text: named, not "not a directory"
+        raise foreign
+    if spec.kind == "file" and (is_netcdf_file(spec.path) or is_hdf5(spec.path)):
         source = NetcdfFileSource(spec.path)
         try:
             yield source
@@ -170,4 +178,4 @@ def open_source(url: str) -> Iterator[DumpSource]:
         yield store_source
 
 
-__all__ = ["DumpSource", "StoreSource", "NetcdfFileSource", "open_source"]
+__all__ = ["DumpSource", "NetcdfFileSource", "StoreSource", "open_source"]

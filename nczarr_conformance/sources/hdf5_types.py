@@ -14,11 +14,18 @@ netCDF-4 data model in four ways, and three of them are silent or fatal:
   dataspace, a named (committed) integer, float or bitfield datatype, a dangling soft or
   external link, a malformed ``DIMENSION_LIST``: the file does not open;
 * a dataset whose filter netCDF-4's HDF5 lacks (blosc2, lzf, lzo…) opens, and its first read
-  fails ("Filter error: undefined filter encountered").
+  fails ("Filter error: undefined filter encountered");
+* it hides objects of types it has, without a word: a named datatype (h5py's ``f["t"] =
+  h5py.string_dtype()``, the user types netcdf-c commits), an attribute whose name netCDF-4
+  keeps to itself when it is not netCDF-4's or HDF5 dimension scales' bookkeeping (PyTables'
+  ``CLASS = "CARRAY"``), an attribute of a dataset netCDF-4 shows as a dimension only.
 
 :func:`scan` walks every link, dataset and attribute with h5py (types and dataspaces only,
 never values) and returns one :class:`Finding` per such object, named as netCDF names it
-(``/g/var``, ``/g/var:attr``, ``/:attr``). :func:`without` makes a copy of the file with the
+(``/g/var``, ``/g/var:attr``, ``/:attr``); it also lists every object h5py sees
+(:attr:`Scan.objects`), and :func:`unseen` compares that list with the model netCDF-4 gave, so
+whatever is in the file and not in the model is named too, including what no rule here
+foresaw. :func:`without` makes a copy of the file with the
 fatal ones removed, so ``--skip-unsupported`` can convert the rest. :func:`unwritten_value`
 says what an unwritten element of a dataset reads as (its HDF5 fill value, zero unless the
 writer set one), which is not always the fill netCDF-4 reports: netcdf-c reports an HDF5 fill
@@ -31,11 +38,16 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from nczarr_conformance.stores import sniff
+
+if TYPE_CHECKING:
+    from nczarr_conformance.model import Group
 
 #: the reasons a finding gives (what follows the object's name in a refusal or warning)
 OUTSIDE = "outside the NCZarr model"
@@ -43,6 +55,12 @@ NO_TYPE = "netCDF-4 has no such type"
 CRASHES = "netcdf-c crashes on it"
 NO_OPEN = "netcdf-c cannot open a file holding it"
 NO_FILTER = "netCDF-4's HDF5 cannot decode it"
+NO_PYTHON = "netCDF4-python cannot open a file holding it"
+NOT_SHOWN = "netCDF-4 does not show it"
+RESERVED = "a name netCDF-4 keeps to itself"
+NCZARR_NAME = "a name NCZarr keeps to itself: the store writes its own"
+DIMENSION_ATTRIBUTE = "netCDF-4 shows its dataset as a dimension only"
+NO_TYPES = "the NCZarr model keeps no type definitions"
 
 #: attributes netcdf-c keeps to itself (never shown, whatever their type): HDF5 dimension scales'
 #: bookkeeping and netCDF-4's own (checked against netcdf-c 4.10.1 through netCDF4-python)
@@ -50,11 +68,18 @@ HIDDEN_ATTRIBUTES = frozenset({
     "CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST", "_Netcdf4Dimid", "_Netcdf4Coordinates", "_nc3_strict",
     "_NCProperties", "_SuperblockVersion", "_IsNetcdf4", "_Format", "_Codecs", "_ARRAY_DIMENSIONS",
 })
+#: attributes netCDF-4 writes to keep its own books (netCDF-4 format specification, "Reserved
+#: attributes"): what they say (dimension ids, the classic-model flag, provenance, codecs) the store
+#: says its own way, so leaving them out loses nothing
+NETCDF4_BOOKKEEPING = frozenset({"_Netcdf4Dimid", "_Netcdf4Coordinates", "_nc3_strict", "_NCProperties", "_Codecs"})
+#: the NAME netCDF-4 gives a dimension scale that is a dimension and not a variable (netcdf-c's DIM_WITHOUT_VARIABLE)
+DIMENSION_ONLY = b"This is a netCDF dimension but not a netCDF variable"
+#: the prefix netCDF-4 gives a dataset named like a dimension it is not the coordinate of (netcdf-c's NON_COORD_PREPEND)
+NON_COORD_PREFIX = "_nc4_non_coord_"
 #: HDF5 filter ids registered with The HDF Group, for a name when the file stores none
 FILTER_NAMES = {1: "deflate", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset",
                 305: "lzo", 307: "bzip2", 32000: "lzf", 32001: "blosc", 32004: "lz4", 32008: "bitshuffle",
                 32015: "zstd", 32026: "blosc2"}
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 #: what netcdf-c does with an object (Finding.effect)
@@ -62,6 +87,7 @@ FATAL = "fatal"  # cannot open (or crashes closing) the file while the object is
 MISREAD = "misread"  # shows it, and reading it crashes or fails, or the model cannot take what it shows
 HIDDEN = "hidden"  # hides it: nothing to leave out, only to say
 SHOWN = "shown"  # shows it as a user-defined type (compound, vlen, enum, opaque): the model has none
+NOTED = "noted"  # holds no variable's values (a type definition, an attribute netCDF-4 keeps to itself): named, never refused
 
 
 @dataclass(frozen=True)
@@ -78,6 +104,11 @@ class Finding:
     def fatal(self) -> bool:
         """netcdf-c cannot open the file while it is there: leaving it out takes a copy without it."""
         return self.effect == FATAL
+
+    @property
+    def noted(self) -> bool:
+        """Named in the conversion's one warning line and left out, never refused: no variable's values go."""
+        return self.effect == NOTED
 
     @property
     def breaks_reading(self) -> bool:
@@ -113,25 +144,23 @@ class Scan:
     #: dataset path → the fill value its writer set in HDF5 (standard numeric types only): what netcdf-c
     #: reports as the variable's fill when no _FillValue attribute says otherwise
     fills: dict[str, Any] = field(default_factory=dict)
+    #: every object h5py sees, (HDF5 path, attribute name or None) → its kind (GROUP, DATASET, DIMENSION,
+    #: "named datatype string", ATTRIBUTE), parents first; netCDF-4's and dimension scales' bookkeeping
+    #: attributes are not objects (their meaning, the dimensions, is in the model)
+    objects: dict[tuple[str, str | None], str] = field(default_factory=dict)
+
+
+#: kinds of Scan.objects
+GROUP = "group"
+DATASET = "dataset"
+DIMENSION = "dimension"  # a dimension scale netCDF-4 shows as a dimension only
+ATTRIBUTE = "attribute"
 
 
 def is_hdf5(path: str) -> bool:
     """The HDF5 signature at offset 0, 512, 1024, 2048… (a user block moves it), in a regular file
-    (never opened otherwise: opening a FIFO would wait for a writer)."""
-    if not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            offset = 0
-            while offset + len(_HDF5_SIGNATURE) <= size:
-                fh.seek(offset)
-                if fh.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE:
-                    return True
-                offset = 512 if offset == 0 else offset * 2
-    except OSError:
-        return False
-    return False
+    (never opened otherwise: opening a FIFO would wait for a writer). stores/sniff.py says it for every command."""
+    return sniff.is_hdf5(path)
 
 
 # ---- types ------------------------------------------------------------------------------------
@@ -220,6 +249,37 @@ def _member_problem(tid: Any) -> tuple[str, str] | None:
     return None if found is None or found[1] == OUTSIDE else found
 
 
+def nests_compound_arrays(tid: Any) -> bool:
+    """A compound holding an array of compounds, at any depth: numpy's structured dtypes cannot say it, and
+    netCDF4-python raises TypeError ("nested structured dtype arrays not supported") opening a file where such
+    a type is committed or held by any attribute or variable."""
+    import h5py
+
+    klass = tid.get_class()
+    if klass == h5py.h5t.ARRAY:
+        return nests_compound_arrays(tid.get_super())
+    if klass in (h5py.h5t.VLEN, h5py.h5t.ENUM):
+        return nests_compound_arrays(tid.get_super())
+    if klass != h5py.h5t.COMPOUND:
+        return False
+    for i in range(tid.get_nmembers()):
+        member = tid.get_member_type(i)
+        if member.get_class() == h5py.h5t.ARRAY and _holds_compound(member.get_super()):
+            return True
+        if nests_compound_arrays(member):
+            return True
+    return False
+
+
+def _holds_compound(tid: Any) -> bool:
+    import h5py
+
+    klass = tid.get_class()
+    if klass == h5py.h5t.ARRAY:
+        return _holds_compound(tid.get_super())
+    return bool(klass == h5py.h5t.COMPOUND)
+
+
 def _named_type_problem(tid: Any) -> str | None:
     """A committed (named) datatype netcdf-c cannot open a file with: every one but a string, an opaque
     and a compound, vlen or enum of types it has (the user types netCDF-4 itself commits)."""
@@ -282,6 +342,9 @@ def _attributes(obj: Any, path: str) -> Iterator[Finding]:
         except (KeyError, OSError, ValueError, TypeError):
             continue  # h5py cannot look at it: netcdf-c will say what it makes of it
         klass = tid.get_class()
+        if nests_compound_arrays(tid):
+            yield Finding(path, name, "compound holding an array of compounds", NO_PYTHON, FATAL)
+            continue
         if name in HIDDEN_ATTRIBUTES:
             if name == "DIMENSION_LIST" and not (klass == h5py.h5t.VLEN
                                                  and tid.get_super().get_class() == h5py.h5t.REFERENCE):
@@ -316,7 +379,9 @@ def _dataset(dset: Any, path: str, out: Scan) -> None:
     as_string = fixed_string or (klass == h5py.h5t.FLOAT and not is_standard(tid))
     user_fill = plist.fill_value_defined() == h5py.h5d.FILL_VALUE_USER_DEFINED
     problem = _problem(tid)
-    if problem is not None:
+    if nests_compound_arrays(tid):
+        out.findings.append(Finding(path, None, "compound holding an array of compounds", NO_PYTHON, FATAL))
+    elif problem is not None:
         what, why = problem
         if as_string and user_fill:
             out.findings.append(Finding(path, None, f"{what} with an HDF5 fill value", CRASHES, FATAL))
@@ -332,6 +397,47 @@ def _dataset(dset: Any, path: str, out: Scan) -> None:
         plist.get_fill_value(value)
         out.fills[path] = value[()]
     out.findings.extend(_attributes(dset, path))
+    scale = _is_scale(dset)
+    out.objects[(path, None)] = DIMENSION if scale and _dimension_only(dset) else DATASET
+    _inventory(dset, path, out, scale)
+
+
+def _is_scale(dset: Any) -> bool:
+    """An HDF5 dimension scale (its CLASS attribute says DIMENSION_SCALE)."""
+    import h5py
+
+    try:
+        return bool(h5py.h5ds.is_scale(dset.id))
+    except (OSError, ValueError, TypeError, RuntimeError):
+        return False
+
+
+def _dimension_only(dset: Any) -> bool:
+    """A scale netCDF-4 shows as a dimension and not as a variable (its NAME says so; NAME is a short
+    string: a larger one is not netCDF-4's and is not read)."""
+    try:
+        if "NAME" not in dset.attrs or dset.attrs.get_id("NAME").get_storage_size() > 1024:
+            return False
+        value = dset.attrs["NAME"]
+    except (KeyError, OSError, ValueError, TypeError):
+        return False
+    raw = value.encode("utf-8", "replace") if isinstance(value, str) else bytes(np.asarray(value).tobytes())
+    return raw.startswith(DIMENSION_ONLY)
+
+
+def _bookkeeping(name: str, scale: bool) -> bool:
+    """An attribute that only encodes what the model holds another way: netCDF-4's own, an HDF5
+    dimension scale's CLASS, NAME and REFERENCE_LIST, any DIMENSION_LIST (a malformed one is a finding)."""
+    if name in NETCDF4_BOOKKEEPING or name == "DIMENSION_LIST":
+        return True
+    return scale and name in ("CLASS", "NAME", "REFERENCE_LIST")
+
+
+def _inventory(obj: Any, path: str, out: Scan, scale: bool = False) -> None:
+    """Every attribute of ``obj`` that is more than bookkeeping, into ``out.objects``."""
+    for name in obj.attrs:
+        if not _bookkeeping(name, scale):
+            out.objects[(path, name)] = ATTRIBUTE
 
 
 def _filter(plist: Any, index: int) -> tuple[int, str]:
@@ -345,6 +451,7 @@ def _walk(group: Any, path: str, out: Scan, seen: set[Any]) -> None:
     import h5py
 
     out.findings.extend(_attributes(group, path))
+    _inventory(group, path, out)
     for name in group:
         where = _join(path, name)
         try:
@@ -361,14 +468,19 @@ def _walk(group: Any, path: str, out: Scan, seen: set[Any]) -> None:
         if isinstance(obj, h5py.Dataset):
             _dataset(obj, where, out)
         elif isinstance(obj, h5py.Datatype):
+            out.objects[(where, None)] = f"named datatype {_base_name(obj.id)}"
             problem = _named_type_problem(obj.id)
-            if problem is not None:
+            if nests_compound_arrays(obj.id):
+                out.findings.append(Finding(where, None, "named datatype: compound holding an array of compounds",
+                                            NO_PYTHON, FATAL))
+            elif problem is not None:
                 out.findings.append(Finding(where, None, f"named datatype {problem}", NO_OPEN, FATAL))
         elif isinstance(obj, h5py.Group):
             address = obj.id.__hash__()
             if address in seen:
                 continue  # a group linked twice (or into its own ancestor): walked once
             seen.add(address)
+            out.objects[(where, None)] = GROUP
             _walk(obj, where, out, seen)
 
 
@@ -407,6 +519,90 @@ def unavailable_filters(found: Scan, available: Callable[[int], bool]) -> list[F
     return missing
 
 
+# ---- what the model does not hold --------------------------------------------------------------------
+
+def _held(root: Group) -> tuple[set[str], set[tuple[str, str]], set[tuple[str, str]]]:
+    """The model's groups and variables (paths), dimensions (group path, name), attributes (owner, name)."""
+    paths: set[str] = set()
+    dims: set[tuple[str, str]] = set()
+    attrs: set[tuple[str, str]] = set()
+    for gkey, group in root.walk():
+        paths.add(gkey)
+        dims.update((gkey, name) for name in group.dimensions)
+        attrs.update((gkey, name) for name in group.attributes)
+        for vname, var in group.variables.items():
+            vkey = _join(gkey, vname)
+            paths.add(vkey)
+            attrs.update((vkey, name) for name in var.attributes)
+    return paths, dims, attrs
+
+
+def _netcdf_name(path: str) -> str:
+    """The path netCDF-4 shows a dataset at: ``/g/_nc4_non_coord_y`` is ``/g/y``."""
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/{name.removeprefix(NON_COORD_PREFIX)}" if name.startswith(NON_COORD_PREFIX) else path
+
+
+def _unheld_attribute(path: str, name: str, owner_kind: str) -> Finding:
+    """Why an attribute h5py sees is not in the model, and whether that is only noted or refused."""
+    from nczarr_conformance.model import is_internal_attribute
+
+    if owner_kind == DIMENSION:
+        return Finding(path, name, ATTRIBUTE, DIMENSION_ATTRIBUTE, NOTED)
+    if name in HIDDEN_ATTRIBUTES:
+        return Finding(path, name, ATTRIBUTE, RESERVED, NOTED)
+    if is_internal_attribute(name):
+        return Finding(path, name, ATTRIBUTE, NCZARR_NAME, NOTED)
+    return Finding(path, name, ATTRIBUTE, NOT_SHOWN, HIDDEN)  # nothing foreseen: refused unless skipped
+
+
+def _within(path: str, gone: set[str], *, inclusive: bool) -> bool:
+    """``path`` lies inside an object of ``gone`` (or is one, when ``inclusive``)."""
+    if inclusive and path in gone:
+        return True
+    return any(path.startswith(_join(g, "")) for g in gone if g != "/")
+
+
+def _unheld(path: str, attr: str | None, kind: str, kinds: dict[str, str], paths: set[str],
+            dims: set[tuple[str, str]], attrs: set[tuple[str, str]]) -> Finding | None:
+    """The finding for one object h5py saw, or None when the model holds it."""
+    if attr is not None:
+        return None if (_netcdf_name(path), attr) in attrs else _unheld_attribute(path, attr, kinds.get(path, GROUP))
+    if kind.startswith("named datatype"):
+        return Finding(path, None, kind, NO_TYPES, NOTED)
+    parent, _, name = path.rpartition("/")
+    if kind == DIMENSION and (parent or "/", name) in dims:
+        return None
+    if _netcdf_name(path) in paths:
+        return None
+    return Finding(path, None, kind, NOT_SHOWN, HIDDEN)
+
+
+def unseen(found: Scan, root: Group, known: Iterable[Finding]) -> list[Finding]:
+    """A finding for each object h5py saw that the model ``root`` (what netCDF-4 showed, as the
+    converter read it) does not hold and no finding in ``known`` names already.
+
+    A named datatype, an attribute of a name netCDF-4 or NCZarr keeps to itself, an attribute of a
+    dimension-only scale: NOTED (named in one warning, never refused: no variable's values go).
+    A dataset, group or other attribute nothing here foresaw netCDF-4 hiding: HIDDEN, refused unless
+    the caller skips unsupported objects. What lies inside an object left out is not named again.
+    """
+    paths, dims, attrs = _held(root)
+    gone = {f.path for f in known if f.attribute is None}  # objects left out: what is in them goes with them
+    named = {(f.path, f.attribute) for f in known}
+    kinds = {path: kind for (path, attr), kind in found.objects.items() if attr is None}
+    missing: list[Finding] = []
+    for (path, attr), kind in found.objects.items():
+        if (path, attr) in named or _within(path, gone, inclusive=attr is not None):
+            continue
+        finding = _unheld(path, attr, kind, kinds, paths, dims, attrs)
+        if finding is not None:
+            missing.append(finding)
+            if attr is None:
+                gone.add(path)
+    return missing
+
+
 # ---- a copy without the fatal objects ---------------------------------------------------------------
 
 def _detach_scale(f: Any, path: str) -> None:
@@ -437,10 +633,11 @@ def without(path: str, findings: list[Finding], folder: str | None = None) -> st
     copy = os.path.join(where, os.path.basename(path) or "input.h5")
     try:
         shutil.copyfile(path, copy)
+        removed = {f.path for f in findings if f.fatal and f.attribute is None}
         with h5py.File(copy, "r+") as f:
             for finding in findings:
-                if not finding.fatal:
-                    continue
+                if not finding.fatal or (finding.attribute is not None and finding.path in removed):
+                    continue  # an attribute goes with its object
                 if finding.attribute is not None:
                     target = f if finding.path == "/" else f[finding.path]
                     del target.attrs[finding.attribute]

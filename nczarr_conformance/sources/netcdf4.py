@@ -21,7 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.errors import FormatError, StoreError, UnsupportedError
+from nczarr_conformance.errors import (
+    FormatError,
+    NczarrError,
+    StoreError,
+    UnsupportedError,
+)
 from nczarr_conformance.model import (
     Attribute,
     Dataset,
@@ -34,6 +39,7 @@ from nczarr_conformance.model import (
 from nczarr_conformance.nczarr.dtypes import numpy_dtype
 from nczarr_conformance.sources import hdf5_types
 from nczarr_conformance.sources.hdf5_types import Finding
+from nczarr_conformance.stores import sniff
 
 ID = "netcdf4-python"
 NC_TYPE_NAMES = {1: "byte", 2: "char", 3: "short", 4: "int", 5: "float", 6: "double", 7: "ubyte",
@@ -335,6 +341,9 @@ def open_nc(path: str, *, check: str = "reading") -> Any:
     """
     import netCDF4
 
+    foreign = sniff.foreign_file_error(path)  # GRIB, HDF4, CDL, text: say what it is, not "Unknown file format"
+    if foreign is not None:
+        raise foreign
     found = None
     if check != "none":
         with LOCK:
@@ -352,13 +361,14 @@ def open_nc(path: str, *, check: str = "reading") -> Any:
     except FileNotFoundError as exc:
         raise StoreError(f"{path}: no such file or directory") from exc
     except OSError as exc:
-        raise FormatError(f"{path}: not a netCDF file netCDF4-python can open ({exc.strerror or exc})") from exc
+        raise _plain_hdf5_or(path, str(exc.strerror or exc),
+                             f"{path}: not a netCDF file netCDF4-python can open ({exc.strerror or exc})") from exc
     except TypeError as exc:  # a user type numpy cannot express, e.g. an array of a nested compound
         raise FormatError(f"{path}: netCDF4-python cannot open this file ({exc}); it is outside the NCZarr "
                           "model") from exc
     except (RuntimeError, AttributeError, KeyError, ValueError) as exc:  # e.g. a malformed _Netcdf4Coordinates
-        raise FormatError(f"{path}: netCDF4-python cannot open this file ({type(exc).__name__}: "
-                          f"{' '.join(str(exc).split())})") from exc
+        cause = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        raise _plain_hdf5_or(path, cause, f"{path}: netCDF4-python cannot open this file ({cause})") from exc
     if found is not None:
         bad = [f for f in found.findings if check == "all" or f.breaks_reading]
         bad += hdf5_types.unavailable_filters(found, lambda fid: filter_available(nc, fid))
@@ -367,6 +377,13 @@ def open_nc(path: str, *, check: str = "reading") -> Any:
                 nc.close()
             raise UnsupportedError(refusal(path, bad))
     return nc
+
+
+def _plain_hdf5_or(path: str, cause: str, otherwise: str) -> NczarrError:
+    """The error naming an HDF5 file that is not netCDF-4 as such (stores/sniff.py), else ``otherwise``."""
+    with LOCK:
+        plain = sniff.plain_hdf5_error(path, cause)
+    return plain if plain is not None else FormatError(otherwise)
 
 
 def read(path: str, *, data: bool = True) -> Dataset:
