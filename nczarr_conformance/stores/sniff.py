@@ -1,19 +1,14 @@
-"""Recognise what a URL names when it is not a Zarr v2 store, so a failure can say what to do instead.
+"""Recognise what a URL names when it is not a store, so a failure can say what to do instead.
 
-A netCDF file handed to nczarr-check, or a Zarr v3 store handed to any reader, would
-otherwise fail as "not a directory" or "no dataset here"; these checks name the thing
-and the fix in one line.
+A netCDF file handed to nczarr-check would otherwise fail as "not a directory" or "no
+dataset here"; these checks name the thing and the fix in one line. (Zarr v3 stores are
+read: ``zarr3.reader.open_reader`` picks the v3 reader when a root ``zarr.json`` is there.)
 """
 from __future__ import annotations
 
 import os
 
-from nczarr_conformance.errors import (
-    FormatError,
-    NczarrError,
-    UnsupportedError,
-    UsageError,
-)
+from nczarr_conformance.errors import FormatError, NczarrError, UsageError
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import StoreSpec
 
@@ -37,21 +32,9 @@ def netcdf_file_error(spec: StoreSpec, url: str) -> NczarrError | None:
     return None
 
 
-def zarr_v3_error(store: Store, url: str) -> NczarrError | None:
-    """The error for a Zarr v3 store (a root zarr.json), else None; call it once no v2 root was found."""
-    if store.get("/zarr.json") is not None:
-        return UnsupportedError(f"{url}: Zarr v3 store: not supported yet")
-    return None
-
-
 def explain_open_failure(store: Store, url: str, exc: FormatError) -> NczarrError:
-    """The error to show when no dataset could be read from ``store``: a Zarr v3 store is
-    named as such when no v2 root is there (the likelier cause); otherwise ``exc`` with the URL."""
-    try:
-        if store.get("/.zgroup") is None and store.get("/.zarray") is None:
-            v3 = zarr_v3_error(store, url)
-            if v3 is not None:
-                return v3
-    except NczarrError:
-        pass  # the root itself is unreadable: the original error says more
+    """The error to show when no dataset could be read from ``store``: ``exc`` with the URL.
+
+    (A Zarr v3 store is no longer refused here: ``zarr3.reader.open_reader`` reads it.)"""
+    del store
     return type(exc)(f"{url}: {exc}")
