@@ -21,7 +21,9 @@ Decisions (issue #25, first slice):
 """
 from __future__ import annotations
 
+import base64
 import json
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,8 +245,8 @@ class V3Reader(DatasetReader):
         self.arrays[akey] = info
         attributes = self._attributes(akey, doc)
         raw_fill = (doc.get("attributes") or {}).get("_FillValue")
-        if "_FillValue" in attributes and attributes["_FillValue"].type != dtype.storage.nctype:
-            attributes["_FillValue"] = attr_codec.decode(raw_fill, attr_type_string(dtype.storage.nctype))
+        if "_FillValue" in attributes:
+            attributes["_FillValue"] = _fill_attribute(raw_fill, dtype.storage.nctype, where)
         var = Variable(dtype.storage.nctype, self._dimension_names(akey, doc, shape), shape, attributes,
                        chunks=None if scalar else list(chunks), endianness=self._endianness(chain, dtype.storage.nctype),
                        filters=self._filters(doc))
@@ -284,6 +286,23 @@ class V3Reader(DatasetReader):
             else:
                 raise FormatError(f"{keys.join(akey, ZARR_JSON)}: dimension name {name!r} is not a string")
         return out
+
+
+def _fill_attribute(raw: Any, nctype: str, where: str) -> Attribute:
+    """``_FillValue`` in the variable's type. xarray writes it into a v3 array's attributes
+    encoded (xarray/backends/zarr.py ``FillValueCoder``): a float as base64 of its 8 little-endian
+    bytes, a byte string as base64; anything else is typed as the v2 pure-Zarr path types it."""
+    if isinstance(raw, str) and nctype in ("float", "double"):
+        try:
+            packed = base64.b64decode(raw, validate=True)
+        except ValueError:
+            packed = b""
+        if len(packed) == 8:
+            return Attribute(nctype, np.array([struct.unpack("<d", packed)[0]]))
+    try:
+        return attr_codec.decode(raw, attr_type_string(nctype))
+    except (FormatError, UnsupportedError) as exc:
+        raise FormatError(f"{where}: attribute '_FillValue': {exc}") from exc
 
 
 def is_v3(store: Store) -> bool:
