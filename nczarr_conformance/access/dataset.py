@@ -15,7 +15,7 @@ from nczarr_conformance.stores.sniff import (
 from nczarr_conformance.urls import parse
 from nczarr_conformance.zarr3.reader import read_any
 
-__all__ = ["open_dataset", "dataset_name", "is_netcdf_file", "NETCDF_MAGIC"]
+__all__ = ["NETCDF_MAGIC", "dataset_name", "is_netcdf_file", "open_dataset"]
 
 
 def open_dataset(url: str, *, data: bool = True) -> Dataset:
@@ -37,6 +37,5 @@ def dataset_name(url: str) -> str:
     spec = parse(url)
     name = PurePosixPath(spec.path.rstrip("/")).name or "dataset"
     for ext in (".zip", ".file", ".zarr", ".nc", ".nc4"):
-        if name.endswith(ext):
-            name = name[: -len(ext)]
+        name = name.removesuffix(ext)
     return name or "dataset"

@@ -33,11 +33,11 @@ from nczarr_conformance.errors import StoreUnavailableError
 from nczarr_conformance.flavor_names import CHECK_FLAVORS
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.sniff import netcdf_file_error
+from nczarr_conformance.urls import parse
 from nczarr_conformance.zarr3.metadata import FLAVOR as V3_FLAVOR
 from nczarr_conformance.zarr3.reader import is_v3
-from nczarr_conformance.urls import parse
 
-__all__ = ["check", "RULES", "Report", "Finding", "Severity"]
+__all__ = ["RULES", "Finding", "Report", "Severity", "check"]
 
 FLAVOR_CHOICES = CHECK_FLAVORS
 

@@ -171,4 +171,4 @@ def open_source(url: str) -> Iterator[DumpSource]:
         yield store_source
 
 
-__all__ = ["DumpSource", "StoreSource", "NetcdfFileSource", "open_source"]
+__all__ = ["DumpSource", "NetcdfFileSource", "StoreSource", "open_source"]

@@ -6,14 +6,16 @@ in-memory budget). ``sharding_indexed`` is not decoded whole: :class:`Sharding` 
 index (16 bytes per inner chunk, + 4 for ``crc32c``) and then one inner chunk, each by byte
 range, after checking the index against the shard object's size.
 
-What this slice refuses, each in one line: transposes or bytes→bytes codecs around a sharding
-codec (a shard could then not be read by range), sharding inside sharding, index codecs other
+A sharding codec followed by bytes→bytes codecs (zarr-python writes that when a ``serializer``
+is given with its default compressors) cannot be read by range: that shard is read whole, within
+its bound, decoded, and its inner chunk taken from it. What this slice refuses, each in one line:
+array→array codecs before a sharding codec, sharding inside sharding, index codecs other
 than ``bytes`` and ``crc32c``, codecs numcodecs lacks.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,15 +91,26 @@ class Chain:
         return math.prod(self.chunk_shape) * self.dtype.storage.numpy.itemsize
 
     def max_encoded(self) -> int:
-        """The most stored bytes an honest encoding of one chunk takes."""
-        cap = self.decoded_nbytes
+        """The most stored bytes an honest encoding of one chunk (a whole shard, when sharded) takes."""
+        cap = self.sharding.max_shard_nbytes if self.sharding is not None else self.decoded_nbytes
         for codec in self.compressors:
             cap = encoded_bound(codec, cap)
         return cap
 
     def decode(self, raw: bytes, where: str) -> np.ndarray:
         """One stored chunk → its values in C order of ``chunk_shape`` (native byte order)."""
-        caps = [self.decoded_nbytes]
+        buf = self.decompress(raw, where, self.decoded_nbytes)
+        stored_shape = self.chunk_shape
+        for order in self.transposes:
+            stored_shape = tuple(stored_shape[i] for i in order)
+        arr = self._array(buf, stored_shape, where)
+        for order in reversed(self.transposes):
+            arr = arr.transpose(np.argsort(order))
+        return np.ascontiguousarray(arr)
+
+    def decompress(self, raw: bytes, where: str, limit: int) -> bytes:
+        """The bytes→bytes codecs undone, each stage capped (the last at ``limit``)."""
+        caps = [limit]
         for codec in self.compressors[1:][::-1]:
             caps.insert(0, encoded_bound(codec, caps[0]))
         buf: bytes = raw
@@ -110,13 +123,7 @@ class Chain:
             raise
         except Exception as exc:  # numcodecs raises many types; each is a corrupt chunk here
             raise FormatError(f"{where}: chunk does not decode: {exc}") from exc
-        stored_shape = self.chunk_shape
-        for order in self.transposes:
-            stored_shape = tuple(stored_shape[i] for i in order)
-        arr = self._array(buf, stored_shape, where)
-        for order in reversed(self.transposes):
-            arr = arr.transpose(np.argsort(order))
-        return np.ascontiguousarray(arr)
+        return buf
 
     def _array(self, buf: bytes, shape: tuple[int, ...], where: str) -> np.ndarray:
         count = math.prod(shape)
@@ -164,8 +171,8 @@ def build_chain(codecs: Any, dtype: DataType, chunk_shape: tuple[int, ...], wher
     if name == "sharding_indexed":
         if inner:
             raise UnsupportedError(f"{where}: sharding inside sharding is not read by this reader yet")
-        if transposes or compressors:
-            raise UnsupportedError(f"{where}: codecs around sharding_indexed: its shards could not be read by range")
+        if transposes:
+            raise UnsupportedError(f"{where}: array→array codecs before sharding_indexed are not read yet")
         sharding = Sharding.parse(config, dtype, chunk_shape, where)
     return Chain(dtype, chunk_shape, transposes, name, endian if isinstance(endian, str) else None,
                  compressors, sharding)
@@ -215,14 +222,24 @@ class Sharding:
         """16 bytes (offset, length) per inner chunk, + 4 for the crc32c."""
         return 16 * math.prod(self.per_shard) + (4 if self.index_crc else 0)
 
+    @property
+    def max_shard_nbytes(self) -> int:
+        """The most bytes an honest shard takes: every inner chunk at its bound, and the index."""
+        return math.prod(self.per_shard) * self.inner.max_encoded() + self.index_nbytes
+
     def read_inner(self, store: Store, shard_key: str, position: Sequence[int]) -> bytes | None:
         """The stored bytes of one inner chunk (None: absent), read by byte range."""
+        return self.inner_from(lambda start, length: store.get_range(shard_key, start, length), shard_key, position)
+
+    def inner_from(self, fetch: Callable[[int, int], tuple[bytes, int] | None], shard_key: str,
+                   position: Sequence[int]) -> bytes | None:
+        """One inner chunk's stored bytes, ``fetch(start, length)`` giving (bytes, shard size) of a range."""
         size = self.index_nbytes
         if size > limits.max_in_memory_bytes():
             raise limits.LimitError(f"{shard_key}: a shard of {list(self.per_shard)} inner chunks has a {size}-byte "
                                     f"index; refusing to hold more than {limits.max_in_memory_bytes()} "
                                     "(NCZARR_MAX_IN_MEMORY)")
-        got = store.get_range(shard_key, 0 if self.index_at_start else -size, size)
+        got = fetch(0 if self.index_at_start else -size, size)
         if got is None:
             return None
         raw, total = got
@@ -240,7 +257,7 @@ class Sharding:
         if length > bound:
             raise limits.LimitError(f"{shard_key}: inner chunk {list(position)} is {length} bytes, more than the "
                                     f"{bound} an inner chunk of {list(self.inner.chunk_shape)} can take")
-        got = store.get_range(shard_key, offset, length)
+        got = fetch(offset, length)
         if got is None or len(got[0]) != length:
             raise FormatError(f"{shard_key}: inner chunk {list(position)} cut short")
         return got[0]

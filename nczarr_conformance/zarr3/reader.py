@@ -32,12 +32,24 @@ import numpy as np
 from nczarr_conformance import keys, limits
 from nczarr_conformance.codecs import Pipeline
 from nczarr_conformance.errors import FormatError, UnsupportedError
-from nczarr_conformance.model import Attribute, Dataset, Group, Variable, is_internal_attribute
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Group,
+    Variable,
+    is_internal_attribute,
+)
 from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.dtypes import attr_type_string
 from nczarr_conformance.nczarr.flavors import load_json
-from nczarr_conformance.nczarr.reader import ANONYMOUS_DIM, MAX_NDIM, ArrayInfo, ChunkReader, DatasetReader
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.nczarr.reader import (
+    ANONYMOUS_DIM,
+    MAX_NDIM,
+    ArrayInfo,
+    ChunkReader,
+    DatasetReader,
+)
+from nczarr_conformance.stores.base import Store, slice_range
 from nczarr_conformance.zarr3.chain import Chain, build_chain
 from nczarr_conformance.zarr3.metadata import (
     FLAVOR,
@@ -94,7 +106,13 @@ class V3ArrayInfo(ArrayInfo):
             shard = tuple(i // p for i, p in zip(index, sharding.per_shard))
             position = tuple(i % p for i, p in zip(index, sharding.per_shard))
             ckey = self.encoding.key(self.key, shard)
-            raw = sharding.read_inner(store, ckey, position)
+            if self.chain.compressors:  # a compressed shard: read whole (within its bound), then indexed
+                whole = store.get(ckey, limit=self.chain.max_encoded())
+                data = None if whole is None else self.chain.decompress(whole, ckey, sharding.max_shard_nbytes)
+                raw = None if data is None else sharding.inner_from(
+                    lambda start, length: (slice_range(data, start, length), len(data)), ckey, position)
+            else:
+                raw = sharding.read_inner(store, ckey, position)
             chain = sharding.inner
         if raw is None:
             return None
@@ -266,7 +284,8 @@ class V3Reader(DatasetReader):
             if isinstance(codec, dict) and codec.get("name") != "bytes":
                 config = codec.get("configuration") or {}
                 out.append({"id": codec.get("name"), **(config if isinstance(config, dict) else {})})
-        return json.loads(json.dumps(out))
+        copied: list[dict[str, Any]] = json.loads(json.dumps(out))  # plain JSON values, nothing shared with doc
+        return copied
 
     def _dimension_names(self, akey: str, doc: dict[str, Any], shape: tuple[int, ...]) -> list[str]:
         """Placeholders ``@group@name`` that :meth:`_place_pure_zarr_dims` turns into shared dimensions."""

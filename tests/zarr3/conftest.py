@@ -6,7 +6,6 @@ from our reader: each test compares our model to that.
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("zarr-python 3 writes Zarr v3", allow_module_level=True)
 
-from zarr.codecs import (  # noqa: E402
+from zarr.codecs import (
     BloscCodec,
     BytesCodec,
     Crc32cCodec,
@@ -25,9 +24,6 @@ from zarr.codecs import (  # noqa: E402
     TransposeCodec,
     ZstdCodec,
 )
-
-
-
 
 #: the numeric v3 data types and their netCDF types (v3 core spec names → netCDF-4)
 NUMERIC = {"int8": "byte", "uint8": "ubyte", "int16": "short", "uint16": "ushort", "int32": "int", "uint32": "uint",
