@@ -28,7 +28,7 @@ from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import FormatError, StoreError
 from nczarr_conformance.stores.base import Pin, Store, replaced, resolve_range
 
-ROOT_MARKERS = (".zgroup", ".zarray", ".zmetadata", ".nczarr")
+ROOT_MARKERS = (".zgroup", ".zarray", ".zmetadata", ".nczarr", "zarr.json")
 
 
 def dataset_folder(path: str | os.PathLike[str]) -> str:
