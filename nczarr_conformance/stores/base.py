@@ -99,7 +99,7 @@ class Store(ABC):
         backend without ranged reads, the base default, holds the object only when it is no
         bigger than the in-memory budget). A range running past the end returns what is
         there; the caller, knowing the size, says what is wrong. Shards are read this way
-        (zarr3/sharding.py): their index, then one inner chunk, never the whole shard.
+        (zarr3/chain.py): their index, then one inner chunk, never the whole shard.
         """
         key = keys.validate(key)
         if length < 0:
