@@ -331,10 +331,17 @@ def is_v3(store: Store) -> bool:
 
 def open_reader(store: Store, *, pure_zarr: bool = False, xarray: bool = True,
                 max_bytes: int | None = None) -> DatasetReader:
-    """The reader for whatever ``store`` holds: Zarr v3, else NCZarr/Zarr v2."""
-    if is_v3(store):
-        return V3Reader(store, xarray=xarray, max_bytes=max_bytes)
-    return DatasetReader(store, pure_zarr=pure_zarr, xarray=xarray, max_bytes=max_bytes)
+    """The reader for whatever ``store`` holds: NCZarr/Zarr v2, else Zarr v3.
+
+    v2 is tried first, so opening a v2 store costs no GET more than before (a consolidated one
+    stays one GET); only when it finds no v2 root is a root ``zarr.json`` looked for.
+    """
+    try:
+        return DatasetReader(store, pure_zarr=pure_zarr, xarray=xarray, max_bytes=max_bytes)
+    except FormatError:
+        if not is_v3(store):
+            raise
+    return V3Reader(store, xarray=xarray, max_bytes=max_bytes)
 
 
 def read_any(store: Store, *, data: bool = True, pure_zarr: bool = False, xarray: bool = True) -> Dataset:
