@@ -29,7 +29,7 @@ REPORT_SCHEMA = {
     "properties": {
         "report": {"const": "nczarr-check/1"},
         "url": {"type": "string"},
-        "flavor": {"enum": ["nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "unknown"]},
+        "flavor": {"enum": ["nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "zarr-v3", "unknown"]},
         "findings": {"type": "array", "items": {
             "type": "object", "required": ["rule", "severity", "key", "message"],
             "properties": {"rule": {"type": "string", "pattern": "^NCZ-[A-Z0-9-]+$"},

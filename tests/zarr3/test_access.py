@@ -8,11 +8,13 @@ import json
 import subprocess
 import sys
 
+import jsonschema
 import numpy as np
 import pytest
 
 import nczarr_conformance
 from nczarr_conformance.model import Dataset
+from tests.check.test_check import REPORT_SCHEMA
 from tests.check.test_check_cli import run as run_text
 from tests.zarr3.conftest import build_rich, expected
 
@@ -61,6 +63,7 @@ def test_dump_cdl_and_kind(rich):
 def test_check_reports_flavor_and_netcdf_c_finding(rich):
     result = run("--format", "json", str(rich), module="check")
     report = json.loads(result.stdout)
+    jsonschema.validate(report, REPORT_SCHEMA)  # the report contract (docs/contracts/check-report.md)
     assert report["flavor"] == "zarr-v3"
     assert [f["rule"] for f in report["findings"]] == ["NCZ-V3-INTEROP-NETCDFC"]
     assert result.returncode == 0, result.stderr
