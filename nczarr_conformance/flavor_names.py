@@ -8,7 +8,7 @@ WRITE_FLAVORS = ("nczarr-4.10", "nczarr-2", "nczarr-2-upper", "zarr")
 FLAVOR_ALIASES = {"nczarr": "nczarr-4.10", "nczarr-4.10": "nczarr-4.10", "nczarr-2": "nczarr-2",
                   "nczarr-2-upper": "nczarr-2-upper", "upper": "nczarr-2-upper", "zarr": "zarr"}
 #: layouts nczarr-check can be told to expect (``--expect``)
-CHECK_FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr")
+CHECK_FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "zarr-v3")
 #: how char attributes whose text parses as JSON are written (nczarr/attrs.py): lossless (as JSON strings,
 #: the default) or spec (Appendix D case 3, as that JSON)
 JSON_ATTRIBUTE_MODES = ("lossless", "spec")

@@ -6,7 +6,6 @@ from pathlib import PurePosixPath
 
 from nczarr_conformance.errors import FormatError
 from nczarr_conformance.model import Dataset
-from nczarr_conformance.nczarr.reader import read_dataset
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.sniff import (
     NETCDF_MAGIC,
@@ -15,8 +14,9 @@ from nczarr_conformance.stores.sniff import (
     is_netcdf_file,
 )
 from nczarr_conformance.urls import parse
+from nczarr_conformance.zarr3.reader import read_any
 
-__all__ = ["open_dataset", "dataset_name", "is_netcdf_file", "NETCDF_MAGIC"]
+__all__ = ["NETCDF_MAGIC", "dataset_name", "is_netcdf_file", "open_dataset"]
 
 
 def open_dataset(url: str, *, data: bool = True) -> Dataset:
@@ -31,7 +31,7 @@ def open_dataset(url: str, *, data: bool = True) -> Dataset:
         return netcdf4.read(spec.path, data=data)
     with open_store(spec) as store:
         try:
-            return read_dataset(store, data=data, pure_zarr=spec.pure_zarr, xarray=spec.xarray)
+            return read_any(store, data=data, pure_zarr=spec.pure_zarr, xarray=spec.xarray)
         except FormatError as exc:
             raise explain_open_failure(store, url, exc) from exc
 
@@ -41,6 +41,5 @@ def dataset_name(url: str) -> str:
     spec = parse(url)
     name = PurePosixPath(spec.path.rstrip("/")).name or "dataset"
     for ext in (".zip", ".file", ".zarr", ".nc", ".nc4"):
-        if name.endswith(ext):
-            name = name[: -len(ext)]
+        name = name.removesuffix(ext)
     return name or "dataset"

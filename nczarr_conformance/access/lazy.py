@@ -25,6 +25,7 @@ from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.base import Pin, Store
 from nczarr_conformance.stores.sniff import explain_open_failure, netcdf_file_error
 from nczarr_conformance.urls import parse
+from nczarr_conformance.zarr3.reader import open_reader
 
 __all__ = ["LazyDataset", "LazyGroup", "LazyVariable", "netcdf4_value", "open"]
 
@@ -192,7 +193,7 @@ class LazyDataset(LazyGroup):
         self.storage_options = dict(storage_options or {})
         self.store: Store = open_store(spec)
         try:
-            self.reader = DatasetReader(self.store, pure_zarr=spec.pure_zarr, xarray=spec.xarray,
+            self.reader = open_reader(self.store, pure_zarr=spec.pure_zarr, xarray=spec.xarray,
                                         max_bytes=max_bytes)
         except FormatError as exc:
             self.store.close()
@@ -205,7 +206,7 @@ class LazyDataset(LazyGroup):
 
     @property
     def flavor(self) -> str:
-        """The layout detected (``nczarr-4.10``, ``nczarr-2``, ``nczarr-2-upper``, ``nczarr-v1``, ``zarr``)."""
+        """The layout detected (``nczarr-4.10``, ``nczarr-2``, ``nczarr-2-upper``, ``nczarr-v1``, ``zarr``, ``zarr-v3``)."""
         return self.reader.flavor
 
     def live_reader(self) -> DatasetReader:

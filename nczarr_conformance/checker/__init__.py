@@ -10,7 +10,15 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from nczarr_conformance.checker import attrs, chunks, interop, layout, metadata, readers  # noqa: F401  (registers the rules)
+from nczarr_conformance.checker import (  # noqa: F401  (registers the rules)
+    attrs,
+    chunks,
+    interop,
+    layout,
+    metadata,
+    readers,
+    zarr3,
+)
 from nczarr_conformance.checker.context import CheckContext
 from nczarr_conformance.checker.report import Report
 from nczarr_conformance.checker.rules import (
@@ -24,8 +32,10 @@ from nczarr_conformance.checker.rules import (
 from nczarr_conformance.errors import StoreUnavailableError
 from nczarr_conformance.flavor_names import CHECK_FLAVORS
 from nczarr_conformance.stores import open_store
-from nczarr_conformance.stores.sniff import netcdf_file_error, zarr_v3_error
+from nczarr_conformance.stores.sniff import netcdf_file_error
 from nczarr_conformance.urls import parse
+from nczarr_conformance.zarr3.metadata import FLAVOR as V3_FLAVOR
+from nczarr_conformance.zarr3.reader import is_v3
 
 __all__ = ["RULES", "Finding", "Report", "Severity", "check"]
 
@@ -94,12 +104,12 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
             from nczarr_conformance.checker.parallel import decode_map
 
             ctx.__dict__["decode_map"] = decode_map(client, spec)
-        if ctx.flavor == "unknown":
-            v3 = zarr_v3_error(store, url)
-            if v3 is not None:
-                raise v3
+        if ctx.flavor == "unknown" and is_v3(store):
+            ctx.flavor = V3_FLAVOR  # the v2 rule families do not apply: checker/zarr3.py's rules do
         findings: list[Finding] = []
-        if ctx.flavor == "unknown":
+        if ctx.flavor == V3_FLAVOR:
+            order = list(zarr3.V3_RULES)
+        elif ctx.flavor == "unknown":
             order = ["NCZ-LAYOUT-NODATASET"]
         else:  # rules reporting what the context recorded run after every rule that reads
             order = [rid for rid, r in RULES.items() if not r.final] + [rid for rid, r in RULES.items() if r.final]

@@ -93,6 +93,41 @@ class ArrayInfo:
     def chunk_nbytes(self) -> int:
         return math.prod(self.chunks) * self.storage.numpy.itemsize
 
+    def load_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int) -> np.ndarray | None:
+        """One decoded chunk in C order of the chunk shape, or None when it was never written.
+
+        The stored object is read with the most bytes an honest encoding of the declared
+        chunk could take, and decoding stops at the declared chunk size.
+        """
+        ckey = self.chunk_key(index)
+        if isinstance(self.pipeline, UnavailablePipeline):
+            raise UnsupportedError(self.pipeline.message)
+        if self.chunk_nbytes > max_bytes:
+            raise limits.LimitError(f"{ckey}: declared chunk {list(self.chunks)} needs {self.chunk_nbytes} bytes; "
+                                    f"refusing to hold more than {max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
+        bound = self.pipeline.max_encoded(self.chunk_nbytes)
+        if not self.zshape:  # an over-long zarr-scalar chunk is read (its first element), within reason
+            bound = max(bound, OVERLONG_SCALAR_BYTES)
+        raw = store.get(ckey, limit=bound)
+        if raw is None:
+            return None
+        try:
+            decoded = self.pipeline.decode(raw, self.chunk_nbytes)
+        except InflateError as exc:
+            if self.zshape or exc.head is None:
+                raise FormatError(f"{ckey}: chunk {exc}") from exc
+            # netcdf-c reads the first element of an over-long zarr-scalar chunk
+            # (corpus ref_noshape); nczarr-check reports it as NCZ-CHUNK-SIZE.
+            decoded = exc.head
+        except Exception as exc:  # codecs raise many types; each is a corrupt chunk here
+            raise FormatError(f"{ckey}: chunk does not decode: {exc}") from exc
+        if len(decoded) != self.chunk_nbytes:
+            raise FormatError(f"{ckey}: chunk holds {len(decoded)} bytes after decoding; "
+                              f"{self.chunk_nbytes} expected")
+        arr = np.frombuffer(decoded, dtype=self.storage.numpy)
+        chunk_shape = self.chunks or (1,)
+        return arr.reshape(chunk_shape, order="F" if self.order == "F" else "C")
+
 
 class UnavailablePipeline(Pipeline):
     """The codec chain of a variable whose codec this machine lacks (unknown id, or szip).
@@ -182,39 +217,9 @@ class ChunkReader:
 
     # ---- data ------------------------------------------------------------------------------
     def read_chunk(self, info: ArrayInfo, index: tuple[int, ...]) -> np.ndarray | None:
-        """One decoded chunk in C order of the chunk shape, or None when it was never written.
-
-        The stored object is read with the most bytes an honest encoding of the declared
-        chunk could take, and decoding stops at the declared chunk size.
-        """
-        ckey = info.chunk_key(index)
-        if isinstance(info.pipeline, UnavailablePipeline):
-            raise UnsupportedError(info.pipeline.message)
-        if info.chunk_nbytes > self.max_bytes:
-            raise limits.LimitError(f"{ckey}: declared chunk {list(info.chunks)} needs {info.chunk_nbytes} bytes; "
-                                    f"refusing to hold more than {self.max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
-        bound = info.pipeline.max_encoded(info.chunk_nbytes)
-        if not info.zshape:  # an over-long zarr-scalar chunk is read (its first element), within reason
-            bound = max(bound, OVERLONG_SCALAR_BYTES)
-        raw = self.store.get(ckey, limit=bound)
-        if raw is None:
-            return None
-        try:
-            decoded = info.pipeline.decode(raw, info.chunk_nbytes)
-        except InflateError as exc:
-            if info.zshape or exc.head is None:
-                raise FormatError(f"{ckey}: chunk {exc}") from exc
-            # netcdf-c reads the first element of an over-long zarr-scalar chunk
-            # (corpus ref_noshape); nczarr-check reports it as NCZ-CHUNK-SIZE.
-            decoded = exc.head
-        except Exception as exc:  # codecs raise many types; each is a corrupt chunk here
-            raise FormatError(f"{ckey}: chunk does not decode: {exc}") from exc
-        if len(decoded) != info.chunk_nbytes:
-            raise FormatError(f"{ckey}: chunk holds {len(decoded)} bytes after decoding; "
-                              f"{info.chunk_nbytes} expected")
-        arr = np.frombuffer(decoded, dtype=info.storage.numpy)
-        chunk_shape = info.chunks or (1,)
-        return arr.reshape(chunk_shape, order="F" if info.order == "F" else "C")
+        """One decoded chunk in C order of the chunk shape, or None when it was never written
+        (:meth:`ArrayInfo.load_chunk`: each format reads its own chunks)."""
+        return info.load_chunk(self.store, index, self.max_bytes)
 
     def _storage_selection(self, info: ArrayInfo, selection: tuple[slice, ...]) -> tuple[slice, ...]:
         zshape = info.zshape or (1,)

@@ -28,6 +28,7 @@ from nczarr_conformance.stores.sniff import (
     is_netcdf_file,
 )
 from nczarr_conformance.urls import parse
+from nczarr_conformance.zarr3.reader import open_reader
 
 #: netCDF4-python data models → what ``ncdump -k`` prints (ncdump.c ``kind_string``).
 NC_KINDS = {"NETCDF4": "netCDF-4", "NETCDF4_CLASSIC": "netCDF-4 classic model", "NETCDF3_CLASSIC": "classic",
@@ -61,7 +62,7 @@ class StoreSource(DumpSource):
 
     def __init__(self, store: Store, *, pure_zarr: bool, xarray: bool) -> None:
         self.store = store
-        self.reader = DatasetReader(store, pure_zarr=pure_zarr, xarray=xarray)
+        self.reader = open_reader(store, pure_zarr=pure_zarr, xarray=xarray)
         self.dataset = self.reader.dataset
         mode = "nczarr" if self.reader.nczarr else "zarr"
         self.kind = f"{mode} {self.reader.flavor}"

@@ -31,6 +31,19 @@ def replaced(where: str, what: str) -> StoreError:
                       "open it again")
 
 
+def resolve_range(size: int, start: int, length: int) -> tuple[int, int]:
+    """(first byte, byte count) of ``length`` bytes from ``start`` (negative: from the end) in an
+    object of ``size`` bytes, clipped to the object."""
+    first = max(size + start, 0) if start < 0 else min(start, size)
+    return first, max(0, min(length, size - first))
+
+
+def slice_range(data: bytes, start: int, length: int) -> bytes:
+    """The bytes :func:`resolve_range` names, out of an object held whole."""
+    first, count = resolve_range(len(data), start, length)
+    return data[first:first + count]
+
+
 class Store(ABC):
     """Abstract store; subclasses implement the primitives, the base the rest."""
 
@@ -77,6 +90,30 @@ class Store(ABC):
         with self._count_lock:
             self.reads += 1
         return self._get(key, limits.max_metadata_bytes() if limit is None else limit)
+
+    def get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
+        """``length`` bytes of an object from byte ``start`` (a negative ``start``: that many bytes
+        before its end), with the object's total size; None if missing.
+
+        Bounded by construction: never more than ``length`` bytes are returned or held (a
+        backend without ranged reads, the base default, holds the object only when it is no
+        bigger than the in-memory budget). A range running past the end returns what is
+        there; the caller, knowing the size, says what is wrong. Shards are read this way
+        (zarr3/chain.py): their index, then one inner chunk, never the whole shard.
+        """
+        key = keys.validate(key)
+        if length < 0:
+            raise ValueError(f"{key}: negative range length {length}")
+        with self._count_lock:
+            self.reads += 1
+        return self._get_range(key, start, length)
+
+    def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
+        """Default for backends without a ranged read: the object read whole, under the in-memory budget."""
+        data = self._get(key, limits.max_in_memory_bytes())
+        if data is None:
+            return None
+        return slice_range(data, start, length), len(data)
 
     def put(self, key: str, data: bytes) -> None:
         self._check_writable()

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError
-from nczarr_conformance.stores.base import Pin, Store, replaced
+from nczarr_conformance.stores.base import Pin, Store, replaced, resolve_range
 
 
 class DirectoryStore(Store):
@@ -161,6 +161,29 @@ class DirectoryStore(Store):
             if total > limit:  # it grew while we read
                 raise limits.too_big(str(path), None, limit)
             return b"".join(pieces)
+        except OSError as exc:
+            raise StoreError(f"{path}: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
+
+    def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
+        """Ranged read (pread) through the same no-symlink, regular-file-only open as :meth:`_get`."""
+        path = self._path(key)
+        try:
+            fd = _open_inside(self.root, keys.split(key), root_fd=self._root_fd)
+        except OSError as exc:
+            raise StoreError(f"{path}: {_why(exc)}") from exc
+        if fd is None:
+            self._check_generation(key)
+            return None
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                return None
+            if not stat.S_ISREG(info.st_mode):
+                raise StoreError(f"{path}: {_kind(info.st_mode)}, not a regular file; refused")
+            first, count = resolve_range(info.st_size, start, length)
+            return os.pread(fd, count, first) if count else b"", info.st_size
         except OSError as exc:
             raise StoreError(f"{path}: {exc.strerror}") from exc
         finally:

@@ -5,7 +5,7 @@ import sys
 from collections.abc import Iterator
 
 from nczarr_conformance.limits import too_big
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.base import Store, slice_range
 
 
 class MemoryStore(Store):
@@ -22,6 +22,10 @@ class MemoryStore(Store):
         if data is not None and len(data) > limit:
             raise too_big(key, len(data), limit)
         return data
+
+    def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
+        data = self.objects.get(key)
+        return None if data is None else (slice_range(data, start, length), len(data))
 
     def _put(self, key: str, data: bytes) -> None:
         self.objects[key] = data

@@ -442,6 +442,38 @@ class S3Store(Store):
         except bx.BotoCoreError as exc:
             raise self._fail(exc, f"get {key}") from exc
 
+    def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
+        """One ranged GET (HTTP ``Range``); the object's size from its ``Content-Range``."""
+        import botocore.exceptions as bx
+
+        if length == 0:
+            head = self._head(key)
+            return None if head is None else (b"", int(head.get("ContentLength", 0)))
+        spec = f"bytes=-{-start}" if start < 0 else f"bytes={start}-{start + length - 1}"
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self._name(key), Range=spec)
+        except bx.ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code"))
+            if code in MISSING_KEY_CODES:
+                return None
+            if code == "InvalidRange":  # past the end (or an empty object)
+                head = self._head(key)
+                return None if head is None else (b"", int(head.get("ContentLength", 0)))
+            raise self._fail(exc, f"get {key} ({spec})") from exc
+        except bx.BotoCoreError as exc:
+            raise self._fail(exc, f"get {key} ({spec})") from exc
+        stream = response["Body"]
+        try:
+            body: bytes = stream.read(length + 1)
+        except (bx.ResponseStreamingError, bx.IncompleteReadError, bx.ReadTimeoutError,
+                bx.ConnectionClosedError) as exc:
+            raise StoreError(f"s3://{self.bucket}/{self._name(key)}: range {spec} cut short ({exc})") from exc
+        finally:
+            stream.close()
+        total = str(response.get("ContentRange", "")).rpartition("/")[2]
+        size = int(total) if total.isdigit() else len(body)
+        return body[:length], size
+
     def metadata_read(self) -> None:
         if self._generation is not None:
             self._generation.settle()

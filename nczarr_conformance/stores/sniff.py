@@ -1,8 +1,8 @@
-"""Recognise what a URL names when it is not a Zarr v2 store, so a failure can say what to do instead.
+"""Recognise what a URL names when it is not a store, so a failure can say what to do instead.
 
-A netCDF file handed to nczarr-check, a GRIB file handed to nczarr-dump, or a Zarr v3 store
-handed to any reader, would otherwise fail as "not a directory" or "no dataset here"; these
-checks name the thing and the fix in one line. Every command asks here (one wording):
+A netCDF file handed to nczarr-check or a GRIB file handed to nczarr-dump would otherwise fail
+as "not a directory" or "no dataset here"; these checks name the thing and the fix in one line
+(a Zarr v3 store is read: ``zarr3.reader.open_reader`` takes it when a root ``zarr.json`` is there). Every command asks here (one wording):
 nc2nczarr, ``--append``/``--concat`` and ``nczarr-dump IN.nc`` through sources/netcdf4.py's
 ``open_nc`` (:func:`foreign_file_error` before netCDF4-python opens a file,
 :func:`plain_hdf5_error` when it could not), nczarr-check, nczarr-fix and ``open`` through
@@ -18,12 +18,7 @@ from __future__ import annotations
 import os
 import re
 
-from nczarr_conformance.errors import (
-    FormatError,
-    NczarrError,
-    UnsupportedError,
-    UsageError,
-)
+from nczarr_conformance.errors import FormatError, NczarrError, UsageError
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import StoreSpec, parse
 
@@ -182,23 +177,9 @@ def output_error(url: str) -> NczarrError | None:
     return UsageError(f"{url}: an output ending {os.path.splitext(spec.path)[1]} names a netCDF file, and nc2nczarr "
                       f"writes an NCZarr store: name it {stem}.zarr (a directory) or {stem}.zip, or keep the name "
                       f"with file://{os.path.abspath(spec.path)}#mode=nczarr,file")
-
-
-def zarr_v3_error(store: Store, url: str) -> NczarrError | None:
-    """The error for a Zarr v3 store (a root zarr.json), else None; call it once no v2 root was found."""
-    if store.get("/zarr.json") is not None:
-        return UnsupportedError(f"{url}: Zarr v3 store: not supported yet")
-    return None
-
-
 def explain_open_failure(store: Store, url: str, exc: FormatError) -> NczarrError:
-    """The error to show when no dataset could be read from ``store``: a Zarr v3 store is
-    named as such when no v2 root is there (the likelier cause); otherwise ``exc`` with the URL."""
-    try:
-        if store.get("/.zgroup") is None and store.get("/.zarray") is None:
-            v3 = zarr_v3_error(store, url)
-            if v3 is not None:
-                return v3
-    except NczarrError:
-        pass  # the root itself is unreadable: the original error says more
+    """The error to show when no dataset could be read from ``store``: ``exc`` with the URL.
+
+    (A Zarr v3 store is no longer refused here: ``zarr3.reader.open_reader`` reads it.)"""
+    del store
     return type(exc)(f"{url}: {exc}")

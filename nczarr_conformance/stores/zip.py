@@ -26,9 +26,9 @@ from pathlib import Path
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import FormatError, StoreError
-from nczarr_conformance.stores.base import Pin, Store, replaced
+from nczarr_conformance.stores.base import Pin, Store, replaced, resolve_range
 
-ROOT_MARKERS = (".zgroup", ".zarray", ".zmetadata", ".nczarr")
+ROOT_MARKERS = (".zgroup", ".zarray", ".zmetadata", ".nczarr", "zarr.json")
 
 
 def dataset_folder(path: str | os.PathLike[str]) -> str:
@@ -176,6 +176,23 @@ class ZipStore(Store):
         if total > limit:
             raise limits.too_big(where, None, limit)
         return b"".join(pieces)
+
+    def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
+        """Ranged read of a member (a stored member seeks; a deflated one is inflated up to the range only)."""
+        if self.mode == "w":
+            raise StoreError(f"{self!r} is write-only until committed")
+        info = self.members.get(key)
+        if info is None:
+            return None
+        first, count = resolve_range(info.file_size, start, length)
+        with self._lock:
+            try:
+                with self.zf.open(info) as member:
+                    member.seek(first)
+                    data = member.read(count)
+            except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, RuntimeError) as exc:
+                raise FormatError(f"{self.target}: member {info.filename}: {exc}") from exc
+        return data, info.file_size
 
     def _put(self, key: str, data: bytes) -> None:
         with self._lock:

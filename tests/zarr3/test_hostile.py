@@ -1,0 +1,121 @@
+"""Hostile v3 metadata and shards: one line naming the object and the cause, exit 2, bounded memory."""
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import numcodecs
+import numpy as np
+import pytest
+
+from nczarr_conformance.errors import FormatError
+from nczarr_conformance.limits import LimitError
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.zarr3.reader import V3Reader
+from tests.check.test_check_cli import assert_one_line_failure, run
+
+zarr = pytest.importorskip("zarr")
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def _sharded(path: Path) -> Path:
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    a = g.create_array("v", shape=(16,), chunks=(4,), shards=(8,), dtype="int32", dimension_names=["t"])
+    a[:] = np.arange(16)
+    return path / "v" / "c" / "0"
+
+
+def _edit(path: Path, change) -> None:
+    meta = path / "v" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    change(doc)
+    meta.write_text(json.dumps(doc))
+
+
+def _read(path: Path) -> None:
+    with open_store(str(path)) as store:
+        V3Reader(store).read_variable("/v")
+
+
+def test_index_pointing_past_the_shard(tmp_path):
+    shard = _sharded(tmp_path / "s.zarr")
+    raw = shard.read_bytes()
+    index = np.frombuffer(raw[-36:-4], dtype="<u8").copy().reshape(2, 2)
+    index[1, 0] = len(raw) + 1000  # offset of inner chunk 1 beyond the shard
+    body = index.tobytes()
+    shard.write_bytes(raw[:-36] + bytes(numcodecs.CRC32C(location="end").encode(body)))
+    with pytest.raises(FormatError, match=r"/v/c/0: index entry \[1\] points at bytes \d+\.\.\d+, outside"):
+        _read(tmp_path / "s.zarr")
+    line = assert_one_line_failure(run(str(tmp_path / "s.zarr"), module="dump"))
+    assert "outside the shard's data" in line and "/v/c/0" in line
+
+
+def test_shard_shorter_than_its_index(tmp_path):
+    shard = _sharded(tmp_path / "s.zarr")
+    shard.write_bytes(b"\x00" * 10)
+    with pytest.raises(FormatError, match=r"/v/c/0: shard of 10 bytes is shorter than its 36-byte index"):
+        _read(tmp_path / "s.zarr")
+
+
+def test_huge_declared_shard_is_refused_before_reading(tmp_path):
+    _sharded(tmp_path / "s.zarr")
+
+    def huge(doc):
+        doc["shape"] = [2**40]
+        doc["chunk_grid"]["configuration"]["chunk_shape"] = [2**40]
+        doc["codecs"][0]["configuration"]["chunk_shape"] = [1]
+    _edit(tmp_path / "s.zarr", huge)
+    tracemalloc.start()
+    try:
+        with open_store(str(tmp_path / "s.zarr")) as store:
+            reader = V3Reader(store)
+            with pytest.raises(LimitError, match=r"/v/c/0: a shard of \[1099511627776\] inner chunks has a "
+                                                 r"17592186044420-byte index"):
+                reader.read_region("/v", (slice(0, 1),))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024**2
+
+
+def test_inner_chunk_longer_than_its_bound(tmp_path):
+    shard = _sharded(tmp_path / "s.zarr")
+    raw = shard.read_bytes()
+    index = np.array([[0, 4 * 4 + 10**6], [0, 4]], dtype="<u8")  # claims a megabyte for 4 int32 values
+    shard.write_bytes(b"\x00" * (10**6 + 100) + bytes(numcodecs.CRC32C(location="end").encode(index.tobytes())))
+    del raw
+    with pytest.raises(LimitError, match=r"inner chunk \[0\] is 1000016 bytes, more than the"):
+        _read(tmp_path / "s.zarr")
+
+
+def test_two_array_to_bytes_codecs(tmp_path):
+    _sharded(tmp_path / "s.zarr")
+    _edit(tmp_path / "s.zarr", lambda doc: doc.update(codecs=[{"name": "bytes"}, {"name": "bytes"}]))
+    with pytest.raises(FormatError, match=r"^/v/zarr.json: 2 array→bytes codecs"):  # invalid: the open fails
+        _read(tmp_path / "s.zarr")
+    line = assert_one_line_failure(run(str(tmp_path / "s.zarr"), module="dump"))
+    assert line.endswith("/v/zarr.json: 2 array→bytes codecs ['bytes', 'bytes']; exactly one is required")
+
+
+def test_unknown_codec_fails_the_data_not_the_header(tmp_path):
+    _sharded(tmp_path / "s.zarr")
+    _edit(tmp_path / "s.zarr", lambda doc: doc.update(codecs=[{"name": "bytes"}, {"name": "frobnicate"}]))
+    header = run("-h", str(tmp_path / "s.zarr"), module="dump")
+    assert header.returncode == 0 and "int v(t)" in header.stdout, header.stderr
+    line = assert_one_line_failure(run(str(tmp_path / "s.zarr"), module="dump"))
+    assert line.endswith("/v: data cannot be read: /v/zarr.json: codec 'frobnicate' is not known to this reader")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d.update(data_type="bool"), "/v/zarr.json: data_type 'bool' has no netCDF type"),
+    (lambda d: d.update(fill_value="0xZZ"), "fill_value '0xZZ' is not an integer"),
+    (lambda d: d.update(chunk_key_encoding={"name": "odd"}), "chunk_key_encoding {'name': 'odd'}: only"),
+    (lambda d: d.update(shape=[2, 2]), "chunk_shape [8] has not the array's 2 dimensions"),
+    (lambda d: d.update(zarr_format=2), "/v/zarr.json: zarr_format 2, 3 expected"),
+])
+def test_bad_metadata_is_one_line(tmp_path, change, message):
+    _sharded(tmp_path / "s.zarr")
+    _edit(tmp_path / "s.zarr", change)
+    line = assert_one_line_failure(run("-h", str(tmp_path / "s.zarr"), module="dump"))
+    assert message in line and line.startswith("nczarr-dump: ")
