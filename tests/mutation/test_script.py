@@ -130,14 +130,25 @@ def test_rejudge_runs_the_maps_tests_still_collected_and_every_newer_test(tool: 
     assert sel.why.endswith("and the 3 tests newer than the map")
 
 
-def test_a_reported_survivor_is_found_by_its_line_text_nearest_where_it_was(tool: dict[str, Any]) -> None:
+def test_a_reported_survivor_is_found_by_its_line_text_and_mutation_nearest_where_it_was(tool: dict[str, Any]) -> None:
+    """By file, operator, line text and column, as equivalent.toml matches; by the mutated line too (NumberReplacer
+    makes x - 2 and x - 0 at one place); of a line repeated in the file, the copy nearest the reported line."""
     mutant = tool["Mutant"]
-    here = [mutant("1", "m.py", "op", 0, 219, 30, 219, 31), mutant("2", "m.py", "op", 1, 915, 30, 915, 31),
-            mutant("3", "m.py", "other", 0, 915, 30, 915, 31)]
-    keys = {"1": ("m.py", "op", "x - 1", 12), "2": ("m.py", "op", "x - 1", 12), "3": ("m.py", "other", "x - 1", 12)}
-    row = {"file": "m.py", "operator": "op", "code": "x - 1", "column": 12, "line": 811}
-    assert tool["locate"](row, here, lambda m: keys[m.job_id]).job_id == "2"  # 104 lines away, not 592
-    assert tool["locate"]({**row, "column": 13}, here, lambda m: keys[m.job_id]) is None  # gone
+    here = [mutant("1", "m.py", "op", 0, 219, 30, 219, 31), mutant("2", "m.py", "op", 2, 915, 30, 915, 31),
+            mutant("2b", "m.py", "op", 3, 915, 30, 915, 31), mutant("3", "m.py", "other", 0, 915, 30, 915, 31)]
+    keys = {"1": ("m.py", "op", "x - 1", 12), "2": ("m.py", "op", "x - 1", 12), "2b": ("m.py", "op", "x - 1", 12),
+            "3": ("m.py", "other", "x - 1", 12)}
+    mutated = {"1": "x - 2", "2": "x - 2", "2b": "x - 0", "3": "x + 1"}
+
+    def find(row: dict[str, Any]) -> str | None:
+        m = tool["locate"](row, here, lambda m: keys[m.job_id], lambda m: mutated[m.job_id])
+        return None if m is None else m.job_id
+
+    row = {"file": "m.py", "operator": "op", "code": "x - 1", "column": 12, "line": 811,
+           "diff": "--- a/m.py\n+++ b/m.py\n@@ -811 +811 @@\n-    x - 1\n+    x - 0\n"}
+    assert find(row) == "2b"                            # the reported mutation, on the copy 104 lines away
+    assert find({**row, "diff": row["diff"].replace("x - 0", "x - 2")}) == "2"  # not the copy 592 away
+    assert find({**row, "column": 13}) is None           # gone
 
 
 def test_rejudged_verdicts_move_the_counts_and_rescore(tool: dict[str, Any]) -> None:
