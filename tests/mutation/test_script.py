@@ -128,6 +128,8 @@ def test_rejudge_runs_the_maps_tests_still_collected_and_every_newer_test(tool: 
                          "c.py::quick", "b.py::slow",  # the map's files, quickest first; b.py::gone not collected
                          "d.py::new", "e.py::new"]    # then the other new tests (5 s each unknown), e.py::broken out
     assert sel.why.endswith("and the 3 tests newer than the map")
+    select.first_pass = True  # the new tests in the files that hold the map's tests for the line, alone
+    assert select(tool["Mutant"]("j", "nczarr_conformance/keys.py", "op", 0, line, 4, line, 5)).tests == ["a.py::new"]
 
 
 def test_a_reported_survivor_is_found_by_its_line_text_and_mutation_nearest_where_it_was(tool: dict[str, Any]) -> None:
