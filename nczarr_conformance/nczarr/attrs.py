@@ -173,7 +173,7 @@ def _infer(value: Any) -> str:
         return "double"
     lo, hi = min(items), max(items)
     first = _netcdf_c_int_type(items[0])
-    if first is not None and all(_RANGES[first][0] <= v <= _RANGES[first][1] for v in items):
+    if all(_RANGES[first][0] <= v <= _RANGES[first][1] for v in items):
         return first  # netcdf-c: the first value's type; it refuses the dataset when another does not fit
     if INT32[0] <= lo and hi <= INT32[1]:
         return "int"
@@ -187,13 +187,16 @@ def _infer(value: Any) -> str:
 _RANGES = {"int": INT32, "uint": (0, 2**32 - 1), "int64": INT64, "uint64": (0, UINT64_MAX)}
 
 
-def _netcdf_c_int_type(v: int) -> str | None:
-    """netcdf-c's type for one untyped JSON integer (libnczarr ``NCZ_inferinttype``): negative, int down to
-    INT32's minimum, then int64; positive, int, uint, int64, and uint64 from INT64's maximum up (None: no type)."""
-    if v < INT64[0] or v > UINT64_MAX:
-        return None
+def _netcdf_c_int_type(v: int) -> str:
+    """netcdf-c's type for one untyped JSON integer (libnczarr ``NCZ_inferinttype``): uint64 from INT64's maximum
+    up, int64 below INT32's minimum, int within INT32, uint up to 2**32 - 1, else int64 (a value no type holds gets
+    one it does not fit, so the caller falls back)."""
     if v >= INT64[1]:
         return "uint64"
-    if v < 0:
-        return "int" if v >= INT32[0] else "int64"
-    return "int" if v <= INT32[1] else "uint" if v <= _RANGES["uint"][1] else "int64"
+    if v < INT32[0]:
+        return "int64"
+    if v <= INT32[1]:
+        return "int"
+    if v <= _RANGES["uint"][1]:
+        return "uint"
+    return "int64"

@@ -118,8 +118,8 @@ UNTYPED_INTEGERS = {
     "neg": -1, "near_min": -34, "int_min": -2**31, "below_int": -2**31 - 1, "int64_min": -2**63,
     "int_max": 2**31 - 1, "above_int": 2**31, "uint_max": 2**32 - 1, "above_uint": 2**32,
     "int64_below_max": 2**63 - 2, "int64_max": 2**63 - 1, "above_int64": 2**63, "uint64_max": 2**64 - 1,
-    "list_int": [-2**31, 5], "list_uint": [2**31, 5], "list_int64": [-2**31 - 1, 2**32 - 1],
-    "list_uint64": [2**63 - 1, 1],
+    "list_int": [-2**31, 5], "list_uint": [2**31, 5], "list_uint_zero": [2**31, 0],
+    "list_int64": [-2**31 - 1, 2**32 - 1], "list_uint64": [2**63 - 1, 1],
 }
 
 
