@@ -144,6 +144,14 @@ def test_mismatched_files_are_refused(client, tmp_path, change, match):
     _refused(client, tmp_path, [make(tmp_path / "a.nc", 0, 5), make(tmp_path / "b.nc", 5, 3, **change)], match)
 
 
+
+def test_three_differences_are_named_as_the_first_and_two_more(client, tmp_path):
+    """A file that differs from the first in three ways (/x's size, /v's type and so its _FillValue attribute's) is
+    refused with the first difference and the count of the others, as a single-file append words it: "(and 2 more)"."""
+    files = [make(tmp_path / "a.nc", 0, 5), make(tmp_path / "b.nc", 5, 3, dtype="f8", nx=4)]
+    _refused(client, tmp_path, files,
+             r"b\.nc: differs from .*a\.nc: /x: size 3 in the first file, 4 in the new file \(and 2 more\)$")
+
 def test_values_of_a_variable_without_the_dimension_must_agree(client, tmp_path):
     import netCDF4
 
@@ -330,6 +338,45 @@ def test_append_of_several_files_refuses_records_already_there(client, archive, 
         concat([str(files[1]), str(files[2])], str(out), "time", client=client, append=True)
     assert snapshot(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out.file"]
 
+
+
+def test_append_of_several_files_names_three_differences_from_the_store_as_the_first_and_two_more(client, tmp_path):
+    """New files that agree with each other but differ from the store in three ways (/x's size, /v's type and its
+    _FillValue's): refused naming the first difference and "(and 2 more)", nothing written."""
+    from tests.test_append import snapshot
+
+    store = tmp_path / "s.file"
+    convert(str(make(tmp_path / "a.nc", 0, 5)), str(store))
+    before = snapshot(store)
+    new = [make(tmp_path / f"{n}.nc", t0, 3, dtype="f8", nx=4) for n, t0 in (("b", 5), ("c", 8))]
+    with pytest.raises(UsageError) as refused:
+        concat([str(f) for f in new], str(store), "time", client=client, append=True)
+    assert str(refused.value) == f"cannot append {new[0]}: /x: size 3 in the store, 4 in the new file (and 2 more)"
+    assert snapshot(store) == before
+
+
+def test_append_of_several_files_takes_their_strings_within_the_stores_width(client, tmp_path):
+    """A string variable along the dimension: the new files' strings go in when they fit the store's width (its
+    |S128), as a single-file append takes them; the values read back are the files' own."""
+    import netCDF4
+
+    def days(path: Path, t0: int, words: list[str]) -> Path:
+        with netCDF4.Dataset(str(path), "w") as nc:
+            nc.createDimension("time", None)
+            nc.createVariable("time", "f8", ("time",))[:] = np.arange(t0, t0 + len(words), dtype="f8")
+            s = nc.createVariable("s", str, ("time",))
+            for i, word in enumerate(words):
+                s[i] = word
+        return path
+
+    store = tmp_path / "s.file"
+    convert(str(days(tmp_path / "a.nc", 0, ["alpha", "beta"])), str(store))
+    assert json.loads((store / "s" / ".zarray").read_text())["dtype"] == "|S128"
+    new = [days(tmp_path / "b.nc", 2, ["gamma"]), days(tmp_path / "c.nc", 3, ["delta", "épsilon"])]
+    stats = concat([str(f) for f in new], str(store), "time", client=client, append=True)
+    assert stats.records == 3
+    values = open_dataset(str(store)).root.variables["s"].data
+    assert [str(v) for v in np.asarray(values).tolist()] == ["alpha", "beta", "gamma", "delta", "épsilon"]
 
 def test_cli_append_of_several_files(archive, tmp_path):
     d, files, ref = archive

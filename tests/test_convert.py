@@ -104,3 +104,44 @@ def test_cli_default_flavor_with_mode_zarr_url_writes_pure_zarr(tmp_path):
     texts = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert "v/.zarray" in texts
     assert not [k for k, b in texts.items() if b"_nczarr" in b or b"_NCZARR" in b], sorted(texts)
+
+
+def test_a_sample_chunk_is_compared_on_a_slab_of_leading_rows_not_whole(tmp_path):
+    """The copied-chunk check compares each sample with the source on a slab, "so a big chunk's values are not read,
+    converted and compared in full" (writer._raw_copy_verified): the first copied chunk's first rows and the last
+    one's last rows, as many as hold VERIFY_SLAB_BYTES (1 MiB). Chunks of (1024, 512) floats have 2048-byte rows:
+    512 rows each, whatever column the chunk starts at."""
+    import netCDF4
+    import numpy as np
+
+    from nczarr_conformance.conversion.from_netcdf import _header
+    from nczarr_conformance.sources.hdf5_chunks import DirectChunks
+    from nczarr_conformance.model import Dataset
+    from nczarr_conformance.nczarr.writer import VERIFY_SLAB_BYTES, write_dataset
+    from nczarr_conformance.sources import netcdf4
+
+    path = tmp_path / "wide.nc"
+    with netCDF4.Dataset(str(path), "w") as nc:
+        nc.createDimension("y", 1024)
+        nc.createDimension("x", 1024)
+        v = nc.createVariable("v", "f4", ("y", "x"), chunksizes=(1024, 512), zlib=True, complevel=1)
+        v[:] = np.arange(1024 * 1024, dtype="f4").reshape(1024, 1024)
+    read: list[tuple[slice, ...]] = []
+    nc = netcdf4.open_nc(str(path))
+    try:
+        variables: dict = {}
+        model = Dataset(_header(nc, "/", variables))
+
+        def source(key, var, region):
+            read.append(region)
+            return netcdf4.read_values(variables[key], region or None)
+
+        raw = DirectChunks(str(path))
+        with DirectoryStore(tmp_path / "w.file", "w") as store:
+            copied = write_dataset(model, store, source=source, raw=raw)
+        raw.close()
+    finally:
+        nc.close()
+    rows = VERIFY_SLAB_BYTES // (512 * 4)
+    assert copied == 2 and rows == 512
+    assert read == [(slice(0, rows), slice(0, 512)), (slice(1024 - rows, 1024), slice(512, 1024))]

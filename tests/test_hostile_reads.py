@@ -435,6 +435,21 @@ def test_iter_slabs_and_chunks_and_regions_match_zarr_python(zarr_store: tuple[P
         np.testing.assert_array_equal(reader.read_variable("/a"), expected)
 
 
+
+def test_iter_slabs_below_one_element_yields_one_element_per_piece(zarr_store: tuple[Path, np.ndarray]) -> None:
+    """iter_slabs' contract: "at least one element per piece", even when ``max_bytes`` is less than one element
+    (1 or 3 bytes of a 4-byte int): the pieces are single elements that concatenate to the variable."""
+    from nczarr_conformance.nczarr.reader import DatasetReader
+    from nczarr_conformance.stores import DirectoryStore
+
+    path, expected = zarr_store
+    with DirectoryStore(path) as s:
+        reader = DatasetReader(s, pure_zarr=True)
+        for max_bytes in (1, 3):
+            pieces = [values.ravel() for _, values in reader.iter_slabs("/a", max_bytes)]
+            assert {p.size for p in pieces} == {1}
+            np.testing.assert_array_equal(np.concatenate(pieces), expected.ravel())
+
 def test_iter_slabs_of_a_huge_declared_variable_holds_one_slab(store: Path) -> None:
     from nczarr_conformance.nczarr.reader import DatasetReader
     from nczarr_conformance.stores import DirectoryStore

@@ -117,6 +117,21 @@ def test_jsonconvention_zmap_reads_as_netcdf_c_reads_it(jsonconvention: Path) ->
     assert got == expected
 
 
+
+@pytest.mark.peer
+def test_non_json_numbers_in_compact_zattrs_read_as_netcdf_c_reads_them(jsonconvention: Path) -> None:
+    """The same tolerance without the spaces netcdf-c puts between members: a string ends at its closing quote
+    only, so ``"a":[0.,1.]`` still has a number to tolerate after it, and ``1.`` inside ``"x 1. y"`` stays text."""
+    compact = ('{"varjson3":[0.,0.,1.],"spaced":"x 1. y","_ARRAY_DIMENSIONS":["d1"],'
+               '"_nczarr_array":{"dimension_references":["/d1"],"storage":"chunked"},'
+               '"_nczarr_attr":{"types":{"varjson3":">S1","spaced":">S1","_nczarr_array":"|J0","_nczarr_attr":"|J0"}}}')
+    (jsonconvention / "v" / ".zattrs").write_text(compact)
+    with netCDF4.Dataset(nczarr_url(jsonconvention)) as nc:
+        expected = {k: nc["v"].getncattr(k) for k in nc["v"].ncattrs()}
+    assert expected == {"varjson3": "[0.,0.,1.]", "spaced": "x 1. y"}
+    got = {k: a.value for k, a in open_dataset(str(jsonconvention)).root.variables["v"].attributes.items()}
+    assert got == expected
+
 def test_jsonconvention_zmap_dumps(jsonconvention: Path) -> None:
     done = cli("dump", str(jsonconvention))
     assert done.returncode == 0, done.stderr

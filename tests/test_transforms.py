@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
 import netCDF4
 import numpy as np
 import pytest
+from numcodecs.zstd import MAX_CLEVEL as ZSTD_MAX_LEVEL
 
 from nczarr_conformance.cli.convert import main
 from nczarr_conformance.conversion.from_netcdf import convert, total_bytes
@@ -278,3 +280,19 @@ def test_double_slash_is_no_chunking_as_in_nccopy() -> None:
     # nccopy's chunkspec.c: "Special rule: // is treated as equivalent to /" (netcdf-c run_nccopyz.sh uses -c //)
     assert parse(chunkspecs=["//"]) == parse(chunkspecs=["/"])
     assert parse(chunkspecs=["//"]).unchunk_all
+
+
+@pytest.mark.parametrize("codec,lowest,highest", [
+    ("zlib", 0, zlib.Z_BEST_COMPRESSION),  # zlib.h: 0 (none) to 9
+    ("bz2", 1, 9),                         # bzip2's block size, 100k to 900k (Python's bz2: compresslevel 1 to 9)
+    ("zstd", 1, ZSTD_MAX_LEVEL),           # numcodecs' ZSTD_maxCLevel(): 22
+])
+@pytest.mark.parametrize("level", ["x", "99"], ids=["not-a-number", "out-of-range"])
+def test_a_bad_compression_level_names_the_codecs_own_range(codec, lowest, highest, level):
+    """Both refusals of a level, a word or a number outside the codec's range, give the range the codec itself
+    accepts, both ends included."""
+    from nczarr_conformance.conversion.transforms import TransformError, parse_compressor
+
+    with pytest.raises(TransformError) as refused:
+        parse_compressor(f"{codec}:{level}")
+    assert str(refused.value) == f"--compressor '{codec}:{level}': level must be an integer {lowest} to {highest}"

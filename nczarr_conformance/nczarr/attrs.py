@@ -177,6 +177,9 @@ def _infer(value: Any) -> str:
     if any(isinstance(v, float) for v in items):
         return "double"
     lo, hi = min(items), max(items)
+    first = _netcdf_c_int_type(items[0])
+    if all(_RANGES[first][0] <= v <= _RANGES[first][1] for v in items):
+        return first  # netcdf-c: the first value's type; it refuses the dataset when another does not fit
     if INT32[0] <= lo and hi <= INT32[1]:
         return "int"
     if INT64[0] <= lo and hi <= INT64[1]:
@@ -184,3 +187,21 @@ def _infer(value: Any) -> str:
     if lo >= 0 and hi <= UINT64_MAX:
         return "uint64"
     return "double"
+
+
+_RANGES = {"int": INT32, "uint": (0, 2**32 - 1), "int64": INT64, "uint64": (0, UINT64_MAX)}
+
+
+def _netcdf_c_int_type(v: int) -> str:
+    """netcdf-c's type for one untyped JSON integer (libnczarr ``NCZ_inferinttype``): uint64 from INT64's maximum
+    up, int64 below INT32's minimum, int within INT32, uint up to 2**32 - 1, else int64 (a value no type holds gets
+    one it does not fit, so the caller falls back)."""
+    if v >= INT64[1]:
+        return "uint64"
+    if v < INT32[0]:
+        return "int64"
+    if v <= INT32[1]:
+        return "int"
+    if v <= _RANGES["uint"][1]:
+        return "uint"
+    return "int64"

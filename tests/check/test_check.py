@@ -358,6 +358,18 @@ def test_giant_declared_shape_is_a_finding_not_an_allocation(tmp_path):
     assert ("NCZ-ARRAY-HUGE", "/v/.zarray") in {(f.rule, f.key) for f in report.findings}
 
 
+
+@pytest.mark.parametrize("extra,warned", [(0, False), (1, True)], ids=["exactly-2GiB", "one-element-over"])
+def test_a_chunk_over_2_gib_is_warned_and_one_of_exactly_2_gib_is_not(tmp_path, extra, warned):
+    """NCZ-ARRAY-HUGE's chunk rule is "more than 2 GiB" (2**31 bytes) per chunk: /v is int (4 bytes), so a chunk of
+    2**29 elements is exactly 2 GiB and one more element is over. Declared only: no chunk is written or read."""
+    path = _base(tmp_path)
+    chunks = [1, 2**29 + extra]
+    edit_json(path, "/v/.zarray", lambda d: d.update(chunks=chunks))
+    report = check(str(path))
+    huge = [f.message for f in report.findings if (f.rule, f.key) == ("NCZ-ARRAY-HUGE", "/v/.zarray")]
+    assert huge == ([f"chunks {chunks} declare more than 2 GiB each"] if warned else [])
+
 WARNINGS: dict[str, tuple[str, Callable[[Path], None]]] = {
     "NCZ-JSON-CONTROL": ("/.zattrs", lambda p: (p / ".zattrs").write_bytes(
         (p / ".zattrs").read_bytes().replace(b'"base"', b'"ba\x01se"'))),

@@ -125,6 +125,22 @@ def test_dump_of_non_dataset(tmp_path, make):
     assert result.stdout == ""
 
 
+
+def test_dump_of_a_store_whose_root_is_a_bare_zarr_array(tmp_path):
+    """A Zarr array written at the store's root (zarr-python's open_array on a path) has no root group, which netCDF
+    needs: exactly one line naming the store and the cause, exit 2 (netcdf-c 4.10.1 opens it as an empty dataset; we
+    refuse rather than show nothing). Run from an empty bytecode cache, as a first run after installing is: a
+    warning Python prints while compiling the reader would be a second line."""
+    zarr = pytest.importorskip("zarr")
+    target = tmp_path / "bare.zarr"
+    zarr.open_array(str(target), mode="w", shape=(3,), dtype="i4", zarr_format=2)[:] = [1, 2, 3]
+    result = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(target)], capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pyc")})
+    assert_clean_failure(result)
+    assert result.stderr.strip() == (f"nczarr-dump: {target}: the root is a bare Zarr array, not a group; "
+                                     "netCDF needs a root group")
+
+
 def test_dump_of_corrupt_metadata(tmp_path, rich_nc):
     out = tmp_path / "r.file"
     run("nc2nczarr", str(rich_nc), str(out))

@@ -379,3 +379,27 @@ def test_to_cdl_default_digits_let_ncgen_rebuild_the_same_values(tmp_path):
         for name, values in (("d", doubles), ("f", floats)):
             assert np.asarray(nc[name][:]).tobytes() == values.tobytes(), name
             assert np.asarray(nc[name].getncattr("a")).tobytes() == values[:2].tobytes(), name
+
+
+def test_t_takes_only_the_bounds_attribute_as_naming_a_time_variable(tmp_path, capsysbinary):
+    """-t prints a variable as times when it is a time variable or the one its ``bounds`` attribute names (ncdump's
+    rule); another text attribute of a time variable that names a variable (``ancillary_variables``, ``axis``) makes
+    no time variable of it: ncdump -t prints ``flag`` and ``T`` as plain numbers."""
+    import netCDF4
+
+    nc = tmp_path / "anc.nc"
+    with netCDF4.Dataset(str(nc), "w", format="NETCDF4") as ds:
+        ds.createDimension("time", 2)
+        t = ds.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t.ancillary_variables = "flag"
+        t.axis = "T"
+        t[:] = [0.0, 1.0]
+        ds.createVariable("flag", "i4", ("time",))[:] = [3, 4]
+        ds.createVariable("T", "f8", ("time",))[:] = [5.0, 6.0]
+    store = tmp_path / "anc.file"
+    assert run("nc2nczarr", str(nc), str(store)).returncode == 0
+    expected = ncdump("-t", str(nc))
+    assert b" flag = 3, 4 ;" in expected and b" T = 5, 6 ;" in expected  # numbers, not dates
+    assert body(ours(capsysbinary, "-t", str(store))) == body(expected)
+    assert ours(capsysbinary, "-t", str(nc)) == expected

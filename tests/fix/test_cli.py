@@ -265,3 +265,21 @@ def test_list_fixes_and_reader_names_match_the_registry():
     assert CLI_READERS == READERS
     listed = run("--list-fixes").stdout.splitlines()
     assert [line.split(" ", 1)[0] for line in listed] == list(FIXES)
+
+
+def test_list_fixes_shows_the_first_line_of_each_docstring(monkeypatch, capsys):
+    """registry.py: "The first line of its docstring is the documented description": what --list-fixes prints after
+    the id, readers and cures, whatever follows that line in the docstring."""
+    from nczarr_conformance.cli import fix as cli_fix
+    from nczarr_conformance.fix.registry import FIXES, Fix
+
+    def two_lines(ctx):
+        """Makes what --list-fixes shows.
+
+        Detail for readers of the code, never listed."""
+        return iter(())
+
+    monkeypatch.setitem(FIXES, "NCZ-FIX-DOC-TEST", Fix("NCZ-FIX-DOC-TEST", two_lines, ("xarray",), ("NCZ-X-Y",)))
+    assert cli_fix.main(["--list-fixes"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[-1] == "NCZ-FIX-DOC-TEST [xarray] (cures NCZ-X-Y): Makes what --list-fixes shows."

@@ -221,6 +221,14 @@ def test_registry_refuses_duplicates_and_unknown_readers():
     assert "NCZ-FIX-NEW-ONE" not in FIXES and "NCZ-FIX-NEW-TWO" not in FIXES
 
 
+
+def test_registry_takes_readers_and_cures_by_name_only():
+    """readers and cures are both tuples of names: given by position they could be swapped unnoticed, so @fix takes
+    everything after the id by name (registry.py's documented form ``@fix("NCZ-FIX-…", readers=…, cures=…)``)."""
+    with pytest.raises(TypeError):
+        fix("NCZ-FIX-NEW-THREE", ("xarray",))  # type: ignore[misc]
+    assert "NCZ-FIX-NEW-THREE" not in FIXES
+
 def _documented(ctx):
     """Documented."""
     return iter(())

@@ -7,6 +7,7 @@ import pytest
 from nczarr_conformance.model import Attribute
 from nczarr_conformance.nczarr import attrs
 from nczarr_conformance.nczarr.dtypes import dtype_string, parse_attr_type, parse_dtype
+from tests.conftest import require_module
 
 
 @pytest.mark.parametrize("attr,value,dtype", [
@@ -110,3 +111,35 @@ def test_string_maxstrlen_grows_for_long_strings():
     write_dataset(Dataset(root), store)
     assert json.loads(store.objects["/s/.zarray"])["dtype"] == "|S200"
     assert json.loads(store.objects["/s/.zattrs"])["_nczarr_maxstrlen"] == 200
+
+
+#: untyped (pure Zarr) JSON integers at every edge of netcdf-c's inference (libnczarr's NCZ_inferinttype): a negative
+#: value is int down to -2**31, then int64; a positive one int, uint up to 2**32-1, int64, and uint64 from 2**63-1 up
+UNTYPED_INTEGERS = {
+    "neg": -1, "near_min": -34, "int_min": -2**31, "below_int": -2**31 - 1, "int64_min": -2**63,
+    "int_max": 2**31 - 1, "above_int": 2**31, "uint_max": 2**32 - 1, "above_uint": 2**32,
+    "int64_below_max": 2**63 - 2, "int64_max": 2**63 - 1, "above_int64": 2**63, "uint64_max": 2**64 - 1,
+    "list_int": [-2**31, 5], "list_uint": [2**31, 5], "list_uint_zero": [2**31, 0],
+    "list_int64": [-2**31 - 1, 2**32 - 1], "list_uint64": [2**63 - 1, 1],
+}
+
+
+@pytest.mark.peer
+def test_untyped_integers_near_the_type_limits_get_netcdf_cs_types(tmp_path):
+    """A pure Zarr attribute has no type: the reader infers one from the JSON integers as netcdf-c does (the
+    expected types and values are netCDF4-python's, read from the same store; a list takes its first value's type)."""
+    import json
+
+    netCDF4 = require_module("netCDF4")
+    from nczarr_conformance.access.dataset import open_dataset
+
+    store = tmp_path / "untyped.zarr"
+    store.mkdir()
+    (store / ".zgroup").write_text('{"zarr_format": 2}')
+    (store / ".zattrs").write_text(json.dumps(UNTYPED_INTEGERS))
+    nctype = {"int32": "int", "uint32": "uint", "int64": "int64", "uint64": "uint64"}
+    with netCDF4.Dataset(f"file://{store}#mode=zarr,file") as nc:
+        expected = {name: (nctype[np.asarray(nc.getncattr(name)).dtype.name],
+                           np.atleast_1d(nc.getncattr(name)).tolist()) for name in nc.ncattrs()}
+    got = open_dataset(str(store)).root.attributes
+    assert {name: (a.type, a.value.tolist()) for name, a in got.items()} == expected

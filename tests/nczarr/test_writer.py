@@ -137,6 +137,28 @@ def test_zmetadata_is_written_last_and_equals_zarr_pythons_consolidation(tmp_pat
     assert sorted(name for name, _ in group.arrays()) == sorted(dataset.root.variables)
 
 
+
+def test_a_contiguous_variable_is_chunked_in_whole_rows_up_to_4_mib():
+    """A variable without chunks (netCDF's contiguous) gets writer.auto_chunks' chunks: "the whole shape, split along
+    leading dims to ≤ 4 MiB", so (1000, 1000) doubles (8000-byte rows) keep their rows whole, 4 MiB // 8000 = 524
+    of them a chunk, rather than being cut along the trailing dimension too."""
+    root = Group({"y": Dimension(1000), "x": Dimension(1000)})
+    root.variables["v"] = Variable("double", ["/y", "/x"], (1000, 1000), {}, np.zeros((1000, 1000)))
+    store = MemoryStore()
+    write_dataset(Dataset(root), store)
+    assert json.loads(store.objects["/v/.zarray"])["chunks"] == [4 * 1024**2 // 8000, 1000] == [524, 1000]
+
+def test_zmetadata_is_laid_out_as_zarr_python_2_writes_it():
+    """nczarr/consolidated.py writes .zmetadata "as zarr-python's consolidate_metadata writes it": zarr-python 2's
+    ``zarr.util.json_dumps`` lays it out with ``indent=4`` and ``separators=(',', ': ')`` (it also sorts keys and
+    escapes non-ASCII, which we do not: attribute order and UTF-8 are kept on purpose). zarr-python 3.1 writes one
+    line, so the layout is the 2.x one, byte for byte apart from those two."""
+    store = RecordingStore()
+    write_dataset(_nested(), store, consolidate=True)
+    raw = store.objects["/.zmetadata"]
+    assert raw == json.dumps(json.loads(raw), indent=4, separators=(",", ": "), ensure_ascii=False).encode("utf-8")
+
+
 @pytest.mark.peer
 @pytest.mark.parametrize("flavor", ["nczarr-4.10", "zarr"])
 def test_zmetadata_keeps_attribute_creation_order(tmp_path, flavor):
