@@ -321,4 +321,19 @@ KNOWN: list[Known] = [
     *_entries("writer", ("char-attr-json-number",), "ours", "netcdf-c-4.9",
               "netcdf-c 4.9.0 predates the 4.10 layout; it shows netcdf-c 4.10's _nczarr_* keys the same way",
               shows_410_keys_like("netcdf-c-4.10")),
+    # NCO's ncks, a command adapter (nczarr-conformance.toml, adapters/nco/): it reads through Debian's netcdf-c
+    # 4.9.0, so it has 4.9.0's faults, each on netcdf-c 4.10's (or zarr-python's) output exactly as on ours
+    *_entries("writer", ("groups-nested", "fill-partial", "big-endian", "char-attr-json-number",
+                         "char-attr-json-object", "char-attr-text", "typed-attrs"), "ours", "ncks",
+              "ncks reads through netcdf-c 4.9.0, which predates the 4.10 layout; it shows netcdf-c 4.10's "
+              "_nczarr_* keys the same way", shows_410_keys_like("netcdf-c-4.10")),
+    *_entries("writer", ("shuffle-zlib",), "ours", "ncks",
+              "ncks' netcdf-c 4.9.0 (Debian) has no codecs: it shows zlib-compressed bytes as data, as for "
+              "netcdf-c 4.10's output", same_paths_as_writer("netcdf-c-4.10")),
+    *_entries("writer", ("shuffle-zlib",), "ours-zarr", "ncks",
+              "ncks' netcdf-c 4.9.0 (Debian) has no codecs: it shows zlib-compressed bytes as data, as for "
+              "zarr-python's output", same_paths_as_writer("zarr-python")),
+    *_entries("writer", ("big-endian",), "ours-zarr", "ncks",
+              "ncks' netcdf-c 4.9.0 ignores a pure-Zarr dtype's byte order; it reads zarr-python's output identically",
+              same_as_writer("zarr-python")),
 ]

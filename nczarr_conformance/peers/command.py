@@ -34,6 +34,7 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
     env = { MYTOOL_QUIET = "1" }                 # added to the environment
     timeout = 60                                 # seconds per call (default 120)
     version = "mytool --version"                 # its first line is the reported version
+    requires = ["mytool"]                        # programs a wrapper script runs: missing → skipped, named
 
 A config's commands run in the config file's directory; command-line ones in the working directory.
 """
@@ -72,7 +73,7 @@ DEFAULT_TIMEOUT = 120.0
 #: how much of a failing command's stderr a cell keeps (the end: where a traceback says what broke)
 DETAIL_LIMIT = 4000
 CONFIG_NAME = "nczarr-conformance.toml"
-CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version"})
+CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version", "requires"})
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
 
@@ -151,7 +152,8 @@ class CommandPeer(Peer):
     def __init__(self, peer_id: str, *, reader: str | None = None, writer: str | None = None,
                  caps: frozenset[str] = ALL, env: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, cwd: Path | None = None, version_command: str | None = None,
-                 name: str | None = None, source: str = "the command line") -> None:
+                 name: str | None = None, source: str = "the command line",
+                 requires: tuple[str, ...] = ()) -> None:
         where = f"{source}: {peer_id}"
         if not ID_PATTERN.match(peer_id):
             raise UsageError(f"{where}: an implementation id is letters, digits and . _ + - (not {peer_id!r})")
@@ -164,6 +166,7 @@ class CommandPeer(Peer):
         self.env = dict(env or {})
         self.timeout = float(timeout)
         self.cwd = cwd
+        self.requires = tuple(requires)
         self.reader = Template.parse(reader, READ_FIELDS, f"{where} reader") if reader is not None else None
         self.writer = Template.parse(writer, WRITE_FIELDS, f"{where} writer") if writer is not None else None
         self.version_command = (Template.parse(version_command, (), f"{where} version")
@@ -184,8 +187,9 @@ class CommandPeer(Peer):
 
     def available(self) -> str | None:
         env = self._environment()
-        missing = sorted({t.program for t in (self.reader, self.writer) if t is not None
-                          and _program_missing(t.program, env)})
+        # a wrapper script (python3 adapters/nco/ncks_read.py) is always there; the tool it runs may not be
+        programs = [t.program for t in (self.reader, self.writer) if t is not None] + list(self.requires)
+        missing = sorted({p for p in programs if _program_missing(p, env)})
         return f"{', '.join(missing)} not installed" if missing else None
 
     def _run(self, argv: list[str], what: str) -> tuple[bytes, str]:
@@ -328,6 +332,9 @@ def load_config(path: Path) -> dict[str, dict[str, Any]]:
         for key in ("name", "reader", "writer", "version"):
             if key in spec and not isinstance(spec[key], str):
                 raise UsageError(f"{where}: {key} must be a string")
+        requires = spec.get("requires", [])
+        if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+            raise UsageError(f"{where}: requires must be a list of program names")
         env = spec.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise UsageError(f"{where}: env must be a table of strings")
@@ -362,7 +369,7 @@ def build(specs: Mapping[str, Mapping[str, Any]], *, overrides: Mapping[str, Map
         peers.append(CommandPeer(name, reader=spec.get("reader"), writer=spec.get("writer"), caps=caps,
                                  env=spec.get("env"), timeout=float(spec.get("timeout", DEFAULT_TIMEOUT)),
                                  cwd=spec.get("cwd"), version_command=spec.get("version"), name=spec.get("name"),
-                                 source=where))
+                                 source=where, requires=tuple(spec.get("requires", ()))))
     return peers
 
 
