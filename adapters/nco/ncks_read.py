@@ -79,7 +79,7 @@ def group(el: ET.Element, path: str, scope: dict[str, tuple[str, int]]) -> dict[
             flat: list[object] = list(text.ljust(math.prod(shape), "\0"))
         elif kind == "string":
             sep = values.get("separator") if values is not None else None
-            flat = text.split(sep) if sep else text.split()
+            flat = list(text.split(sep) if sep else text.split())
         else:
             flat = [number(t, kind) for t in text.split()]
         variables[v.get("name", "")] = {

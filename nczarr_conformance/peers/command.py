@@ -21,7 +21,7 @@ writer (``--writer NAME='CMD'``)
 Braces meant literally are doubled (``{{``). A call that exits non-zero, is killed or outlasts its
 timeout fails its cell with one line (the last line of its stderr); the whole stderr (its last 4,000
 characters) is the cell's detail. ``available()`` is whether the command's program is on ``PATH`` (or,
-with a ``/``, exists), so a missing tool is named in the run's summary.
+with a ``/``, exists; a leading ``~`` is the home directory), so a missing tool is named in the run's summary.
 
 Many implementations go in a TOML file (``nczarr-conformance.toml`` in the working directory, or
 ``--config FILE``)::
@@ -108,16 +108,19 @@ class Template:
         return cls(text, words, frozenset(fields))
 
     def expand(self, values: Mapping[str, str]) -> list[str]:
-        return [word.format_map(values) for word in self.words]
+        first, *rest = [word.format_map(values) for word in self.words]
+        return [os.path.expanduser(first), *rest]
 
     @property
     def program(self) -> str:
-        return self.words[0]
+        """The first word, ``~`` expanded: a tool in a per-user virtual environment
+        (``~/.cache/venv/bin/python``) is named the same on every machine, and there is no shell to expand it."""
+        return os.path.expanduser(self.words[0])
 
 
-def _program_missing(program: str, env: Mapping[str, str]) -> bool:
+def _program_missing(program: str, env: Mapping[str, str], cwd: Path | None = None) -> bool:
     if "/" in program:
-        return not os.access(program, os.X_OK)
+        return not os.access(Path(cwd or ".") / program, os.X_OK)
     return shutil.which(program, path=env.get("PATH")) is None
 
 
@@ -189,7 +192,7 @@ class CommandPeer(Peer):
         env = self._environment()
         # a wrapper script (python3 adapters/nco/ncks_read.py) is always there; the tool it runs may not be
         programs = [t.program for t in (self.reader, self.writer) if t is not None] + list(self.requires)
-        missing = sorted({p for p in programs if _program_missing(p, env)})
+        missing = sorted({p for p in programs if _program_missing(p, env, self.cwd)})
         return f"{', '.join(missing)} not installed" if missing else None
 
     def _run(self, argv: list[str], what: str) -> tuple[bytes, str]:
