@@ -114,7 +114,7 @@ class Template:
     @property
     def program(self) -> str:
         """The first word, ``~`` expanded: a tool in a per-user virtual environment
-        (``~/.cache/venv/bin/python``) is named the same on every machine, and there is no shell to expand it."""
+        (``~/.cache/venv/bin/python``) is spelled alike on every machine, and there is no shell to expand it."""
         return os.path.expanduser(self.words[0])
 
 
