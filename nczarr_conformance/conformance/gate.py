@@ -330,7 +330,7 @@ KNOWN: list[Known] = [
               "netcdf-c 4.9.0 predates the 4.9.1 keys; it reads the store with them deleted identically",
               ignores_keys(KEYS_491)),
     # what the 4.10 layout meets in these readers, the 4.9.1–4.9.2 layout meets alike (same dtypes, same codecs)
-    *[k for r in ("zarr-python", "xarray", "xarray-datatree") for k in _entries(
+    *[k for r in ("zarr-python", "xarray", "xarray-datatree", "zarr-python-3.4") for k in _entries(
         "writer", ("char-var",), "ours-nczarr-2", r, "zarr-python 3.1 has no >S1 dtype (Appendix E's char, which "
         "netcdf-c needs); it refuses netcdf-c 4.10's output of this case identically", same_as_writer("netcdf-c-4.10"))],
     *_entries("writer", ("shuffle-zlib",), "ours-nczarr-2", "gdal",
@@ -343,14 +343,14 @@ KNOWN: list[Known] = [
     *_entries("writer", ("char-var", "groups-nested", "typed-attrs"), "ours-nczarr-2-upper", "netcdf-c-4.10",
               "netcdf-c 4.10.1 mis-reads the 4.8–4.9.0 layout; it reads netcdf-c 4.9.0's output of this case "
               "identically", same_as_writer("netcdf-c-4.9")),
-    # zarr-python 3.1 / xarray refuse >S1, the char dtype nczarr.md Appendix E prescribes and netcdf-c needs
+    # zarr-python 3.1 and 3.4 (nczarr-conformance.toml) / xarray refuse >S1 (zarr-python 2.18 reads it), the char dtype nczarr.md Appendix E prescribes and netcdf-c needs
     # (it reads |S1 as a string): no char dtype serves both, nczarr-check warns (NCZ-INTEROP-ZARR-CHAR) and
     # nc2nczarr --char-as=S1 writes |S1; our pure-Zarr flavor writes |S1 and passes there.
-    *[k for r in ("zarr-python", "xarray", "xarray-datatree") for k in _entries(
+    *[k for r in ("zarr-python", "xarray", "xarray-datatree", "zarr-python-3.4") for k in _entries(
         "writer", ("char-var",), "ours", r, "zarr-python 3.1 has no >S1 dtype (Appendix E's char, which netcdf-c "
         "needs); it refuses netcdf-c 4.10's output of this case identically", same_as_writer("netcdf-c-4.10"))],
-    *[k for r in ("zarr-python", "xarray", "xarray-datatree") for k in _entries(
-        "writer", ("char-var",), "ours-nczarr-2-upper", r, "netcdf-c 4.9.0's <U1 char holds one byte per item, "
+    *[k for r in ("zarr-python", "xarray", "xarray-datatree", "zarr-python-2.18", "zarr-python-3.4")
+      for k in _entries("writer", ("char-var",), "ours-nczarr-2-upper", r, "netcdf-c 4.9.0's <U1 char holds one byte per item, "
         "not four: zarr-python refuses netcdf-c 4.9.0's output of this case identically",
         same_as_writer("netcdf-c-4.9"))],
     *_entries("writer", ("char-var",), "ours-zarr", "netcdf-c-4.9",
@@ -385,4 +385,34 @@ KNOWN: list[Known] = [
     *_entries("writer", ("char-attr-json-number",), "ours", "netcdf-c-4.9",
               "netcdf-c 4.9.0 predates the 4.10 layout; it shows netcdf-c 4.10's _nczarr_* keys the same way",
               shows_410_keys_like("netcdf-c-4.10")),
+    # NCO's ncks, a command adapter (nczarr-conformance.toml, adapters/nco/): it reads through Debian's netcdf-c
+    # 4.9.0, so it has 4.9.0's faults, each on netcdf-c 4.10's (or zarr-python's) output exactly as on ours
+    *_entries("writer", ("groups-nested", "fill-partial", "big-endian", "char-attr-json-number",
+                         "char-attr-json-object", "char-attr-text", "typed-attrs"), "ours", "ncks",
+              "ncks reads through netcdf-c 4.9.0, which predates the 4.10 layout; it shows netcdf-c 4.10's "
+              "_nczarr_* keys the same way", shows_410_keys_like("netcdf-c-4.10")),
+    *_entries("writer", tuple(c for c in _LAYOUT_492_IN_490 if c not in ("numeric-types", "char-var", "default-fill")),
+              "ours-nczarr-2", "ncks",
+              "ncks reads through netcdf-c 4.9.0, which predates the 4.9.1 keys; it reads the store with them deleted "
+              "identically", ignores_keys(KEYS_491)),
+    *_entries("writer", ("shuffle-zlib",), "ours", "ncks",
+              "ncks' netcdf-c 4.9.0 (Debian) has no codecs: it shows zlib-compressed bytes as data, as for "
+              "netcdf-c 4.10's output", same_paths_as_writer("netcdf-c-4.10")),
+    *_entries("writer", ("shuffle-zlib",), "ours-zarr", "ncks",
+              "ncks' netcdf-c 4.9.0 (Debian) has no codecs: it shows zlib-compressed bytes as data, as for "
+              "zarr-python's output", same_paths_as_writer("zarr-python")),
+    *_entries("writer", ("big-endian",), "ours-zarr", "ncks",
+              "ncks' netcdf-c 4.9.0 ignores a pure-Zarr dtype's byte order; it reads zarr-python's output identically",
+              same_as_writer("zarr-python")),
+    # zarrita 0.7.5 (Node.js, nczarr-conformance.toml, adapters/zarrita/): a big-endian >S1 char array comes back with
+    # each row's bytes reversed, and netcdf-c 4.9.0's one-byte <U1 is refused — on netcdf-c's own output identically
+    *_entries("writer", ("char-var",), "ours", "zarrita",
+              "zarrita 0.7.5 reverses the bytes of a >S1 (Appendix E char) array; it reads netcdf-c 4.10's output of "
+              "this case identically", same_as_writer("netcdf-c-4.10")),
+    *_entries("writer", ("char-var",), "ours-nczarr-2", "zarrita",
+              "zarrita 0.7.5 reverses the bytes of a >S1 (Appendix E char) array; it reads netcdf-c 4.10's output of "
+              "this case identically", same_as_writer("netcdf-c-4.10")),
+    *_entries("writer", ("char-var",), "ours-nczarr-2-upper", "zarrita",
+              "netcdf-c 4.9.0's <U1 char holds one byte per item, not four: zarrita refuses netcdf-c 4.9.0's output "
+              "of this case identically", same_as_writer("netcdf-c-4.9")),
 ]

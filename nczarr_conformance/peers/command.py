@@ -21,7 +21,7 @@ writer (``--writer NAME='CMD'``)
 Braces meant literally are doubled (``{{``). A call that exits non-zero, is killed or outlasts its
 timeout fails its cell with one line (the last line of its stderr); the whole stderr (its last 4,000
 characters) is the cell's detail. ``available()`` is whether the command's program is on ``PATH`` (or,
-with a ``/``, exists), so a missing tool is named in the run's summary.
+with a ``/``, exists; a leading ``~`` is the home directory), so a missing tool is named in the run's summary.
 
 Many implementations go in a TOML file (``nczarr-conformance.toml`` in the working directory, or
 ``--config FILE``)::
@@ -34,6 +34,7 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
     env = { MYTOOL_QUIET = "1" }                 # added to the environment
     timeout = 60                                 # seconds per call (default 120)
     version = "mytool --version"                 # its first line is the reported version
+    requires = ["mytool"]                        # programs a wrapper script runs: missing → skipped, named
 
 A config's commands run in the config file's directory; command-line ones in the working directory.
 """
@@ -72,7 +73,7 @@ DEFAULT_TIMEOUT = 120.0
 #: how much of a failing command's stderr a cell keeps (the end: where a traceback says what broke)
 DETAIL_LIMIT = 4000
 CONFIG_NAME = "nczarr-conformance.toml"
-CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version"})
+CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version", "requires"})
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
 
@@ -107,16 +108,19 @@ class Template:
         return cls(text, words, frozenset(fields))
 
     def expand(self, values: Mapping[str, str]) -> list[str]:
-        return [word.format_map(values) for word in self.words]
+        first, *rest = [word.format_map(values) for word in self.words]
+        return [os.path.expanduser(first), *rest]
 
     @property
     def program(self) -> str:
-        return self.words[0]
+        """The first word, ``~`` expanded: a tool in a per-user virtual environment
+        (``~/.cache/venv/bin/python``) is spelled alike on every machine, and there is no shell to expand it."""
+        return os.path.expanduser(self.words[0])
 
 
-def _program_missing(program: str, env: Mapping[str, str]) -> bool:
+def _program_missing(program: str, env: Mapping[str, str], cwd: Path | None = None) -> bool:
     if "/" in program:
-        return not os.access(program, os.X_OK)
+        return not os.access(Path(cwd or ".") / program, os.X_OK)
     return shutil.which(program, path=env.get("PATH")) is None
 
 
@@ -151,7 +155,8 @@ class CommandPeer(Peer):
     def __init__(self, peer_id: str, *, reader: str | None = None, writer: str | None = None,
                  caps: frozenset[str] = ALL, env: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, cwd: Path | None = None, version_command: str | None = None,
-                 name: str | None = None, source: str = "the command line") -> None:
+                 name: str | None = None, source: str = "the command line",
+                 requires: tuple[str, ...] = ()) -> None:
         where = f"{source}: {peer_id}"
         if not ID_PATTERN.match(peer_id):
             raise UsageError(f"{where}: an implementation id is letters, digits and . _ + - (not {peer_id!r})")
@@ -164,6 +169,7 @@ class CommandPeer(Peer):
         self.env = dict(env or {})
         self.timeout = float(timeout)
         self.cwd = cwd
+        self.requires = tuple(requires)
         self.reader = Template.parse(reader, READ_FIELDS, f"{where} reader") if reader is not None else None
         self.writer = Template.parse(writer, WRITE_FIELDS, f"{where} writer") if writer is not None else None
         self.version_command = (Template.parse(version_command, (), f"{where} version")
@@ -184,8 +190,9 @@ class CommandPeer(Peer):
 
     def available(self) -> str | None:
         env = self._environment()
-        missing = sorted({t.program for t in (self.reader, self.writer) if t is not None
-                          and _program_missing(t.program, env)})
+        # a wrapper script (python3 adapters/nco/ncks_read.py) is always there; the tool it runs may not be
+        programs = [t.program for t in (self.reader, self.writer) if t is not None] + list(self.requires)
+        missing = sorted({p for p in programs if _program_missing(p, env, self.cwd)})
         return f"{', '.join(missing)} not installed" if missing else None
 
     def _run(self, argv: list[str], what: str) -> tuple[bytes, str]:
@@ -328,6 +335,9 @@ def load_config(path: Path) -> dict[str, dict[str, Any]]:
         for key in ("name", "reader", "writer", "version"):
             if key in spec and not isinstance(spec[key], str):
                 raise UsageError(f"{where}: {key} must be a string")
+        requires = spec.get("requires", [])
+        if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+            raise UsageError(f"{where}: requires must be a list of program names")
         env = spec.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise UsageError(f"{where}: env must be a table of strings")
@@ -362,7 +372,7 @@ def build(specs: Mapping[str, Mapping[str, Any]], *, overrides: Mapping[str, Map
         peers.append(CommandPeer(name, reader=spec.get("reader"), writer=spec.get("writer"), caps=caps,
                                  env=spec.get("env"), timeout=float(spec.get("timeout", DEFAULT_TIMEOUT)),
                                  cwd=spec.get("cwd"), version_command=spec.get("version"), name=spec.get("name"),
-                                 source=where))
+                                 source=where, requires=tuple(spec.get("requires", ()))))
     return peers
 
 

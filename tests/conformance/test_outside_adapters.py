@@ -1,0 +1,68 @@
+"""The implementations nobody here wrote (nczarr-conformance.toml, adapters/): declared by the config only,
+their wrapper's tool named when missing, and their findings pinned as strict xfails that only the peer can fix."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from nczarr_conformance.conformance.cases import BY_ID
+from nczarr_conformance.conformance.matrix import one_cell
+from nczarr_conformance.peers.base import PEERS
+from nczarr_conformance.peers.command import (
+    CONFIG_NAME,
+    CommandPeer,
+    build,
+    load_config,
+)
+from tests.conftest import REPO
+from tests.peers.known import PeerStillWrong, still_wrong
+
+
+def configured(peer_id):
+    return {p.id: p for p in build(load_config(REPO / CONFIG_NAME))}[peer_id]
+
+
+def test_the_committed_config_declares_the_outside_implementations():
+    ids = {p.id for p in build(load_config(REPO / CONFIG_NAME))}
+    assert ids == {"ncks", "zarr-python-2.18", "zarr-python-3.4", "zarrita"}
+
+
+def test_requires_names_the_tool_a_wrapper_script_runs(tmp_path):
+    """A wrapper (python3 wrap.py) is always on PATH; the tool it runs is what may be missing."""
+    (tmp_path / CONFIG_NAME).write_text('[implementations.w]\nreader = "python3 wrap.py {path}"\n'
+                                        'requires = ["no-such-tool-4711"]\n', encoding="utf-8")
+    (peer,) = build(load_config(tmp_path / CONFIG_NAME))
+    assert peer.available() == "no-such-tool-4711 not installed"
+
+
+def test_a_program_under_the_home_directory_is_found_without_a_shell(tmp_path, monkeypatch):
+    tool = tmp_path / "venv" / "bin" / "tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\n", encoding="utf-8")
+    tool.chmod(0o755)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    peer = CommandPeer("t", reader="~/venv/bin/tool {path}")
+    assert peer.available() is None
+    assert peer.reader is not None and peer.reader.expand({"path": "/s"}) == [str(tool), "/s"]
+    assert CommandPeer("t", reader="~/venv/bin/none {path}").available() == f"{os.path.expanduser('~/venv/bin/none')}" \
+        " not installed"
+
+
+@pytest.mark.skipif(shutil.which("ncks") is None, reason="ncks (Debian nco) not installed")
+@pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason="ncks reads through Debian's netcdf-c 4.9.0, built "
+                   "without codecs: a zlib chunk's compressed bytes come back as the data")
+def test_ncks_reads_zlib_chunks_as_their_compressed_bytes(tmp_path):
+    cell = one_cell(BY_ID["shuffle-zlib"], PEERS["ours-zarr"], configured("ncks"), tmp_path)
+    first = [d for d in cell.differences if d.startswith("/arrays//i[0]: ")]
+    still_wrong(first, wrong=["/arrays//i[0]: 0 != 2019778168"], right=[])
+
+
+@pytest.mark.skipif(configured("zarrita").available() is not None,
+                    reason="zarrita (npm, scripts/test) not installed")
+@pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason="zarrita 0.7.5 reverses the bytes of a >S1 array")
+def test_zarrita_reverses_big_endian_char_bytes(tmp_path):
+    cell = one_cell(BY_ID["char-var"], PEERS["ours"], configured("zarrita"), tmp_path)
+    first = [d for d in cell.differences if d.startswith("/arrays//c[0]: ")]
+    still_wrong(first, wrong=['/arrays//c[0]: "a" != "\\u0000"'], right=[])
