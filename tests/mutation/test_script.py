@@ -86,6 +86,19 @@ def test_function_map_selection_survives_moved_lines(tool: dict[str, Any], tmp_p
     assert sel.tests == ["tests/mutation/test_script.py::t1"]
 
 
+def test_function_map_runs_only_the_tests_pytest_still_collects(tool: dict[str, Any]) -> None:
+    """A test renamed or removed since the map was recorded is left out: pytest would stop at its node id with
+    "not found" and the whole CI step would judge nothing (every mutant an error, as seen after a rename)."""
+    kept, gone = "tests/mutation/test_script.py::t1", "tests/mutation/test_script.py::renamed_since"
+    doc = {"recorded_for": "x", "tests": [kept, gone], "times": [1.0, 1.0],
+           "functions": {"nczarr_conformance/keys.py": {"join": [0, 1]}}}
+    select = tool["FunctionSelector"](doc, [], {kept})
+    source = (SCRIPT.parents[1] / "nczarr_conformance" / "keys.py").read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(source, 1) if text.startswith("def join("))
+    sel = select(tool["Mutant"]("j", "nczarr_conformance/keys.py", "op", 0, line + 1, 4, line + 1, 5))
+    assert sel.tests == [kept]
+
+
 def test_function_map_gives_a_line_run_at_import_every_test_of_its_module(tool: dict[str, Any]) -> None:
     """A def's own line (its defaults, decorators) and module-level code run when the module is imported: the tests
     that ran the function's body, or the module-level code in a subprocess, are not all that can see them."""
