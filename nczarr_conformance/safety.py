@@ -580,6 +580,29 @@ def install_signal_handlers() -> None:
         signal.signal(sig, _handler)
 
 
+_IGNORE_AT_EXIT = False
+
+
+def _ignore_signals_at_exit() -> None:
+    """At interpreter exit, SIGINT and SIGTERM are ignored: a command's outcome is decided and printed, and
+    Python's finalization puts a handler it installed back to the default action, so a Ctrl-C landing then
+    killed the process by the signal (exit -2, nothing printed) after it had reported success. An ignored
+    signal is left ignored by finalization."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def ignore_signals_at_exit() -> None:
+    """Register :func:`_ignore_signals_at_exit` once per process (every command calls this as it starts)."""
+    global _IGNORE_AT_EXIT
+    if not _IGNORE_AT_EXIT:
+        import atexit
+
+        atexit.register(_ignore_signals_at_exit)
+        _IGNORE_AT_EXIT = True
+
+
 def stop_raising() -> None:
     """From now on a signal is only recorded (a command's outcome is decided and being reported)."""
     global _defer

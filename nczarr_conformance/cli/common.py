@@ -32,6 +32,7 @@ def run(prog: str, body: Callable[[], int]) -> int:
     from nczarr_conformance import safety
 
     safety.install_signal_handlers()  # SIGINT and SIGTERM abort: exit 130 / 143, one line
+    safety.ignore_signals_at_exit()  # and once the outcome is printed, a late one cannot kill the exit
     safety.program = prog  # a writer lock names its holder by the command's name
     try:
         return _run(prog, body)
