@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel pip builds from the tracked files only, as a fresh clone would."""
     work = tmp_path_factory.mktemp("wheel")
     src = work / "src"
     # build from the tracked files only, as a fresh clone would
@@ -32,8 +34,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = work / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist),
                     str(src)], check=True, env=_isolated_env())
-    wheel, = dist.glob("nczarr_conformance-*.whl")
-    env_dir = work / "venv"
+    built, = dist.glob("nczarr_conformance-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path) -> Path:
+    env_dir = wheel.parent.parent / "venv"
     venv.create(env_dir, with_pip=True)
     subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                     str(wheel)], check=True, env=_isolated_env())
@@ -55,6 +62,19 @@ def _run(env_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[st
     env = _isolated_env()
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}"
     return subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_wheel_holds_the_license(wheel: Path) -> None:
+    """BSD-3-Clause asks every binary redistribution to carry the notice: the wheel ships LICENSE byte for
+    byte (PEP 639: .dist-info/licenses/) and its metadata names the licence and the file."""
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+        licenses = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert len(licenses) == 1, names
+        assert whl.read(licenses[0]) == (REPO / "LICENSE").read_bytes()
+        metadata = whl.read(licenses[0].split("/")[0] + "/METADATA").decode("utf-8")
+    assert "License-Expression: BSD-3-Clause" in metadata.splitlines()
+    assert "License-File: LICENSE" in metadata.splitlines()
 
 
 def test_installed_package_is_the_wheel_not_the_checkout(installed: Path, tmp_path: Path) -> None:
