@@ -207,14 +207,16 @@ def run(nfiles: int, work: Path) -> dict[str, object]:
         {**running, "peak_rss_mb": None, "message": ""})
     add("deep phase of check() in-process, serial (deep minus shallow, best of 2)",
         {"seconds": round(deep_serial, 3), **none})
-    add("deep phase of check() in-process on the running 2-process cluster", {"seconds": round(deep_parallel, 3), **none})
+    add("deep phase of check() in-process on the running 2-process cluster",
+        {"seconds": round(deep_parallel, 3), **none})
     add(f"decode-only limit: numcodecs on {nchunks} chunks, {os.cpu_count()} threads, in-process",
         {"seconds": round(limit, 3), **none})
     by = {r["job"]: r for r in rows}
     seq_s = float(by[f"sequential nc2nczarr + --append loop ({nfiles} processes) → dir"]["seconds"])  # type: ignore[arg-type]
     c2 = float(by["nc2nczarr --concat --workers 2 → dir"]["seconds"])  # type: ignore[arg-type]
     return {
-        "machine": machine(), "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()],
+        "machine": machine(), "load_before": [round(x, 2) for x in load],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
         "nfiles": nfiles, "results": rows,
         "concat_equals_sequential": equal == [], "differences": equal[:5],
         "reports_identical": serial_doc == local_doc == running_doc,

@@ -19,9 +19,7 @@ NETCDF_C_CORPUS = netcdf_c_corpus()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from hypothesis import HealthCheck, settings
-
-    from hypothesis import Phase
+    from hypothesis import HealthCheck, Phase, settings
 
     quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
     # ci: fixed draws (a red CI run reproduces), enough of them to reach the corners

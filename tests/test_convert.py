@@ -59,12 +59,12 @@ def test_a_copied_chunk_that_does_not_decode_to_the_source_disables_copying(rich
     makes the converter re-encode that variable. Both ways a copy can be wrong: bytes no codec
     decodes (the decode fails), and a valid chunk of other values (only the comparison sees it)."""
     from nczarr_conformance.codecs import Pipeline
+    from nczarr_conformance.convert import _header
     from nczarr_conformance.direct import DirectChunks
+    from nczarr_conformance.model import Dataset
+    from nczarr_conformance.nczarr.writer import write_dataset
     from nczarr_conformance.peers import netcdf4
     from nczarr_conformance.stores import DirectoryStore as Dir
-    from nczarr_conformance.nczarr.writer import write_dataset
-    from nczarr_conformance.convert import _header
-    from nczarr_conformance.model import Dataset
 
     class Lying(DirectChunks):
         def __call__(self, plan):  # type: ignore[override]

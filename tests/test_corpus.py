@@ -12,7 +12,6 @@ from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.model import diff
 from nczarr_conformance.nczarr.flavors import MetadataSource, detect
 from nczarr_conformance.stores import open_store
-
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from nczarr_conformance.testing.source import read_source
 from tests.conftest import NETCDF_C_CORPUS, require_tool

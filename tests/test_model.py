@@ -7,9 +7,9 @@ import jsonschema
 import numpy as np
 import pytest
 
+from nczarr_conformance.model import Attribute, Dataset, diff, values_to_json
 from nczarr_conformance.resources import model_schema
 from tests.conftest import REPO
-from nczarr_conformance.model import Attribute, Dataset, diff, values_to_json
 
 SCHEMA = json.loads(model_schema().read_text(encoding="utf-8"))
 

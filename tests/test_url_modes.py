@@ -18,7 +18,6 @@ on every storage.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 

@@ -80,7 +80,7 @@ def test_committed_report_is_current(rendered, name):
     old = committed.read_text(encoding="utf-8").splitlines()
     new = (rendered / name).read_text(encoding="utf-8").splitlines()
     changed = [f"line {i + 1}:\n  committed: {a[:300]}\n  now:       {b[:300]}"
-               for i, (a, b) in enumerate(zip(old, new)) if a != b]
+               for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b]
     assert (changed, len(old)) == ([], len(new)), \
         f"reports/{name} is stale: run `nczarr-conformance report` and commit it\n" + "\n".join(changed[:5])
     assert committed.read_bytes() == (rendered / name).read_bytes()

@@ -8,10 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import require_module
-
 from nczarr_conformance.fix import fix_store
 from nczarr_conformance.fix.registry import FIXES, fix
+from tests.conftest import require_module
 from tests.fix.helpers import c410, copy, nc_read, ours_without_dims, same_to_netcdf_c, url, zarray
 
 pytestmark = pytest.mark.peer
@@ -185,13 +184,12 @@ def test_stale_zmetadata_is_rebuilt(tmp_path):
 
 
 def test_upper_case_layout_netcdf_c_490_reads_the_same(tmp_path):
-    from tests.conftest import require_tool
     import subprocess
 
-    from nczarr_conformance.model import Dataset
+    from nczarr_conformance.model import Dataset, Dimension, Group, Variable
     from nczarr_conformance.nczarr.writer import write_dataset
     from nczarr_conformance.stores import DirectoryStore
-    from nczarr_conformance.model import Dimension, Group, Variable
+    from tests.conftest import require_tool
 
     ncdump = require_tool("ncdump")
     root = Group({"x": Dimension(3)})
@@ -239,7 +237,8 @@ def test_ncgen_490_output(tmp_path):
     ncgen, ncdump = require_tool("ncgen"), require_tool("ncdump")
     cdl = tmp_path / "t.cdl"
     cdl.write_text("netcdf t {\ndimensions: x = 3 ;\nvariables: int v(x) ;\ndata: v = 1, 2, 3 ;\n"
-                   "group: g {\n dimensions: y = 2 ;\n variables: double w(y, x) ;\n data: w = 1, 2, 3, 4, 5, 6 ;\n}\n}\n")
+                   "group: g {\n dimensions: y = 2 ;\n variables: double w(y, x) ;\n"
+                   " data: w = 1, 2, 3, 4, 5, 6 ;\n}\n}\n")
     store = tmp_path / "g.file"
     subprocess.run([ncgen, "-4", "-b", "-o", url(store), str(cdl)], check=True, capture_output=True)
     before = subprocess.run([ncdump, url(store)], capture_output=True, text=True, check=True).stdout

@@ -52,9 +52,8 @@ def test_default_writes_char_text_as_a_json_string(text):
 
 
 def test_unknown_json_attribute_mode_is_refused():
-    with pytest.raises(ValueError, match="not one of lossless, spec"):
-        with attrs.json_attributes("literal"):
-            pass
+    with pytest.raises(ValueError, match="not one of lossless, spec"), attrs.json_attributes("literal"):
+        pass
 
 
 @pytest.mark.parametrize("value,dtype,expect_type,expect", [
@@ -98,10 +97,11 @@ def test_read_mapping_appendix_e():
 
 
 def test_string_maxstrlen_grows_for_long_strings():
+    import json
+
     from nczarr_conformance.model import Dataset, Dimension, Group, Variable
     from nczarr_conformance.nczarr.writer import write_dataset
     from nczarr_conformance.stores import MemoryStore
-    import json
 
     root = Group({"x": Dimension(2)})
     root.variables["s"] = Variable("string", ["/x"], (2,), {}, np.array(["é" * 100, ""], dtype=object))

@@ -10,11 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import require_module
-
 from nczarr_conformance.check import check
-from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.cli.convert import main as nc2nczarr
+from nczarr_conformance.dataset import open_dataset
 from nczarr_conformance.errors import UsageError
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr_conformance.nczarr.writer import write_dataset
@@ -22,6 +20,7 @@ from nczarr_conformance.peers import netcdf4
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.stores.memory import MemoryStore
 from nczarr_conformance.urls import to_file_url
+from tests.conftest import require_module
 
 
 def _nested() -> Dataset:

@@ -241,9 +241,8 @@ def model_diff(expected_cdl: str, url: str, *, drop_attrs: Iterable[str] = (), d
 
     ``data=False`` for a header baseline (``ncdump -h``): it states no values."""
     require_module("netCDF4")
-    from nczarr_conformance.peers import netcdf4
-
     from nczarr_conformance.errors import FormatError
+    from nczarr_conformance.peers import netcdf4
 
     try:
         expected = parse_cdl(expected_cdl)[1]

@@ -18,8 +18,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, READERS, WRITERS, build, load_known, nc_url, read_outcome,
-                                    read_text, require, settle, text_diff)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    READERS,
+    WRITERS,
+    build,
+    load_known,
+    nc_url,
+    read_outcome,
+    read_text,
+    require,
+    settle,
+    text_diff,
+)
 
 KNOWN = load_known("run_chunkcases")
 #: case → the script's -c (chunk sizes); ``dmp``: the case's chunk listing is compared too
@@ -59,11 +71,11 @@ def chunk_listing(store: Path, fill: int) -> str:
     """``ncdumpchunks -v v`` (nczarr_test/ncdumpchunks.c) of an int variable ``v``: each stored chunk, row-major."""
     zarray = json.loads((store / "v" / ".zarray").read_text())
     dims, chunks = zarray["shape"], zarray["chunks"]
-    counts = [-(-d // c) for d in zip(dims, chunks) for d, c in [d]]
+    counts = [-(-d // c) for d in zip(dims, chunks, strict=True) for d, c in [d]]
     lines = [f"rank={len(dims)} dims=({','.join(map(str, dims))}) chunks=({','.join(map(str, chunks))})"]
     cell = lambda x: " _" if x == fill else f" {x:02d}"  # noqa: E731 - printf(" %02d") / " _"
     for index in np.ndindex(*counts):
-        head = "".join(f"[{i}/{i * c}]" for i, c in zip(index, chunks)) + " ="
+        head = "".join(f"[{i}/{i * c}]" for i, c in zip(index, chunks, strict=True)) + " ="
         data = _chunk(store, zarray, index)
         pad = " " * len(head)
         if len(dims) == 2:

@@ -14,8 +14,18 @@ import json
 
 import pytest
 
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, dump, load_known, nc_url, read_outcome, require, sanitised,
-                                    settle, unzip)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    dump,
+    load_known,
+    nc_url,
+    read_outcome,
+    require,
+    sanitised,
+    settle,
+    unzip,
+)
 
 KNOWN = load_known("run_corrupt")
 ZMETADATA = {

@@ -13,9 +13,19 @@ import re
 import pytest
 
 from tests.conftest import require_module
-
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, READERS, WRITERS, build, dump, load_known, nc_url, require,
-                                    sanitised, settle)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    READERS,
+    WRITERS,
+    build,
+    dump,
+    load_known,
+    nc_url,
+    require,
+    sanitised,
+    settle,
+)
 
 KNOWN = load_known("run_fillonlyz")
 
@@ -41,5 +51,6 @@ def _read(reader: str, url: str):
 def test_fillonly(writer, reader, stores, request):
     """run_fillonlyz.sh: the never-written ``f`` reads as its fill everywhere."""
     cdl = require(NCZARR_TEST / "ref_fillonly.cdl")
-    store, failed = stores.get(f"fillonlyz-{writer}", lambda tmp: build(writer, cdl, tmp, "nczarr", name="tmp_fillonly"))
+    store, failed = stores.get(f"fillonlyz-{writer}",
+                               lambda tmp: build(writer, cdl, tmp, "nczarr", name="tmp_fillonly"))
     settle(request, lambda: failed if failed is not None else _read(reader, nc_url(store, "nczarr,file")), KNOWN)

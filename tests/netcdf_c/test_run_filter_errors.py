@@ -17,7 +17,6 @@ import shutil
 import pytest
 
 from tests.conftest import require_module
-
 from tests.netcdf_c.harness import NCZARR_TEST, PASS, dump, load_known, nc_url, require, sanitised, settle
 
 KNOWN = load_known("run_filter_errors")

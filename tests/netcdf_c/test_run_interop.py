@@ -14,8 +14,17 @@ import shutil
 
 import pytest
 
-from tests.netcdf_c.harness import (NCZARR_TEST, READERS, load_known, nc_url, read_outcome, read_text, require,
-                                    settle, unzip)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    READERS,
+    load_known,
+    nc_url,
+    read_outcome,
+    read_text,
+    require,
+    settle,
+    unzip,
+)
 
 KNOWN = load_known("run_interop")
 #: case → (archive, baseline, store name, mode, storage)

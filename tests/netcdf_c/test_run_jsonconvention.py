@@ -15,8 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.netcdf_c.harness import (NCZARR_TEST, READERS, WRITERS, PASS, Step, build, load_known, require, run_step,
-                                    settle)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    READERS,
+    WRITERS,
+    Step,
+    build,
+    load_known,
+    require,
+    run_step,
+    settle,
+)
 
 KNOWN = load_known("run_jsonconvention")
 STEP = Step("nczarr_test/ref_jsonconvention.cdl", "nczarr_test/ref_jsonconvention.cdl", "tmp_jsonconvention",

@@ -18,8 +18,20 @@ import numpy as np
 import pytest
 
 from tests.conftest import require_module, require_tool
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, dump, load_known, nc_url, netcdf4_file, ours_env, require,
-                                    run, sanitised, settle, text_diff)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    dump,
+    load_known,
+    nc_url,
+    netcdf4_file,
+    ours_env,
+    require,
+    run,
+    sanitised,
+    settle,
+    text_diff,
+)
 
 KNOWN = load_known("run_nccopyz")
 LENS = (7, 4, 2, 3, 5, 6, 9)
@@ -41,7 +53,7 @@ def chunks3(path) -> None:
     n = int(np.prod(LENS))
     with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
         names = [f"dim{i}" for i in range(len(LENS))]
-        for name, size in zip(names, LENS):
+        for name, size in zip(names, LENS, strict=True):
             nc.createDimension(name, size)
         nc.createVariable("ivar", "i4", names)[:] = np.arange(n, dtype="i4").reshape(LENS)
         nc.createVariable("fvar", "f4", names[::-1])[:] = (n - np.arange(n)).astype("f4").reshape(LENS[::-1])

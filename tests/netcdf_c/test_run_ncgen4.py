@@ -10,8 +10,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.netcdf_c.harness import (NCDUMP_DIR, READERS, WRITERS, build, load_known, nc_url, read_outcome, read_text,
-                                    require, settle)
+from tests.netcdf_c.harness import (
+    NCDUMP_DIR,
+    READERS,
+    WRITERS,
+    build,
+    load_known,
+    nc_url,
+    read_outcome,
+    read_text,
+    require,
+    settle,
+)
 
 #: run_ncgen4.sh TESTS and FVTESTS
 TESTS = ("dimscope", "tst_group_data", "tst_solar_1", "tst_nul4")

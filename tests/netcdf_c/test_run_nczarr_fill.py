@@ -16,9 +16,23 @@ from __future__ import annotations
 
 import pytest
 
-from tests.netcdf_c.harness import (NCZARR_TEST, READERS, WriteFailed, load_known, nc_url, read_outcome, read_text,
-                                    require, run, sanitised, settle, unzip, write_netcdf4, write_ours)
 from tests.conftest import require_tool
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    READERS,
+    WriteFailed,
+    load_known,
+    nc_url,
+    read_outcome,
+    read_text,
+    require,
+    run,
+    sanitised,
+    settle,
+    unzip,
+    write_netcdf4,
+    write_ours,
+)
 
 KNOWN = load_known("run_nczarr_fill")
 SCLEAN = (r":_IsNetcdf4", r":_Endianness", r"_NCProperties", r"_SuperblockVersion")

@@ -17,8 +17,24 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import require_tool
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, READERS, WriteFailed, dump, load_known, nc_url, read_outcome,
-                                    read_text, require, run, sanitised, settle, text_diff, unzip, write_netcdf4)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    READERS,
+    WriteFailed,
+    dump,
+    load_known,
+    nc_url,
+    read_outcome,
+    read_text,
+    require,
+    run,
+    sanitised,
+    settle,
+    text_diff,
+    unzip,
+    write_netcdf4,
+)
 
 KNOWN = load_known("run_newformat")
 COPIERS = ("nccopy-4.9.0", "netcdf4-4.10.1")

@@ -13,8 +13,18 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import require_module
-from tests.netcdf_c.harness import (NCZARR_TEST, PASS, dump, lacks_zip, load_known, nc_url, require, sanitised,
-                                    settle, untar)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    PASS,
+    dump,
+    lacks_zip,
+    load_known,
+    nc_url,
+    require,
+    sanitised,
+    settle,
+    untar,
+)
 
 KNOWN = load_known("run_notzarr")
 CASES = {"empty.file": "zarr,file", "notzarr.file": "zarr,file", "empty.zip": "zarr,zip", "notzarr.zip": "zarr,zip"}

@@ -10,8 +10,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.netcdf_c.harness import (NCZARR_TEST, READERS, WRITERS, build, load_known, nc_url, read_outcome,
-                                    read_text, require, settle)
+from tests.netcdf_c.harness import (
+    NCZARR_TEST,
+    READERS,
+    WRITERS,
+    build,
+    load_known,
+    nc_url,
+    read_outcome,
+    read_text,
+    require,
+    settle,
+)
 
 KNOWN = load_known("run_purezarr")
 #: step → (source CDL, store name, write mode, read mode, ncdump args, baseline)
