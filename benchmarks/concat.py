@@ -246,7 +246,7 @@ def render(doc: dict[str, object]) -> str:
                   "`Path.read_bytes` and decodes it unbounded; the check reads through the store (each path "
                   "component opened without following symlinks, the object's size checked against the bound "
                   "its codecs allow before it is read) and decodes no further than the declared chunk size "
-                  "(a zlib bomb stops there), the guarantees README's hostile-input section gives. On 2 cores "
+                  "(a zlib bomb stops there), the guarantees docs/guarantees.md gives. On 2 cores "
                   "a 2-process cluster adds scheduling and result transfer per chunk and gains no core over "
                   "the threaded serial run, so both stay near the serial fraction above; the figure moves "
                   "with machine load (0.72 in a run of 2026-11-24 at load 6–10)."]

@@ -296,8 +296,8 @@ ZARR_PYTHON_CHAR_ERROR = "No Zarr data type found that matches {'name': '>S1', '
 
 
 def _assert_zarr_reads_text_fill_as_base64(group, path: str, var) -> None:
-    """A string variable with a fill: our ``|Sn`` fill_value is the text (as netcdf-c writes and reads it; README,
-    What the writer writes), where Zarr v2 says base64, so zarr-python 3.1 decodes the text as base64
+    """A string variable with a fill: our ``|Sn`` fill_value is the text (as netcdf-c writes and reads it;
+    docs/writer.md, What the writer writes), where Zarr v2 says base64, so zarr-python 3.1 decodes the text as base64
     (``standard_b64decode``). Where the text is no base64 it refuses the array with that decoder's error; else it
     reads every value we wrote exactly, and a fill cell either as the fill (its chunk was written) or as the
     decoded bytes (a chunk of fill only, which we do not write)."""
