@@ -11,7 +11,7 @@ import sys
 from tests.conftest import REPO, require_module
 
 #: tests/, benchmarks/, scripts/ (its Python scripts have no .py suffix: pyproject's extend-include names them)
-LINTED = ["tests", "benchmarks", "scripts"]
+LINTED = ["tests", "benchmarks", "scripts", "noxfile.py"]
 
 
 def test_ruff_finds_nothing():

@@ -1,0 +1,23 @@
+"""The suite on each Python the package claims (pyproject: requires-python >= 3.11), each in a fresh venv.
+
+    nox -s tests-3.11                 # the whole suite on 3.11
+    nox -s tests-3.13 -- -x tests/check   # arguments after -- go to pytest
+    nox -R -s tests-3.13              # reuse the venv, skip the install (-R: --reuse-venv=yes --no-install)
+
+nox finds ``python3.11`` / ``python3.13`` on PATH; with pyenv, put the version's bin directory first
+(``PATH=$(pyenv root)/versions/3.13.0/bin:$PATH``). scripts/test (so CI) runs the 3.13 session on the cells it
+names, after the 3.11 suite and the mutation gates; docs/testing.md says which cells and why.
+"""
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "venv"  # the interpreter's own venv and pip: nothing else to install
+nox.options.sessions = ["tests-3.11", "tests-3.13"]
+
+
+@nox.session(python=["3.11", "3.13"])
+def tests(session: nox.Session) -> None:
+    """pip install -e '.[test]' (the pinned peers), then pytest -q with the arguments given after --."""
+    session.install("--disable-pip-version-check", "-e", ".[test]")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *session.posargs)
