@@ -207,14 +207,16 @@ def run(nfiles: int, work: Path) -> dict[str, object]:
         {**running, "peak_rss_mb": None, "message": ""})
     add("deep phase of check() in-process, serial (deep minus shallow, best of 2)",
         {"seconds": round(deep_serial, 3), **none})
-    add("deep phase of check() in-process on the running 2-process cluster", {"seconds": round(deep_parallel, 3), **none})
+    add("deep phase of check() in-process on the running 2-process cluster",
+        {"seconds": round(deep_parallel, 3), **none})
     add(f"decode-only limit: numcodecs on {nchunks} chunks, {os.cpu_count()} threads, in-process",
         {"seconds": round(limit, 3), **none})
     by = {r["job"]: r for r in rows}
     seq_s = float(by[f"sequential nc2nczarr + --append loop ({nfiles} processes) → dir"]["seconds"])  # type: ignore[arg-type]
     c2 = float(by["nc2nczarr --concat --workers 2 → dir"]["seconds"])  # type: ignore[arg-type]
     return {
-        "machine": machine(), "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()],
+        "machine": machine(), "load_before": [round(x, 2) for x in load],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
         "nfiles": nfiles, "results": rows,
         "concat_equals_sequential": equal == [], "differences": equal[:5],
         "reports_identical": serial_doc == local_doc == running_doc,
@@ -244,7 +246,7 @@ def render(doc: dict[str, object]) -> str:
                   "`Path.read_bytes` and decodes it unbounded; the check reads through the store (each path "
                   "component opened without following symlinks, the object's size checked against the bound "
                   "its codecs allow before it is read) and decodes no further than the declared chunk size "
-                  "(a zlib bomb stops there), the guarantees README's hostile-input section gives. On 2 cores "
+                  "(a zlib bomb stops there), the guarantees docs/guarantees.md gives. On 2 cores "
                   "a 2-process cluster adds scheduling and result transfer per chunk and gains no core over "
                   "the threaded serial run, so both stay near the serial fraction above; the figure moves "
                   "with machine load (0.72 in a run of 2026-11-24 at load 6–10)."]

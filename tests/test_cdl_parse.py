@@ -82,7 +82,7 @@ group: g {
    v = 1, 2, 3, 4, 5, 6 ;
   } // group g
 }
-"""
+"""  # noqa: E101 - as ncdump prints a group: its lines indented with spaces, then tabs
 
 
 def _cross_check(cdl: Path, tmp_path: Path) -> list[str]:

@@ -60,7 +60,8 @@ def test_without_s_no_storage_is_stated():
 def test_codecs_list_wins_over_the_flags():
     text = ('netcdf x { dimensions: x = 4 ; variables: float v(x) ; v:_Storage = "chunked" ; v:_ChunkSizes = 2 ; '
             'v:_Shuffle = "true" ; v:_DeflateLevel = 1 ; '
-            'v:_Codecs = "[{\\"id\\": \\"shuffle\\", \\"elementsize\\": 4},{\\"id\\": \\"zlib\\", \\"level\\": 1}]" ; }')
+            'v:_Codecs = "[{\\"id\\": \\"shuffle\\", \\"elementsize\\": 4},'
+            '{\\"id\\": \\"zlib\\", \\"level\\": 1}]" ; }')
     var = parse_cdl(text)[1].root.variables["v"]
     assert var.filters == [{"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 1}]
     assert var.chunks == [2]
@@ -69,7 +70,8 @@ def test_codecs_list_wins_over_the_flags():
 
 def test_global_attribute_right_after_dimensions():
     """ncdump -s of a root group with dimensions and no variables: ``:_NCProperties`` follows the dimensions."""
-    text = 'netcdf b {\ndimensions:\n\td = 20 ;\n\n// global attributes:\n\t\t:_Format = "netCDF-4" ;\n\t\t:t = "x" ;\n}\n'
+    text = ('netcdf b {\ndimensions:\n\td = 20 ;\n\n'
+            '// global attributes:\n\t\t:_Format = "netCDF-4" ;\n\t\t:t = "x" ;\n}\n')
     _, model = parse_cdl(text)
     assert (list(model.root.dimensions), model.root.attributes["t"].value) == (["d"], "x")
 
@@ -117,7 +119,8 @@ def test_braces_match_ncgen(tmp_path):
     from tests.conftest import require_tool
 
     (tmp_path / "r.cdl").write_text(RAGGED)
-    subprocess.run([require_tool("ncgen"), "-4", "-b", "-o", str(tmp_path / "r.nc"), str(tmp_path / "r.cdl")], check=True)
+    subprocess.run([require_tool("ncgen"), "-4", "-b", "-o", str(tmp_path / "r.nc"), str(tmp_path / "r.cdl")],
+                   check=True)
     root = parse_cdl(RAGGED)[1].root
     with netCDF4.Dataset(tmp_path / "r.nc") as nc:
         for name in ("v", "w"):

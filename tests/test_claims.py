@@ -1,5 +1,5 @@
-"""docs/claims.md: every "same", "never", "always" or "equal" of README.md, docs/rules.md and the public
-docstrings is listed with the test that fails when it stops being true, and each listed test exists.
+"""docs/claims.md: every "same", "never", "always" or "equal" of README.md, the pages under docs/ and the
+public docstrings is listed with the test that fails when it stops being true, and each listed test exists.
 
 The list is parsed, not collected: a test id is a file of tests/ and a function (or Class::method) defined in
 it by name (parametrized ids name their function). A sentence added with one of the four words, a quoted phrase
@@ -56,12 +56,14 @@ def _claim_lines(rel: str) -> list[str]:
 
 
 def _sources() -> list[str]:
+    """README.md, every page of docs/ (claims.md quotes the others) and the package's modules that hold a claim."""
+    pages = sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md") if p != CLAIMS)
     package = sorted(str(p.relative_to(REPO)) for p in (REPO / "nczarr_conformance").rglob("*.py"))
-    return ["README.md", "docs/rules.md", *[p for p in package if _claim_lines(p)]]
+    return ["README.md", *pages, *[p for p in package if _claim_lines(p)]]
 
 
 def test_every_claim_of_the_sources_is_listed():
-    """Each line of README.md, docs/rules.md or a public docstring holding one of the words holds a phrase
+    """Each line of README.md, a docs/ page or a public docstring holding one of the words holds a phrase
     docs/claims.md lists for that file."""
     listed: dict[str, list[str]] = {}
     for files, rows in _sections().items():

@@ -6,6 +6,7 @@ storage; refusals name the file and the cause and write nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -54,7 +55,7 @@ def archive(tmp_path_factory):
 
 @pytest.mark.parametrize("kind", ["file", "zip", "s3"])
 def test_concat_equals_the_sequential_append(client, archive, tmp_path, kind, request):
-    d, files, ref = archive
+    d, _files, ref = archive
     if kind == "s3":
         import boto3
 
@@ -294,10 +295,8 @@ def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig):
             left = safety.find_leftovers(out)
             assert left and all(str(proc.pid) in p.name for p in left)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # orphaned workers of a killed client
-        except ProcessLookupError:
-            pass
     if sig == signal.SIGKILL:
         time.sleep(0.5)
         again = cli("-q", "--concat", "time", "--workers", "1", str(many / "f00[0-2].nc"), str(out))
@@ -311,7 +310,7 @@ def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig):
 def test_append_of_several_files_equals_the_sequential_append(client, archive, tmp_path, kind):
     import boto3
 
-    d, files, ref = archive
+    _d, files, ref = archive
     if kind == "s3":
         bucket = f"append-many-{os.getpid()}"
         boto3.client("s3").create_bucket(Bucket=bucket)
@@ -329,7 +328,7 @@ def test_append_of_several_files_equals_the_sequential_append(client, archive, t
 def test_append_of_several_files_refuses_records_already_there(client, archive, tmp_path):
     from tests.test_append import snapshot
 
-    d, files, ref = archive
+    _d, files, _ref = archive
     out = tmp_path / "out.file"
     convert(str(files[0]), str(out))
     append(str(files[1]), str(out), "time")
@@ -379,7 +378,7 @@ def test_append_of_several_files_takes_their_strings_within_the_stores_width(cli
     assert [str(v) for v in np.asarray(values).tolist()] == ["alpha", "beta", "gamma", "delta", "épsilon"]
 
 def test_cli_append_of_several_files(archive, tmp_path):
-    d, files, ref = archive
+    _d, files, ref = archive
     out = tmp_path / "out.zip"
     convert(str(files[0]), str(out))
     proc = cli("--append", "time", "--workers", "1", str(files[1]), str(files[2]), str(out))
@@ -409,10 +408,8 @@ def test_interrupted_concat_to_s3_never_reads_as_a_dataset(tmp_path, moto_server
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     left = names()
     assert "ds/.zgroup" not in left and "ds/.zattrs" not in left and not readable(url)
     if sig == signal.SIGINT:
@@ -429,7 +426,7 @@ def test_interrupted_concat_to_s3_never_reads_as_a_dataset(tmp_path, moto_server
 def test_existing_output_is_refused_before_a_cluster_starts(archive, tmp_path):
     from nczarr_conformance.errors import StoreError
 
-    d, files, ref = archive
+    _d, files, _ref = archive
     out = tmp_path / "out.file"
     out.mkdir()
     with pytest.raises(StoreError, match="exists"):
@@ -635,10 +632,8 @@ def test_cli_refuses_a_file_that_grows_during_a_real_run(tmp_path, kind):
         assert proc.poll() is None, "the run ended before the file grew: the try proves nothing"
         _, err = proc.communicate(timeout=120)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     assert proc.returncode == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"nc2nczarr: {last}: changed since it was checked ("), err

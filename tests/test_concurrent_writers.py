@@ -372,7 +372,8 @@ def test_s3_a_marker_put_between_the_check_and_the_claim_wins(s3_bucket, moto_se
         store = S3Store(s3_bucket, "ds", mode="r")
         other = {"host": socket.gethostname(), "pid": sleeper.pid, "command": "nc2nczarr other.nc ds"}
         boto3.client("s3").put_object(Bucket=s3_bucket, Key="ds/.nczarr-partial", Body=json.dumps(other).encode())
-        with pytest.raises(StoreError, match=rf"another writer holds it \(PID {sleeper.pid}: nc2nczarr other.nc ds; its marker .nczarr-partial\); not written"):
+        with pytest.raises(StoreError, match=rf"another writer holds it \(PID {sleeper.pid}: nc2nczarr other.nc ds; "
+                                             r"its marker .nczarr-partial\); not written"):
             store._claim("w", None)
     finally:
         sleeper.kill()

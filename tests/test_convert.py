@@ -115,10 +115,10 @@ def test_a_sample_chunk_is_compared_on_a_slab_of_leading_rows_not_whole(tmp_path
     import numpy as np
 
     from nczarr_conformance.conversion.from_netcdf import _header
-    from nczarr_conformance.sources.hdf5_chunks import DirectChunks
     from nczarr_conformance.model import Dataset
     from nczarr_conformance.nczarr.writer import VERIFY_SLAB_BYTES, write_dataset
     from nczarr_conformance.sources import netcdf4
+    from nczarr_conformance.sources.hdf5_chunks import DirectChunks
 
     path = tmp_path / "wide.nc"
     with netCDF4.Dataset(str(path), "w") as nc:

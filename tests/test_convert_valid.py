@@ -85,7 +85,8 @@ def _comparable(attrs: dict[str, str], source: dict[str, str]) -> dict[str, str]
     import ast
 
     return {n: v for n, v in attrs.items()
-            if not (n in source and source[n].startswith(("'", '"')) and _netcdf_c_mangles(ast.literal_eval(source[n])))}
+            if not (n in source and source[n].startswith(("'", '"'))
+                    and _netcdf_c_mangles(ast.literal_eval(source[n])))}
 
 
 def view(ds: Any, undefined: Iterable[str] = ()) -> dict[str, dict[str, Any]]:

@@ -157,8 +157,8 @@ def test_dump_refuses_float16_in_one_line(tmp_path: Path) -> None:
     'unexpected UnicodeDecodeError'; now one line before any output."""
     src = _with(tmp_path / "f16.h5", lambda f: f.create_dataset("h", data=np.arange(4, dtype="f2")))
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
-    done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(src)], check=False, capture_output=True,
-                          text=True, timeout=120, env=env)
+    done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(src)], check=False,
+                          capture_output=True, text=True, timeout=120, env=env)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (f"nczarr-dump: {src}: netCDF-4 cannot read, or the NCZarr model cannot hold: /h "
                            "(float16: netCDF-4 has no such type)\n")
@@ -198,7 +198,8 @@ REFUSED = {
     "pytables/time-table-vlarray-1_x.h5": [("/table", "compound with a time member"),
                                            ("/vlarray4", "vlen with a time member")],
     "written-here/anndata.h5ad": [("/var:column-order", "zero-length attribute"), ("/obs/cat:ordered", "enum")],
-    "written-here/matlab73.mat": [("/i:Python.Shape", "zero-length attribute"), ("/s:Python.Shape", "zero-length attribute")],
+    "written-here/matlab73.mat": [("/i:Python.Shape", "zero-length attribute"),
+                                  ("/s:Python.Shape", "zero-length attribute")],
 }
 #: file → the warnings a conversion gives (none but these: the rest converts as it is)
 #: PyTables' CLASS attributes netCDF-4 hides are named in one line (issue 23; tests/test_nothing_dropped.py)
@@ -265,7 +266,7 @@ def test_real_files_convert_with_values_equal(name: str, path: list[str], tmp_pa
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == len(CONVERTS[name])
-    for line, text in zip(lines, CONVERTS[name]):
+    for line, text in zip(lines, CONVERTS[name], strict=True):
         assert line.startswith(f"nc2nczarr: warning: {src}: {text}")
     values, attrs = _output(out)
     with warnings.catch_warnings():
@@ -275,7 +276,8 @@ def test_real_files_convert_with_values_equal(name: str, path: list[str], tmp_pa
 
             def walk(group: Any, gpath: str) -> None:
                 for vname, var in group.variables.items():
-                    source[f"{gpath.rstrip('/')}/{vname}"] = (_values(var), {a: var.getncattr(a) for a in var.ncattrs()})
+                    attrs = {a: var.getncattr(a) for a in var.ncattrs()}
+                    source[f"{gpath.rstrip('/')}/{vname}"] = (_values(var), attrs)
                 for sname, sub in group.groups.items():
                     walk(sub, f"{gpath.rstrip('/')}/{sname}")
             walk(nc, "/")

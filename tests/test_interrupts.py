@@ -8,6 +8,7 @@ removed by the next run. On S3 an interrupted overwrite never reads as a dataset
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -333,10 +334,8 @@ def test_sigint_at_any_moment_of_concat_is_one_line_and_no_worker_left(daily, tm
         assert _group_members(proc.pid) == []
         assert list(work.iterdir()) == []
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @pytest.mark.parametrize("how", ["raised", "turned-into-an-ImportError"])
@@ -361,7 +360,7 @@ def test_a_signal_while_nc2nczarr_starts_is_one_line(monkeypatch, capsys, how):
     saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
         code: object = cli_convert.main(["in.nc", "out.file"])
-    except BaseException as exc:  # noqa: BLE001 - the failure to show: what escaped the command
+    except BaseException as exc:  # the failure to show: what escaped the command
         code = f"{type(exc).__name__} escaped main()"
     finally:
         signal.signal(signal.SIGINT, saved[0])

@@ -82,7 +82,8 @@ def test_selection_equals_netcdf4_python(source, store, key):
 def test_selection_reads_only_touched_chunks(store, monkeypatch):
     fetched: list[str] = []
     original = Store.get
-    monkeypatch.setattr(Store, "get", lambda self, key, limit=None: (fetched.append(key), original(self, key, limit))[1])
+    monkeypatch.setattr(Store, "get",
+                        lambda self, key, limit=None: (fetched.append(key), original(self, key, limit))[1])
 
     def chunks() -> list[str]:
         return sorted(k for k in fetched if k.startswith("/g/v/") and ".z" not in k)
@@ -178,8 +179,8 @@ def _axis_key(size: int) -> Any:
     from hypothesis import strategies as st
 
     ints = st.integers(-size, size - 1)
-    slices = st.builds(slice, st.none() | st.integers(-size - 2, size + 2), st.none() | st.integers(-size - 2, size + 2),
-                       st.none() | st.integers(-3, 3).filter(bool))
+    bound = st.none() | st.integers(-size - 2, size + 2)
+    slices = st.builds(slice, bound, bound, st.none() | st.integers(-3, 3).filter(bool))
     lists = st.lists(st.integers(-size, size - 1), max_size=5)
     return ints | slices | lists
 

@@ -197,7 +197,7 @@ def nested(prefix: str, title: str) -> list[tuple[str, bytes | str]]:
 
 def test_zip_entry0_at_top_level_roots_there_even_with_a_folder(tmp_path: Path) -> None:
     # entry 0 is a top-level object; the only group marker is in name/: netcdf-c roots at the top
-    path = make_zip(tmp_path / "top.zip", [(".zattrs", json.dumps({"title": "top"}))] + nested("name/", "inner"))
+    path = make_zip(tmp_path / "top.zip", [(".zattrs", json.dumps({"title": "top"})), *nested("name/", "inner")])
     with ZipStore(path) as store:
         assert store.prefix == "/"
         assert store.get("/.zattrs") is not None

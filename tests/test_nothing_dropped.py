@@ -129,11 +129,8 @@ def expected_named(objects: dict[str, str], held: set[str]) -> set[str]:
     """What h5py sees and the store lacks, less what lies inside an object already in that set."""
     missing = set()
     for where, kind in objects.items():
-        if kind == "dimension":
-            ok = f"{where}#dim" in held
-        else:
-            ok = where in held or _netcdf_name(where) in held
-        if not ok:
+        names = {f"{where}#dim"} if kind == "dimension" else {where, _netcdf_name(where)}
+        if not names & held:
             missing.add(where)
     owners = {w for w in missing if objects[w] != "attribute"}
     return {w for w in missing
@@ -265,9 +262,10 @@ HIDDEN = {
     "named fixed-string datatype": (lambda p: _with(p, lambda f: f.__setitem__("s4_t", np.dtype("S4"))), {"/s4_t"}),
     "named compound datatype": (lambda p: _with(p, lambda f: f.__setitem__("c_t", np.dtype([("a", "i4")]))),
                                 {"/c_t"}),
-    "PyTables CLASS attributes": (lambda p: _with(p, lambda f: (f.attrs.__setitem__("CLASS", np.bytes_(b"GROUP")),
-                                                                f["ok"].attrs.__setitem__("CLASS", np.bytes_(b"ARRAY")))),
-                                  {"/:CLASS", "/ok:CLASS"}),
+    "PyTables CLASS attributes": (
+        lambda p: _with(p, lambda f: (f.attrs.__setitem__("CLASS", np.bytes_(b"GROUP")),
+                                      f["ok"].attrs.__setitem__("CLASS", np.bytes_(b"ARRAY")))),
+        {"/:CLASS", "/ok:CLASS"}),
     "NAME and REFERENCE_LIST on a dataset that is no scale": (
         lambda p: _with(p, lambda f: (f["ok"].attrs.__setitem__("NAME", "mine"),
                                       f["ok"].attrs.__setitem__("REFERENCE_LIST", np.int32(1)))),

@@ -385,7 +385,7 @@ def test_check_flags_the_marker_of_an_interrupted_s3_write(tmp_path, s3_bucket):
     assert cli(str(src), url).returncode == 0
     boto3.client("s3").put_object(Bucket=s3_bucket, Key="ds/.nczarr-partial",
                                   Body=json.dumps({"host": "gone", "pid": dead_pid()}).encode())
-    rc, findings = _check_json(url)
+    _rc, findings = _check_json(url)
     assert ("NCZ-STORE-LEFTOVER", "warning", "/.nczarr-partial") in findings
 
 

@@ -207,6 +207,7 @@ def test_global_attribute_of_a_user_type(name: str, tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (0, expected)
     with netCDF4.Dataset(f"file://{tmp_path / 'out.file'}#mode=nczarr,file") as nc:
         assert nc.ncattrs() == []
-    checked = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", "--deep", str(tmp_path / "out.file")],
+    checked = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", "--deep",
+                              str(tmp_path / "out.file")],
                              capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert checked.returncode == 0, checked.stdout

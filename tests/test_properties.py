@@ -53,7 +53,8 @@ def test_write_read_identity_dir_and_zip_and_identical_objects(model):
 
 
 @pytest.mark.s3
-@given(model=datasets(max_depth=1))  # one level: S3 keys nest like dir/zip ones (tested 2 deep); each PUT is an HTTP call
+# one level: S3 keys nest like dir/zip ones (tested 2 deep); each PUT is an HTTP call
+@given(model=datasets(max_depth=1))
 @example(model=corners())
 def test_write_read_identity_s3_and_same_objects(model, s3_bucket, request):
     from nczarr_conformance.stores.s3 import S3Store

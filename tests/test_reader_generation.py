@@ -173,7 +173,7 @@ def test_an_s3_reader_during_an_overwrite_refuses_rather_than_reads_fill(s3_buck
     not as fill holes in the old dataset."""
     import boto3
 
-    old, new = two_files
+    old, _new = two_files
     url = f"s3://{s3_bucket}/store#mode=nczarr,s3"
     ncz.convert(str(old), url)
     time.sleep(1.1)

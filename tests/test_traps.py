@@ -86,7 +86,8 @@ def _hdf4(path: Path) -> Path:
 
 
 def _cdl(path: Path) -> Path:
-    path.write_text("// made by hand\nnetcdf x {\ndimensions:\n\tx = 2 ;\nvariables:\n\tint v(x) ;\ndata:\n v = 1, 2 ;\n}\n")
+    path.write_text("// made by hand\nnetcdf x {\ndimensions:\n\tx = 2 ;\nvariables:\n\tint v(x) ;\n"
+                    "data:\n v = 1, 2 ;\n}\n")
     return path
 
 

@@ -8,6 +8,7 @@ from tests.conftest import REPO
 
 
 def test_mypy_strict():
-    result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--ignore-missing-imports", "nczarr_conformance"],
+    result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--ignore-missing-imports",
+                             "nczarr_conformance"],
                             cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:]

@@ -271,7 +271,7 @@ def test_netcdf_c_410_store_equals_netcdf4_engine_on_the_same_store(opener, tmp_
     expected = reference(url, getattr(xr, opener))
     root = expected if opener == "open_dataset" else expected.dataset
     # netcdf-c writes these char attributes as JSON 42 and true (App. D case 3) and reads them back as
-    # one character (README, known deviations; strict xfail test_known_deviation_netcdf_c_reads_json_
+    # one character (docs/deviations.md; strict xfail test_known_deviation_netcdf_c_reads_json_
     # atomic_char_as_one_character): our reader gives the text written. A fixed netcdf-c fails here first.
     assert (root.attrs["j_int"], root.attrs["j_true"]) == ("4", "1")
     root.attrs.update(j_int="42", j_true="true")

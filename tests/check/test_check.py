@@ -7,8 +7,9 @@ import re
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jsonschema
 import numpy as np
@@ -194,7 +195,8 @@ CORRUPTIONS: dict[str, tuple[str | None, Callable[[Path], None]]] = {
     "NCZ-DIM-REF": ("/v/.zattrs", lambda p: edit_json(
         p, "/v/.zattrs", lambda d: d["_nczarr_array"].update(dimension_references=["/nope", "/x"]))),
     "NCZ-DIM-SIZE": ("/v/.zarray", lambda p: edit_json(p, "/v/.zarray", lambda d: d.update(shape=[2, 4]))),
-    "NCZ-SCALAR-SHAPE": ("/sc/.zarray", lambda p: edit_json(p, "/sc/.zarray", lambda d: d.update(shape=[2], chunks=[2]))),
+    "NCZ-SCALAR-SHAPE": ("/sc/.zarray", lambda p: edit_json(
+        p, "/sc/.zarray", lambda d: d.update(shape=[2], chunks=[2]))),
     "NCZ-STRING-MAXSTRLEN": ("/s/.zarray", lambda p: edit_json(
         p, "/s/.zattrs", lambda d: d.update(_nczarr_maxstrlen=7))),
     "NCZ-ATTR-TYPE": ("/.zattrs", lambda p: edit_json(p, "/.zattrs", lambda d: d.update(n="abc"))),

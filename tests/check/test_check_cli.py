@@ -25,8 +25,8 @@ RICH_NC = CORPUS / "rich.nc"
 
 
 def run(*args: str, module: str = "check") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", f"nczarr_conformance.cli.{module}", *args], capture_output=True, check=False,
-                          text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", f"nczarr_conformance.cli.{module}", *args], capture_output=True,
+                          check=False, text=True, timeout=120)
 
 
 def assert_one_line_failure(result: subprocess.CompletedProcess[str], code: int = 2) -> str:

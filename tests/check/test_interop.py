@@ -301,7 +301,8 @@ def test_c410_dtype_nczarr(tmp_path, dtype, raw):
 @pytest.mark.parametrize("codec", ["gzip", "lz4", "lzma", "delta"])
 def test_c410_codec(tmp_path, codec):
     numcodecs = require_module("numcodecs")
-    made = {"gzip": numcodecs.GZip(1), "lz4": numcodecs.LZ4(), "lzma": numcodecs.LZMA(), "delta": numcodecs.Delta("<i4")}
+    made = {"gzip": numcodecs.GZip(1), "lz4": numcodecs.LZ4(), "lzma": numcodecs.LZMA(),
+            "delta": numcodecs.Delta("<i4")}
     kw = {"filters": [made[codec]], "compressors": None} if codec == "delta" else {"compressors": made[codec]}
     path = _zarr_python_store(tmp_path / "c.zarr", "<i4", np.array([4, 5, 6], "<i4"), **kw)
     findings = [f.message for f in check(str(path), deep=True).findings if f.rule == "NCZ-INTEROP-C410-CODEC"]

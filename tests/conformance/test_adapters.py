@@ -174,7 +174,8 @@ def test_junit_validates_against_the_jenkins_junit_schema(outside):
      "the command line: x reader: unknown placeholder {nope}; known: {url}, {path}, {zip}, {out_json}"),
     (["--reader", "x=tool {out_json}"],
      "the command line: x reader: the command names no store: use {url}, {path} or {zip}"),
-    (["--writer", "x=tool {path}"], "the command line: x writer: the command has no {model_json} to read the model from"),
+    (["--writer", "x=tool {path}"],
+     "the command line: x writer: the command has no {model_json} to read the model from"),
     (["--reader", "x=tool 'unclosed {url}"], ("the command line: x reader: cannot split \"tool 'unclosed {url}\": "
                                             "No closing quotation")),
     (["--reader", "x=tool {url}", "--caps", "x=groups,strigs"],

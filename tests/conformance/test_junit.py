@@ -89,7 +89,8 @@ def test_a_document_outside_the_schema_is_refused():
     ("/root/attributes/x: only in first", "/root/attributes/x: writer was given it / reader read nothing there"),
     ("/root/attributes/_nczarr_attr: only in second", ("/root/attributes/_nczarr_attr: writer was not given it / "
                                                       "reader read it")),
-    ('/root/attributes/t/value: "a != b" != "c"', '/root/attributes/t/value: writer was given "a != b" / reader read "c"'),
+    ('/root/attributes/t/value: "a != b" != "c"',
+     '/root/attributes/t/value: writer was given "a != b" / reader read "c"'),
     ("… and 11 more differences", "… and 11 more differences"),
 ])
 def test_sided_names_the_writer_and_the_reader(line, worded):

@@ -86,7 +86,8 @@ def test_peers_and_cases_choose_the_cells_and_rules_the_results(tmp_path):
                    cwd=tmp_path, capture_output=True)
     assert done.returncode == 0, done.stderr[-2000:]
     interop = json.loads((tmp_path / "out" / "interop.json").read_text())
-    assert [i["id"] for i in interop["implementations"]] == ["ours", "ours-nczarr-2", "ours-nczarr-2-upper", "ours-zarr"]
+    assert [i["id"] for i in interop["implementations"]] == ["ours", "ours-nczarr-2", "ours-nczarr-2-upper",
+                                                             "ours-zarr"]
     assert [c["id"] for c in interop["cases"]] == ["char-var", "scalar", "char-attr-json-number",
                                                    "char-attr-json-object", "char-attr-text"]
     assert len(interop["cells"]) == 5 * 4 * 1  # four writers, one reader (only ours reads of these)

@@ -244,7 +244,8 @@ def test_nczarr_check_names_the_fix(tmp_path):
     doc = json.loads(run_cli(str(store), "--format", "json").stdout)
     jsonschema.validate(doc, REPORT_SCHEMA)
     fixes = {(f["rule"], f.get("fix")) for f in doc["findings"]}
-    assert ("NCZ-INTEROP-SHUFFLE0", "NCZ-FIX-SHUFFLE-ELEMENTSIZE") in fixes and ("NCZ-INTEROP-C490-CODEC", None) in fixes
+    assert ("NCZ-INTEROP-SHUFFLE0", "NCZ-FIX-SHUFFLE-ELEMENTSIZE") in fixes
+    assert ("NCZ-INTEROP-C490-CODEC", None) in fixes
     assert run(str(store), "--no-backup").returncode == 0
     after = json.loads(run_cli(str(store), "--format", "json").stdout)
     assert [f for f in after["findings"] if "fix" in f] == []  # every finding a fix names is cured by it

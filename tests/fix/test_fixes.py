@@ -95,7 +95,7 @@ def test_string_fill_for_tensorstore(tmp_path):
     assert _ts(store, "c").shape == (4, 3, 1) and _ts(store, "s").shape == (4, 128)  # |Sn as n bytes
     # the never-written rows read the same empty fill; netcdf-c reports a null fill_value as NOFILL, though
     # (no fill_value netcdf-c and TensorStore both read as "" exists: TensorStore wants base64, which
-    # netcdf-c takes as the text "AA==" for char): the trade-off README's nczarr-fix section states
+    # netcdf-c takes as the text "AA==" for char): the trade-off docs/nczarr-fix.md states
     assert same_to_netcdf_c(orig, store) == ["/root/variables/c/no_fill: false != true",
                                              "/root/variables/s/no_fill: false != true"]
     assert _values(store, "c").tolist() == _values(orig, "c").tolist()
@@ -253,7 +253,8 @@ def test_ncgen_490_output(tmp_path):
     ncgen, ncdump = require_tool("ncgen"), require_tool("ncdump")
     cdl = tmp_path / "t.cdl"
     cdl.write_text("netcdf t {\ndimensions: x = 3 ;\nvariables: int v(x) ;\ndata: v = 1, 2, 3 ;\n"
-                   "group: g {\n dimensions: y = 2 ;\n variables: double w(y, x) ;\n data: w = 1, 2, 3, 4, 5, 6 ;\n}\n}\n")
+                   "group: g {\n dimensions: y = 2 ;\n variables: double w(y, x) ;\n"
+                   " data: w = 1, 2, 3, 4, 5, 6 ;\n}\n}\n")
     store = tmp_path / "g.file"
     subprocess.run([ncgen, "-4", "-b", "-o", url(store), str(cdl)], check=True, capture_output=True)
     before = subprocess.run([ncdump, url(store)], capture_output=True, text=True, check=True).stdout
@@ -268,11 +269,11 @@ def test_ncgen_490_output(tmp_path):
     assert json.loads((store / "g" / "w" / ".zattrs").read_text())["_ARRAY_DIMENSIONS"] == ["y", "x"]
 
 
-def test_readme_lists_every_fix_in_run_order():
+def test_docs_list_every_fix_in_run_order():
     import re
 
     from tests.conftest import REPO
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    listed = re.findall(r"^\| `(NCZ-FIX-[A-Z0-9-]+)` \| ([^|]+) \|", readme, flags=re.M)
+    page = (REPO / "docs" / "nczarr-fix.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(NCZ-FIX-[A-Z0-9-]+)` \| ([^|]+) \|", page, flags=re.M)
     assert [fid for fid, _ in listed] == list(FIXES)

@@ -61,13 +61,13 @@ def zarr_reads(path: Path, names: list[str]) -> dict[str, object]:
     zarr = pytest.importorskip("zarr")
     try:
         group = zarr.open_group(str(path), mode="r", zarr_format=2)
-    except Exception as exc:  # noqa: BLE001 - zarr-python refuses with ValueError, TypeError, KeyError…
+    except Exception as exc:  # zarr-python refuses with ValueError, TypeError, KeyError…
         return {n: f"group refused: {type(exc).__name__}" for n in names}
     out: dict[str, object] = {}
     for name in names:
         try:
             out[name] = group[name][...].tolist()
-        except Exception as exc:  # noqa: BLE001 - as above
+        except Exception as exc:  # as above
             out[name] = f"refused: {type(exc).__name__}"
     return out
 
@@ -152,7 +152,7 @@ def test_an_edit_netcdf_c_reads_differently_is_refused(tmp_path):
 
     before = snapshot(tmp_path)
     try:
-        with pytest.raises(UsageError, match="netcdf-c reads other values from /d than before.*nothing was changed"):
+        with pytest.raises(UsageError, match=r"netcdf-c reads other values from /d than before.*nothing was changed"):
             fix_store(str(store), targets="tensorstore")
     finally:
         del FIXES["NCZ-FIX-TEST-SWAP"]
@@ -201,7 +201,7 @@ def test_netcdf_c_crashing_on_the_edited_store_costs_the_verdict_not_the_one_lin
 
     def run_child(args, **kw):
         assert args[1:3] == ["-m", verify.__name__], args
-        return subprocess.run([args[0], "-c", crash_on_after, *args[3:]], **kw)  # noqa: PLW1510 - kw: check=False
+        return subprocess.run([args[0], "-c", crash_on_after, *args[3:]], **kw)  # kw: check=False
 
     monkeypatch.setattr(verify, "subprocess", types.SimpleNamespace(
         run=run_child, DEVNULL=subprocess.DEVNULL, TimeoutExpired=subprocess.TimeoutExpired))
@@ -491,8 +491,8 @@ def _inputs(tmp_path: Path) -> tuple[Path, Path, list[float]]:
 
 
 def append_cli(b: Path, store: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "--append", "time", str(b), str(store)],
-                          check=False, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "--append", "time", str(b),
+                           str(store)], check=False, capture_output=True, text=True, timeout=120)
 
 
 def test_an_append_committed_while_the_fix_runs_is_kept(tmp_path, monkeypatch):
@@ -610,7 +610,7 @@ def test_s3_fix_refuses_when_an_object_changed_after_it_planned(tmp_path, s3_buc
 
     monkeypatch.setattr(fix_module, "write_backup", other_writer_then_backup)
     before = _listing(client, s3_bucket)
-    with pytest.raises(StoreError, match="b/.zarray changed since the fix read it.*nothing was changed"):
+    with pytest.raises(StoreError, match=r"b/\.zarray changed since the fix read it.*nothing was changed"):
         fix_module.fix_store(f"s3://{s3_bucket}/ds")
     after = _listing(client, s3_bucket)
     assert json.loads(client.get_object(Bucket=s3_bucket, Key="ds/b/.zarray")["Body"].read()) == theirs

@@ -55,7 +55,7 @@ def test_a_repeated_mutant_is_refused_naming_the_entry() -> None:
 
 @pytest.mark.parametrize("reason", ["", "   ", "equivalent"])
 def test_an_entry_without_a_reason_is_refused(reason: str) -> None:
-    with pytest.raises(EquivalentError, match="entry 1: .*reason"):
+    with pytest.raises(EquivalentError, match=r"entry 1: .*reason"):
         parse(ENTRY.replace('reason = "check_all runs only with at least one URL, so == 1 and <= 1 agree"',
                             f"reason = {reason!r}"))
 

@@ -196,7 +196,8 @@ def test_rejudged_verdicts_move_the_counts_and_rescore(tool: dict[str, Any]) -> 
 
 def test_a_module_moved_since_the_map_is_followed_by_gits_rename_detection(tool: dict[str, Any]) -> None:
     """A survivor (and the map's functions) of a module renamed since the map is looked for under the new name."""
-    status = ("M\tnczarr_conformance/keys.py\nR087\tnczarr_conformance/concat.py\tnczarr_conformance/conversion/concat.py"
+    status = ("M\tnczarr_conformance/keys.py\n"
+              "R087\tnczarr_conformance/concat.py\tnczarr_conformance/conversion/concat.py"
               "\nD\tnczarr_conformance/gone.py\nR100\tnczarr_conformance/api.py\tnczarr_conformance/access/api.py\n")
     assert tool["renames"](status) == {"nczarr_conformance/concat.py": "nczarr_conformance/conversion/concat.py",
                                        "nczarr_conformance/api.py": "nczarr_conformance/access/api.py"}

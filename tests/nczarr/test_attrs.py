@@ -53,9 +53,8 @@ def test_default_writes_char_text_as_a_json_string(text):
 
 
 def test_unknown_json_attribute_mode_is_refused():
-    with pytest.raises(ValueError, match="not one of lossless, spec"):
-        with attrs.json_attributes("literal"):
-            pass
+    with pytest.raises(ValueError, match="not one of lossless, spec"), attrs.json_attributes("literal"):
+        pass
 
 
 @pytest.mark.parametrize("value,dtype,expect_type,expect", [

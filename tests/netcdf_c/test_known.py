@@ -15,7 +15,7 @@ from tests.netcdf_c.harness import KNOWN_DIR, PASS, Known, judge, load_known
 from tests.peers.known import PeerStillWrong
 
 #: words by which a reason blames a choice of ours: such a line belongs to an ours-by-design part
-OURS = re.compile(r"by design|STORAGE_INTERNAL|Deliberate|README|\bours (writes|hides|reads)|"
+OURS = re.compile(r"by design|STORAGE_INTERNAL|Deliberate|README|docs/(reader|writer)\.md|\bours (writes|hides|reads)|"
                   r"\bour (writer|reader|model|zarr)|\bwe (read|write)", re.IGNORECASE)
 
 

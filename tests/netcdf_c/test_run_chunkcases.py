@@ -71,11 +71,11 @@ def chunk_listing(store: Path, fill: int) -> str:
     """``ncdumpchunks -v v`` (nczarr_test/ncdumpchunks.c) of an int variable ``v``: each stored chunk, row-major."""
     zarray = json.loads((store / "v" / ".zarray").read_text())
     dims, chunks = zarray["shape"], zarray["chunks"]
-    counts = [-(-d // c) for d in zip(dims, chunks) for d, c in [d]]
+    counts = [-(-d // c) for d in zip(dims, chunks, strict=True) for d, c in [d]]
     lines = [f"rank={len(dims)} dims=({','.join(map(str, dims))}) chunks=({','.join(map(str, chunks))})"]
     cell = lambda x: " _" if x == fill else f" {x:02d}"  # noqa: E731 - printf(" %02d") / " _"
     for index in np.ndindex(*counts):
-        head = "".join(f"[{i}/{i * c}]" for i, c in zip(index, chunks)) + " ="
+        head = "".join(f"[{i}/{i * c}]" for i, c in zip(index, chunks, strict=True)) + " ="
         data = _chunk(store, zarray, index)
         pad = " " * len(head)
         if len(dims) == 2:

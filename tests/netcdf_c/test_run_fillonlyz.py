@@ -51,5 +51,6 @@ def _read(reader: str, url: str):
 def test_fillonly(writer, reader, stores, request):
     """run_fillonlyz.sh: the never-written ``f`` reads as its fill everywhere."""
     cdl = require(NCZARR_TEST / "ref_fillonly.cdl")
-    store, failed = stores.get(f"fillonlyz-{writer}", lambda tmp: build(writer, cdl, tmp, "nczarr", name="tmp_fillonly"))
+    store, failed = stores.get(f"fillonlyz-{writer}",
+                               lambda tmp: build(writer, cdl, tmp, "nczarr", name="tmp_fillonly"))
     settle(request, lambda: failed if failed is not None else _read(reader, nc_url(store, "nczarr,file")), KNOWN)

@@ -4,8 +4,8 @@ The script copies ``ref_data.zarr``, replaces ``blosc`` by ``faultycodecname`` i
 ``sed``) and expects ``ncdump -v data -L0 file://ref_data.zarr#mode=zarr`` to print
 ``Variable .* has unsupported codec: (faultycodecname)``. netcdf-c 4.10.1 (netCDF4-python) prints that
 line on stderr and fails reading the data. The store's ``.zmetadata`` still names blosc (the ``sed``
-leaves it); netcdf-c ignores it unless asked, ours reads it when present (README, What the reader
-reads), so on the script's store ours reads the data with blosc (by design; ``nczarr-check`` reports
+leaves it); netcdf-c ignores it unless asked, ours reads it when present (docs/reader.md, What the
+reader reads), so on the script's store ours reads the data with blosc (by design; ``nczarr-check`` reports
 the stale ``.zmetadata``); where what ours reads names the faulty codec, ours lists the variable
 (``-h`` works) and fails the data read in one line naming the variable and the codec (exit 2).
 ncdump 4.9.0 predates codec support.

@@ -40,8 +40,7 @@ def test_misc_chunk_keys_use_slash(step, writer, stores, request):
     """The store the cells read holds ``/``-separated chunk keys and says so in ``.zarray``."""
     import json
 
-    store, failed = stores.built[f"run_misc-{step}-{writer}"] if f"run_misc-{step}-{writer}" in stores.built \
-        else (None, "not built")
+    store, failed = stores.built.get(f"run_misc-{step}-{writer}", (None, "not built"))
     if store is None:
         pytest.skip(f"store not built by the cells: {failed}")
     zarray = json.loads((store / "v" / ".zarray").read_text())

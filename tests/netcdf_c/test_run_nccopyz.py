@@ -53,7 +53,7 @@ def chunks3(path) -> None:
     n = int(np.prod(LENS))
     with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
         names = [f"dim{i}" for i in range(len(LENS))]
-        for name, size in zip(names, LENS):
+        for name, size in zip(names, LENS, strict=True):
             nc.createDimension(name, size)
         nc.createVariable("ivar", "i4", names)[:] = np.arange(n, dtype="i4").reshape(LENS)
         nc.createVariable("fvar", "f4", names[::-1])[:] = (n - np.arange(n)).astype("f4").reshape(LENS[::-1])

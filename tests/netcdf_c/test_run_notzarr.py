@@ -4,7 +4,7 @@ The script unpacks ``ref_notzarr.tar.gz`` and opens ``empty.file`` and ``notzarr
 ``mode=zarr,file`` (and ``empty.zip``, ``notzarr.zip`` with ``mode=zarr,zip``) through
 ``test_notzarr``, which expects ``nc_open`` to fail with -51 (``NC_ENOTNC``, "Unknown file format").
 Here: ncdump 4.9.0 and netCDF4-python 4.10.1 must fail to open them (ncdump exit 1; netCDF4 an
-OSError); ours must refuse each in one stderr line naming the path, exit 2, no traceback (README).
+OSError); ours must refuse each in one stderr line naming the path, exit 2, no traceback (docs/commands.md).
 The zips need libzip in netcdf-c: a reader's zip cells skip only when it fails to open netcdf-c's own
 zip test store with netcdf-c's "not built" error (harness ``lacks_zip``).
 """

@@ -40,12 +40,12 @@ def drive(path: str, case: str) -> None:
     dims, chunks, start, edges, value, _ = CASES[case]
     with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
         names = [f"d{i}" for i in range(len(dims))]
-        for name, size in zip(names, dims):
+        for name, size in zip(names, dims, strict=True):
             nc.createDimension(name, size or None)
         v = nc.createVariable("v", "i4", names, fill_value=np.int32(-1), chunksizes=chunks)
         count = int(np.prod(edges))
         data = np.full(count, value, dtype="i4") if value is not None else np.arange(count, dtype="i4")
-        v[tuple(slice(s, s + e) for s, e in zip(start, edges))] = data.reshape(edges)
+        v[tuple(slice(s, s + e) for s, e in zip(start, edges, strict=True))] = data.reshape(edges)
 
 
 def _stores(tmp, case: str) -> dict[str, object]:

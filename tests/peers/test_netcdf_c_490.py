@@ -32,19 +32,23 @@ def upper_compatible_model() -> Dataset:
     """Everything netcdf-c 4.9.0 can read: no strings, scalars or unlimited dimensions."""
     root = Group({"x": Dimension(4), "n": Dimension(3)})
     root.attributes = {"title": Attribute("char", "for 4.9.0"), "answer": Attribute("char", "42"),
-                       "json": Attribute("char", '{"a": [1,2]}'), "pi": Attribute("double", np.array([3.141592653589793])),
-                       "shorts": Attribute("short", np.array([1, -2])), "big": Attribute("uint64", np.array([2**64 - 1], "u8"))}
+                       "json": Attribute("char", '{"a": [1,2]}'),
+                       "pi": Attribute("double", np.array([3.141592653589793])),
+                       "shorts": Attribute("short", np.array([1, -2])),
+                       "big": Attribute("uint64", np.array([2**64 - 1], "u8"))}
     for code, nctype in [("i1", "byte"), ("u1", "ubyte"), ("i2", "short"), ("u2", "ushort"), ("i4", "int"),
                          ("u4", "uint"), ("i8", "int64"), ("u8", "uint64"), ("f4", "float"), ("f8", "double")]:
         info = np.iinfo(code) if code[0] in "iu" else np.finfo(code)
-        root.variables[nctype] = Variable(nctype, ["/x"], (4,), {}, np.array([info.min, info.max, 0, 1], code), chunks=[3])
+        root.variables[nctype] = Variable(nctype, ["/x"], (4,), {}, np.array([info.min, info.max, 0, 1], code),
+                                          chunks=[3])
     root.variables["chars"] = Variable("char", ["/x", "/n"], (4, 3), {},
                                        np.array([list(b"abc"), list(b"de\0"), list(b"\0\0\0"), list(b"xyz")],
                                                 dtype="u1").view("S1"))
     root.variables["packed"] = Variable("int", ["/x", "/n"], (4, 3), {"_FillValue": Attribute("int", np.array([-9]))},
                                         np.arange(12, dtype="i4").reshape(4, 3), chunks=[2, 2],
                                         filters=[{"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 2}])
-    root.variables["big_endian"] = Variable("double", ["/x"], (4,), {}, np.array([0.5, -1, 2, 3], ">f8"), endianness="big")
+    root.variables["big_endian"] = Variable("double", ["/x"], (4,), {}, np.array([0.5, -1, 2, 3], ">f8"),
+                                            endianness="big")
     g = Group({"y": Dimension(2)}, attributes={"where": Attribute("char", "in g")})
     g.variables["w"] = Variable("ushort", ["/x", "/g/y"], (4, 2), {}, np.arange(8, dtype="u2").reshape(4, 2))
     root.groups["g"] = g
@@ -86,13 +90,14 @@ def test_netcdf_c_490_reads_our_upper_flavor_equal(tmp_path):
     out = subprocess.run([nccopy, "-k", "nc4", url, str(nc)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert diff(model, read_source(str(nc)), ignore={
-        **CONTIGUOUS, **UPPER_FLAVOR, "no_fill": "nccopy writes its output in NOFILL mode (nc_set_fill NC_NOFILL)"}) == []
+        **CONTIGUOUS, **UPPER_FLAVOR,
+        "no_fill": "nccopy writes its output in NOFILL mode (nc_set_fill NC_NOFILL)"}) == []
 
 
 @pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason="netcdf-c 4.10.1 ignores the upper-case _NCZARR_ATTR "
                    "and sub-group _NCZARR_GROUP keys: the short attribute reads as int, /g's dimension y is lost")
 def test_known_deviation_410_reads_upper_flavor(tmp_path):
-    model, url = _write_upper(tmp_path, chars=False)  # 4.10.1 cannot open 4.9.0's <U1 char (below)
+    _model, url = _write_upper(tmp_path, chars=False)  # 4.10.1 cannot open 4.9.0's <U1 char (below)
     seen = netcdf4.read(url)
     still_wrong((seen.root.attributes["shorts"].type, list(seen.root.groups["g"].dimensions)),
                 wrong=("int", []), right=("short", ["y"]))

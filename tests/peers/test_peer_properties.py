@@ -97,7 +97,7 @@ def _g(value: float, nctype: str) -> float:
     """netcdf-c 4.10.1 writes float and double attributes with %g (6 significant digits)."""
     if math.isnan(value) or math.isinf(value):
         return value
-    text = "%g" % value
+    text = f"{value:g}"
     out = float(json.loads(text))  # "-0" is the JSON integer 0: the sign of zero is lost
     return float(np.float32(out)) if nctype == "float" else out
 
@@ -108,7 +108,7 @@ def netcdf_c_writes(model: Dataset) -> Dataset:
     for _, group in expected.root.walk():
         sets = [group.attributes] + [v.attributes for v in group.variables.values()]
         for attrs in sets:
-            for name, attr in attrs.items():
+            for attr in attrs.values():
                 if attr.type in ("float", "double"):
                     attr.value = np.array([_g(float(v), attr.type) for v in attr.value], dtype=attr.value.dtype)
         for var in group.variables.values():
@@ -116,7 +116,7 @@ def netcdf_c_writes(model: Dataset) -> Dataset:
                 var.filters = None  # netcdf-c stores a scalar unchunked: it has no filters to keep
             if var.chunks:  # netcdf-c (HDF5 rules) refuses a chunk longer than a fixed dimension
                 var.chunks = [c if expected.find_dimension(d).unlimited else max(1, min(c, n))
-                              for c, d, n in zip(var.chunks, var.dimensions, var.shape)]
+                              for c, d, n in zip(var.chunks, var.dimensions, var.shape, strict=True)]
             if var.filters and not any(cfg["id"] != "shuffle" for cfg in var.filters):
                 var.filters = []  # netCDF4-python applies shuffle only with a compressor (createVariable)
             for cfg in var.filters or []:
@@ -303,8 +303,8 @@ ZARR_PYTHON_CHAR_ERROR = "No Zarr data type found that matches {'name': '>S1', '
 
 
 def _assert_zarr_reads_text_fill_as_base64(group, path: str, var) -> None:
-    """A string variable with a fill: our ``|Sn`` fill_value is the text (as netcdf-c writes and reads it; README,
-    What the writer writes), where Zarr v2 says base64, so zarr-python 3.1 decodes the text as base64
+    """A string variable with a fill: our ``|Sn`` fill_value is the text (as netcdf-c writes and reads it;
+    docs/writer.md, What the writer writes), where Zarr v2 says base64, so zarr-python 3.1 decodes the text as base64
     (``standard_b64decode``). Where the text is no base64 it refuses the array with that decoder's error; else it
     reads every value we wrote exactly, and a fill cell either as the fill (its chunk was written) or as the
     decoded bytes (a chunk of fill only, which we do not write)."""
@@ -322,7 +322,7 @@ def _assert_zarr_reads_text_fill_as_base64(group, path: str, var) -> None:
     seen = np.asarray(group[path][...]).reshape(-1).tolist()
     wrote = [str(v) for v in np.asarray(var.data).reshape(-1).tolist()]
     assert len(seen) == len(wrote), path
-    for got, want in zip(seen, wrote):
+    for got, want in zip(seen, wrote, strict=True):
         assert got in ((want.encode("utf-8"), decoded) if want == fill else (want.encode("utf-8"),)), (path, got, want)
 
 
@@ -384,7 +384,8 @@ def test_zarr_python_reads_a_string_fill_as_base64(fill, tmp_path):
 
 
 @pytest.mark.s3
-@given(model=datasets(max_depth=1))  # one level: S3 keys nest like dir/zip ones (tested 2 deep); each PUT is an HTTP call
+# one level: S3 keys nest like dir/zip ones (tested 2 deep); each PUT is an HTTP call
+@given(model=datasets(max_depth=1))
 @example(model=corners())
 def test_zarr_python_reads_our_arrays_s3(model, s3_bucket, moto_server):
     zarr = require_module("zarr")

@@ -70,10 +70,9 @@ def _zarr_python_reads(path, name):
         return type(exc).__name__, str(exc)
 
 
-@pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason="zarr-python 3.1 rejects the dtype >S1 that nczarr.md "
-                                                               "Appendix E prescribes for char ('No Zarr data type "
-                                                               "found'); netcdf-c reads |S1 as string, so no char dtype "
-                                                               "serves both")
+@pytest.mark.xfail(strict=True, raises=PeerStillWrong,
+                   reason="zarr-python 3.1 rejects the dtype >S1 that nczarr.md Appendix E prescribes for char "
+                          "('No Zarr data type found'); netcdf-c reads |S1 as string, so no char dtype serves both")
 def test_known_deviation_zarr_python_char(tmp_path):
     root = Group({"x": Dimension(2)})
     root.variables["c"] = Variable("char", ["/x"], (2,), {}, np.array([b"a", b"b"], dtype="S1"))
@@ -106,7 +105,8 @@ def test_we_read_zarr_python_output_including_scalars(tmp_path):
     a.attrs["units"] = "m"
     s = g.create_array("scalar", shape=(), dtype="<i4", fill_value=0)
     s[...] = 42
-    b = g.create_array("slash", shape=(6,), chunks=(4,), dtype=">u2", chunk_key_encoding={"name": "v2", "separator": "/"})
+    b = g.create_array("slash", shape=(6,), chunks=(4,), dtype=">u2",
+                       chunk_key_encoding={"name": "v2", "separator": "/"})
     b[...] = np.arange(6, dtype=">u2")
     model = open_dataset(str(tmp_path / "zp.zarr"))
     assert model.root.variables["a"].data.tolist() == np.arange(20, dtype="f8").reshape(5, 4).tolist()
@@ -149,9 +149,9 @@ def test_zarr_python_scalars_read_as_netcdf_scalars_from_zip(tmp_path):
     assert var.shape == () and var.dimensions == [] and int(var.data) == -5
 
 
-@pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason="netcdf-c 4.10.1 does not show a Zarr array of "
-                                                               "shape [] (zarr-python's scalars, netcdf-c issue #3108): "
-                                                               "the variable is missing")
+@pytest.mark.xfail(strict=True, raises=PeerStillWrong,
+                   reason="netcdf-c 4.10.1 does not show a Zarr array of shape [] (zarr-python's scalars, netcdf-c "
+                          "issue #3108): the variable is missing")
 def test_known_deviation_netcdf_c_ignores_zarr_scalars(tmp_path):
     import netCDF4
 

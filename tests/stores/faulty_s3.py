@@ -131,7 +131,8 @@ class FaultyS3:
             req.wfile.flush()
             req.close_connection = True  # fewer bytes than Content-Length, then the connection drops
 
-    def _forward(self, req: http.server.BaseHTTPRequestHandler, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _forward(self, req: http.server.BaseHTTPRequestHandler,
+                 body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=60)
         try:
             headers = {k: v for k, v in req.headers.items() if k.lower() not in _HOP}

@@ -58,7 +58,8 @@ class Web:
                     web.log.append((self.command, self.path, dict(self.headers.items())))
                     status = next((s for pattern, s in web.faults.items() if re.search(pattern, self.path)), None)
                 if status is not None and web.s3_words:
-                    body = b"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+                    body = (b"<?xml version='1.0'?><Error><Code>AccessDenied</Code>"
+                            b"<Message>Access Denied</Message></Error>")
                     self.send_response(status)
                     self.send_header("x-amz-request-id", "nczarr-test")
                     self.send_header("Content-Length", str(len(body)))
@@ -496,7 +497,8 @@ def test_an_unsigned_s3_reader_reads_chunks_older_than_its_root_without_asking(p
 
 
 @pytest.mark.s3
-def test_a_worker_reopens_an_unsigned_store_with_the_options_it_was_opened_with(buckets, rich_nc, monkeypatch, tmp_path):
+def test_a_worker_reopens_an_unsigned_store_with_the_options_it_was_opened_with(buckets, rich_nc, monkeypatch,
+                                                                                tmp_path):
     """A dask worker opens the store again from ``reopen_args()``: with ``storage_options={"anon": True}``
     that must again be the unsigned reader, which reads with no credentials anywhere (a signed reopen
     would fail there)."""

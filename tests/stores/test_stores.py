@@ -91,7 +91,7 @@ class TestDirectoryStore(StoreContract):
         target.mkdir()
         (target / ".zgroup").write_text("{}")
         (target / "notes.txt").write_text("mine")
-        with pytest.raises(StoreError, match="notes.txt, which is not part of a Zarr dataset"):
+        with pytest.raises(StoreError, match=r"notes\.txt, which is not part of a Zarr dataset"):
             DirectoryStore(target, "w", overwrite=True)
         assert (target / "notes.txt").read_text() == "mine"
 

@@ -16,7 +16,7 @@ zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
     pytest.skip("zarr-python 3 writes Zarr v3", allow_module_level=True)
 
-from zarr.codecs import (
+from zarr.codecs import (  # noqa: E402  (after the version check above)
     BloscCodec,
     BytesCodec,
     Crc32cCodec,

@@ -26,8 +26,8 @@ def run(*args: str, module: str) -> subprocess.CompletedProcess[str]:
     """The CLI's output as text; the store's non-UTF-8 bytes (a ``bytes`` array) kept as surrogate escapes."""
     if module == "check":
         return run_text(*args, module=module)
-    done = subprocess.run([sys.executable, "-m", f"nczarr_conformance.cli.{module}", *args], capture_output=True, check=False,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-m", f"nczarr_conformance.cli.{module}", *args], capture_output=True,
+                          check=False, timeout=120)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "surrogateescape"),
                                        done.stderr.decode("utf-8", "surrogateescape"))
 

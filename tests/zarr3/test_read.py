@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
 from nczarr_conformance import keys
 from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.model import Attribute, Dataset, Group
 from tests.zarr3.conftest import NUMERIC, build_rich, expected
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 def _node(ds: Dataset, path: str) -> Any:
