@@ -422,3 +422,21 @@ def test_a_signal_after_a_commands_outcome_is_decided_never_escapes_as_pythons_t
         sys.unraisablehook = saved_hook
         safety._received = None
         safety._defer = 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_interpreter_exit_leaves_the_exit_status(sig):
+    """A signal landing while Python finalizes, after a command printed its outcome, must not turn its exit 0
+    into death by the signal (seen as exit -2 in tests/fix/test_safety.py under load). Made deterministic: an
+    object of ``__main__`` whose finalizer sends the signal, so it lands while the interpreter clears its
+    modules, after Python has put its own handlers back (without the exit hook: exit 130 or -15)."""
+    code = ("import os, signal, sys\n"
+            "from nczarr_conformance.cli.common import run\n"
+            "class Late:\n"
+            f"    def __del__(self): os.kill(os.getpid(), {int(sig)})\n"
+            "late = Late()\n"
+            "status = run('nczarr-test', lambda: 0)\n"
+            "print('outcome printed', flush=True)\n"
+            "sys.exit(status)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "outcome printed\n", "")
