@@ -84,6 +84,7 @@ from nczarr_conformance.nczarr.writer import (
     model_source,
 )
 from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.zarr3.metadata import NUMERIC_TYPES, ZARR_JSON, KeyEncoding
 
 #: the v3 layouts ``--zarr-format 3`` writes, and those named in issue #25 not written yet
@@ -298,6 +299,8 @@ class V3Writer(DatasetWriter):
             raise UsageError(f"--shard {shard}: a shard holds at least one chunk")
         super().__init__(dataset, store, flavor="zarr", source=source, progress=progress, threads=threads,
                          raw=None if raw is None else self._rewrapping(raw), consolidate=consolidate)
+        if isinstance(store, ZipStore) and getattr(store, "mode", "w") != "r":
+            store.entries_at_top()  # where zarr-python's ZipStore looks for the root
         self.shard = shard
         self.notes: list[str] = []
         self.docs: dict[str, dict[str, Any]] = {}
