@@ -336,6 +336,8 @@ def test_flavors_not_written_for_v3_are_refused_in_one_line(source: Path, tmp_pa
     done = run_cli("--zarr-format", "3", "--flavor", flavor, str(source), str(out))
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
     assert f"--flavor {flavor}" in done.stderr and "Traceback" not in done.stderr
+    why = "is a Zarr v2 layout" if flavor == "nczarr" else "is not written yet for Zarr v3"
+    assert why in done.stderr, done.stderr
     assert not out.exists()
 
 
