@@ -65,7 +65,7 @@ def variable(arr: Any) -> dict[str, Any]:
     if kind == "S" and data.dtype.itemsize == 1:
         # numpy drops a trailing NUL from an S1 item (b""): the model spells it "\u0000"
         nctype, values = "char", np.vectorize(lambda b: b.decode("latin-1") or "\0", otypes=[object])(data)
-    elif kind in ("S", "U", "O"):
+    elif kind in ("S", "U", "O", "T"):  # T: numpy 2's StringDType, zarr-python 3's Zarr v3 "string"
         def text(item: Any) -> str:
             return item.decode("utf-8", "replace") if isinstance(item, bytes) else str(item)
         nctype, values = "string", np.vectorize(text, otypes=[object])(data)
@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
         warnings.simplefilter("always")
         try:
             root = group(open_root(argv[1]))
-        except Exception as exc:  # noqa: BLE001  (any failure of zarr-python is the finding: one line)
+        except Exception as exc:  # (any failure of zarr-python is the finding: one line)
             root = None
             failure = f"zarr {zarr.__version__}: {type(exc).__name__}: {exc}".splitlines()[0]
     for text in sorted({f"{w.category.__name__}: {w.message}" for w in seen}):

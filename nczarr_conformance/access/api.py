@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from nczarr_conformance.checker.rules import Severity
     from nczarr_conformance.conversion.from_netcdf import ConvertStats
 
-__all__ = ["write", "write_dataset", "convert", "check"]
+__all__ = ["check", "convert", "write", "write_dataset"]
 
 PathOrURL = str | os.PathLike[str]
 
@@ -36,8 +36,9 @@ def _is_xarray_dataset(obj: Any) -> bool:
     return xr is not None and isinstance(obj, xr.Dataset)
 
 
-def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bool = False,
-          storage_options: Mapping[str, Any] | None = None, **convert_options: Any) -> None:
+def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite: bool = False,
+          storage_options: Mapping[str, Any] | None = None, zarr_format: int = 2, shard: int | None = None,
+          **convert_options: Any) -> None:
     """Write ``dataset`` (our model :class:`~nczarr_conformance.model.Dataset` or an ``xarray.Dataset``)
     to the store ``url`` names (directory, ``.zip``, ``s3://``; a netcdf-c URL or a plain path).
 
@@ -47,6 +48,8 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bo
     ``chunksizes`` and ``zlib``): it is written to a temporary netCDF-4 file, then converted
     (``convert_options`` go to :func:`convert`), so the store holds what that netCDF file holds.
     ``storage_options`` go to the store's client (for s3://: ``endpoint_url``, ``region_name``, ``profile``).
+    ``zarr_format=3`` writes Zarr v3 (``flavor`` ``zarr``, the default there; ``shard`` N chunks per shard);
+    what that layout does not keep is one ``UserWarning``.
     """
     target = os.fspath(url)
     if _is_xarray_dataset(dataset):
@@ -54,23 +57,42 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str = "nczarr", overwrite: bo
             nc = os.path.join(tmp, "dataset.nc")
             dataset.to_netcdf(nc, engine="netcdf4", format="NETCDF4")
             convert(nc, target, flavor=flavor, overwrite=overwrite, storage_options=storage_options,
-                    **convert_options)
+                    zarr_format=zarr_format, shard=shard, **convert_options)
         return
     if not isinstance(dataset, Dataset):
         raise UsageError(f"write() takes a nczarr_conformance Dataset or an xarray.Dataset, "
                          f"not {type(dataset).__name__}")
     if convert_options:
         raise UsageError(f"write() of a model Dataset takes no {', '.join(sorted(convert_options))}")
+    spec = parse(target, storage_options)
+    if zarr_format == 3:
+        _write_v3(dataset, spec, flavor or "zarr", overwrite, shard)
+        return
+    if zarr_format != 2 or shard is not None:
+        raise UsageError(f"zarr_format {zarr_format!r}{' with shard' if shard is not None else ''}: "
+                         "2, or 3 (which alone takes shard)")
+    flavor = flavor or "nczarr"
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
     from nczarr_conformance.nczarr.writer import write_dataset
 
-    spec = parse(target, storage_options)
     layout = FLAVOR_ALIASES[flavor]
     if spec.pure_zarr and layout == "nczarr-4.10":  # mode=zarr in the URL asks for pure Zarr, as nc2nczarr
         layout = "zarr"
     with open_store(spec, "w", overwrite=overwrite) as store:  # commits on success, aborts on any error
         write_dataset(dataset, store, flavor=layout, xarray=spec.xarray)
+
+
+def _write_v3(dataset: Dataset, spec: Any, flavor: str, overwrite: bool, shard: int | None) -> None:
+    """A model Dataset written as Zarr v3 (zarr3/writer.py); what the layout does not keep, one warning."""
+    import warnings
+
+    from nczarr_conformance.zarr3.writer import write_dataset as write_v3
+
+    with open_store(spec, "w", overwrite=overwrite) as store:
+        _, notes = write_v3(dataset, store, flavor=flavor, shard=shard)
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=3)
 
 
 def write_dataset(dataset: Dataset, target: Store | PathOrURL, **options: Any) -> int:

@@ -3,6 +3,8 @@
 Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
 conversion/transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
 ``--concat DIM`` writes many files into one store along DIM on dask.distributed (conversion/concat.py).
+``--zarr-format 3`` writes Zarr v3 (``--flavor zarr``, xarray's layout, is the v3 layout written so far;
+``nczarr-v3-draft`` and ``nz`` are refused in one line, exit 2), ``--shard N`` N chunks per shard object.
 Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from nczarr_conformance.flavor_names import (
     CHAR_AS_CHOICES,
     FLAVOR_ALIASES,
     JSON_ATTRIBUTE_MODES,
+    V3_FLAVORS,
 )
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
@@ -27,9 +30,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="+", metavar="INPUT",
                    help="netCDF-4 (or netCDF-3) file; with --concat or --append, several files or quoted glob patterns")
     p.add_argument("output", help="directory, .zip file, or netcdf-c URL (file://…#mode=nczarr,zip, s3://…)")
-    p.add_argument("--flavor", default="nczarr", choices=sorted(FLAVOR_ALIASES),
+    p.add_argument("--flavor", default=None, choices=sorted({*FLAVOR_ALIASES, *V3_FLAVORS}),
                    help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2 (netcdf-c 4.9.1–4.9.2), "
-                        "nczarr-2-upper (netcdf-c 4.9.0), zarr")
+                        "nczarr-2-upper (netcdf-c 4.9.0), zarr; with --zarr-format 3: zarr (xarray's and "
+                        "zarr-python 3's layout, the default; nczarr-v3-draft and nz are not written yet)")
+    p.add_argument("--zarr-format", type=int, choices=(2, 3), default=2,
+                   help="2 (default) or 3: Zarr v3 (zarr.json, dimension_names), what xarray and zarr-python 3 "
+                        "write by default; no released netcdf-c reads it")
+    p.add_argument("--shard", type=int, metavar="N",
+                   help="with --zarr-format 3: shards of N chunks along the first dimension (sharding_indexed), "
+                        "one object per shard instead of one per chunk")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--append", metavar="DIM",
                    help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
@@ -41,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--append does: overlaps, gaps, differing variables are refused) and converted in parallel "
                         "on dask.distributed; the metadata is written last")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="with --concat/--append: an existing dask.distributed scheduler (its workers must see the files)")
+                   help="with --concat/--append: an existing dask.distributed scheduler "
+                        "(its workers must see the files)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="with --concat/--append: a local cluster of N worker processes (default: one per core)")
     p.add_argument("--allow-gaps", action="store_true",
@@ -73,8 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=0, help="threads reading and encoding chunks (default: 2 per core); "
                         "S3 uploads run in a pool of their own, 16 PUTs at once")
     t = p.add_argument_group("nccopy's transforms (re-encode only the variables they change)")
-    t.add_argument("-d", metavar="0-9", dest="deflate", help="deflate (zlib) level for every variable; 0: no compression")
-    t.add_argument("-s", dest="shuffle", action="store_true", help="shuffle before compressing (with -d or --compressor)")
+    t.add_argument("-d", metavar="0-9", dest="deflate",
+                   help="deflate (zlib) level for every variable; 0: no compression")
+    t.add_argument("-s", dest="shuffle", action="store_true",
+                   help="shuffle before compressing (with -d or --compressor)")
     t.add_argument("-c", metavar="CHUNKSPEC", dest="chunkspecs", action="append",
                    help="chunking as nccopy: dim/n,dim/n (dim/ = whole length; /g/dim/n in a group), "
                         "/ (unchunk all), var:n1,...,nn, var: (no chunking); repeatable")
@@ -168,6 +181,12 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     transforms = _transforms(parser, args)
+    if args.shard is not None and args.zarr_format != 3:
+        parser.error("--shard needs --zarr-format 3 (Zarr v2 has no shards)")
+    if args.zarr_format == 3 and (args.append or args.concat):
+        parser.error("--append and --concat write Zarr v2 only so far; --zarr-format 3 converts one file")
+    if args.flavor in V3_FLAVORS and args.flavor not in FLAVOR_ALIASES and args.zarr_format != 3:
+        parser.error(f"--flavor {args.flavor} is a Zarr v3 layout: give --zarr-format 3")
     if args.append and (args.char_as or args.consolidate is not None):
         parser.error("--append keeps the store's layout: it takes no --char-as, --consolidate or --no-consolidate "
                      "(.zmetadata is updated when the store has one)")
@@ -197,7 +216,7 @@ def _main(argv: list[str] | None) -> int:
         if many:
             from nczarr_conformance.conversion.concat import concat
 
-            stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor,
+            stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor or "nczarr",
                              overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
                              direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append),
                              consolidate=args.consolidate, char_as=args.char_as)
@@ -215,7 +234,8 @@ def _main(argv: list[str] | None) -> int:
             safety.raise_if_interrupted()
             if not args.quiet:
                 print(f"nc2nczarr: appended {stats_a.records} records along {args.append}: "
-                      f"{stats_a.chunks_written} chunks and {stats_a.metadata_written} metadata objects written, {stats_a.seconds:.2f} s", file=sys.stderr)
+                      f"{stats_a.chunks_written} chunks and {stats_a.metadata_written} metadata objects written, "
+                      f"{stats_a.seconds:.2f} s", file=sys.stderr)
             return 0
         show = not args.quiet and (args.progress or sys.stderr.isatty())
         bar = None
@@ -223,7 +243,8 @@ def _main(argv: list[str] | None) -> int:
             from tqdm import tqdm
 
             total = total_bytes(args.input, flavor=args.flavor, transforms=transforms, char_as=args.char_as,
-                                skip_unsupported=args.skip_unsupported)  # what progress() adds up
+                                skip_unsupported=args.skip_unsupported, zarr_format=args.zarr_format,
+                                shard=args.shard)  # what progress() adds up
             bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
                        mininterval=0.5, delay=0 if args.progress else 1.0, dynamic_ncols=True, desc="nc2nczarr")
         done = [0]
@@ -238,7 +259,7 @@ def _main(argv: list[str] | None) -> int:
             stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress,
                             direct=not args.no_direct_copy, threads=args.threads, transforms=transforms,
                             skip_unsupported=args.skip_unsupported, consolidate=args.consolidate,
-                            char_as=args.char_as)
+                            char_as=args.char_as, zarr_format=args.zarr_format, shard=args.shard)
         finally:
             if bar is not None:
                 bar.close()

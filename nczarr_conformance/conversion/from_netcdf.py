@@ -200,10 +200,11 @@ def _keep_hdf5_fill(dataset: Dataset, fills: dict[str, Any]) -> None:
             var.storage_fill = value.item() if hasattr(value, "item") else value
 
 
-def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
+def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = False,
             progress: Progress | None = None, direct: bool = True, threads: int = 0,
             transforms: Transforms | None = None, skip_unsupported: bool = False, consolidate: bool | None = None,
-            char_as: str | None = None, storage_options: Mapping[str, Any] | None = None) -> ConvertStats:
+            char_as: str | None = None, storage_options: Mapping[str, Any] | None = None,
+            zarr_format: int = 2, shard: int | None = None) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``dst`` (a path or netcdf-c URL).
 
     Variables and attributes of user-defined types (compound, vlen, opaque, enum), and
@@ -223,6 +224,10 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     nczarr/writer.py); ``char_as`` ("S1": ``|S1``, ">S1") overrides the
     flavor's char dtype (see nczarr/writer.py for the trade-off); ``storage_options`` go to the
     store's client (urls.parse).
+
+    ``zarr_format`` 3 writes Zarr v3 (zarr3/writer.py; ``flavor`` ``zarr``, its default, is the only v3
+    layout written yet: the others are refused in one line), ``shard`` N puts N chunks in one shard
+    object; what the v3 layout does not keep is one line in ``stats.warnings``.
     """
     started = time.perf_counter()
     if not os.path.exists(src):
@@ -232,6 +237,14 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
     if misnamed is not None:
         raise misnamed
     safety.check_output_is_safe(src, spec.kind, spec.path)
+    if zarr_format == 3:
+        _v3_options(flavor, char_as, shard)
+        flavor = "zarr"
+    elif zarr_format != 2:
+        raise UsageError(f"--zarr-format {zarr_format}: 2 or 3")
+    elif shard is not None:
+        raise UsageError("--shard needs --zarr-format 3 (Zarr v2 has no shards)")
+    flavor = flavor or "nczarr-4.10"
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
     flavor = FLAVOR_ALIASES[flavor]  # the CLI's "nczarr" is the 4.10 layout
@@ -258,10 +271,18 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
         store = None
         try:
             store = open_store(spec, "w", overwrite=overwrite)
-            stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
-                                         progress=counting, threads=workers,
-                                         raw=without_direct_copy(raw, reencode), consolidate=consolidate,
-                                         char_as=char_as)
+            if zarr_format == 3:
+                from nczarr_conformance.zarr3.writer import write_dataset as write_v3
+
+                stats.copied, notes = write_v3(dataset, store, source=source, progress=counting, threads=workers,
+                                               raw=without_direct_copy(raw, reencode), consolidate=consolidate,
+                                               shard=shard)
+                stats.warnings += [f"{src}: {note}" for note in notes]
+            else:
+                stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
+                                             progress=counting, threads=workers,
+                                             raw=without_direct_copy(raw, reencode), consolidate=consolidate,
+                                             char_as=char_as)
             stats.objects = store.writes
             store.commit()
         except BaseException:
@@ -273,6 +294,18 @@ def convert(src: str, dst: str, *, flavor: str = "nczarr-4.10", overwrite: bool 
                 raw.close()
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _v3_options(flavor: str | None, char_as: str | None, shard: int | None) -> None:
+    """Refuse, in one line, what a Zarr v3 conversion does not take."""
+    from nczarr_conformance.zarr3.writer import refuse_flavor
+
+    refuse_flavor(flavor or "zarr")
+    if char_as is not None:
+        raise UsageError("--char-as is for Zarr v2; Zarr v3 writes char as null_terminated_bytes of 1 byte "
+                         "(numpy S1), as xarray and zarr-python 3 do")
+    if shard is not None and shard < 1:
+        raise UsageError(f"--shard {shard}: a shard holds at least one chunk")
 
 
 def _direct_source(src: str, *, copy: bool = True):  # type: ignore[no-untyped-def]
@@ -287,8 +320,9 @@ def _direct_source(src: str, *, copy: bool = True):  # type: ignore[no-untyped-d
         return None
 
 
-def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms | None = None,
-                char_as: str | None = None, skip_unsupported: bool = False) -> int:
+def total_bytes(src: str, *, flavor: str | None = None, transforms: Transforms | None = None,
+                char_as: str | None = None, skip_unsupported: bool = False, zarr_format: int = 2,
+                shard: int | None = None) -> int:
     """The bytes a conversion of ``src`` reports to its progress callback (a progress bar's total).
 
     The writer reports every chunk of the plan at its full, unencoded size (edge chunks
@@ -303,9 +337,19 @@ def total_bytes(src: str, *, flavor: str = "nczarr-4.10", transforms: Transforms
     with _opened(src, skip_unsupported) as opened:
         variables: dict[str, Any] = {}
         dataset, _, _ = _prepare(opened, src, variables, skip_unsupported, transforms)
-        writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor, char_as=char_as,
-                               source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
+        def values(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
+            return nc4.read_values(variables[akey], region or None)
+
+        writer: DatasetWriter
+        if zarr_format == 3:
+            from nczarr_conformance.zarr3.writer import V3Writer
+
+            writer = V3Writer(dataset, MemoryStore(), source=values, shard=shard)
+        else:
+            writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor or "nczarr-4.10", char_as=char_as,
+                                   source=values)
         writer.validate()
         writer.plan()
-        return sum(math.prod(math.ceil(s / c) for s, c in zip(p.zshape, p.chunks)) * math.prod(p.chunks or (1,))
+        return sum(math.prod(math.ceil(s / c) for s, c in zip(p.zshape, p.chunks, strict=True))
+                   * math.prod(p.chunks or (1,))
                    * p.storage.itemsize for p in writer.plans.values())

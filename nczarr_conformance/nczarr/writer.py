@@ -44,7 +44,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -96,7 +96,7 @@ COMPRESSOR_IDS = frozenset({"zlib", "gzip", "blosc", "zstd", "bz2", "lzma", "lz4
 AUTO_CHUNK_BYTES = 4 * 1024**2
 SCALAR_DIM = "_scalar_"
 #: ``char_as`` values → the char dtype written
-CHAR_DTYPES = dict(zip(CHAR_AS_CHOICES, ("|S1", ">S1")))
+CHAR_DTYPES = dict(zip(CHAR_AS_CHOICES, ("|S1", ">S1"), strict=True))
 #: the char dtype each flavor writes unless told otherwise
 DEFAULT_CHAR_AS = {"nczarr-4.10": ">S1", "nczarr-2": ">S1", "zarr": "S1"}
 #: the layouts of netcdf-c before 4.9.3 (``_nczarr_*``/``_NCZARR_*`` keys in .zgroup and .zarray, ``dims``,
@@ -125,6 +125,14 @@ def model_source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndar
     return np.asarray(var.data)[region] if region else np.asarray(var.data)
 
 
+class ChunkEncoder(Protocol):
+    """What encodes a chunk for the store and decodes a copied one to check it (:class:`Pipeline` for v2)."""
+
+    def encode(self, arr: np.ndarray) -> bytes: ...
+
+    def decode(self, raw: bytes, limit: int | None = None) -> bytes: ...
+
+
 @dataclass
 class ArrayPlan:
     """What will be written for one variable."""
@@ -145,9 +153,10 @@ class ArrayPlan:
         if not self.zshape:
             yield (), ()
             return
-        grid = [math.ceil(s / c) for s, c in zip(self.zshape, self.chunks)]
+        grid = [math.ceil(s / c) for s, c in zip(self.zshape, self.chunks, strict=True)]
         for index in itertools.product(*(range(n) for n in grid)):
-            yield index, tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, self.chunks, self.zshape))
+            yield index, tuple(slice(i * c, min((i + 1) * c, s))
+                               for i, c, s in zip(index, self.chunks, self.zshape, strict=True))
 
 
 def auto_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -212,7 +221,7 @@ class DatasetWriter:
                 vkey = keys.join(gkey, vname)
                 if len(var.dimensions) != len(var.shape):
                     raise UnsupportedError(f"{vkey}: {len(var.dimensions)} dimensions but shape {list(var.shape)}")
-                for ref, size in zip(var.dimensions, var.shape):
+                for ref, size in zip(var.dimensions, var.shape, strict=True):
                     try:
                         dim = self.ds.find_dimension(ref)
                     except KeyError:
@@ -291,7 +300,7 @@ class DatasetWriter:
             return max(longest, len(str(np.asarray(self.source(akey, var, ()))[()]).encode("utf-8")))
         rows_per_slab = max(1, STRING_SCAN_ELEMENTS // max(1, math.prod(var.shape[1:])))
         for start in range(0, var.shape[0], rows_per_slab):
-            region = (slice(start, min(start + rows_per_slab, var.shape[0])),) + tuple(slice(0, s) for s in var.shape[1:])
+            region = (slice(start, min(start + rows_per_slab, var.shape[0])), *(slice(0, s) for s in var.shape[1:]))
             for v in np.asarray(self.source(akey, var, region)).ravel().tolist():
                 longest = max(longest, len(str(v).encode("utf-8")))
         return longest
@@ -368,7 +377,7 @@ class DatasetWriter:
         ``select`` maps a chunk index of ``plan`` to the index it is put at, or None to leave
         it out (``--concat``: one file's chunks at their place in the target, see conversion/concat.py).
         """
-        pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
+        pipeline = self._pipeline(plan)
         fill_chunk = np.full(plan.chunks or (1,), plan.fill_storage, dtype=plan.storage)
         # netcdf-c 4.10.1 reads a missing chunk of a big-endian variable as byte-swapped
         # fill, so such chunks are written out; elsewhere an all-fill chunk is left out.
@@ -382,7 +391,7 @@ class DatasetWriter:
             index, region = item
             at = index if select is None else select(index)
             assert at is not None
-            ckey = keys.join(plan.key, ".".join(str(i) for i in at) if at else "0")
+            ckey = self._chunk_key(plan, at)
             if raw_copy is not None:
                 payload = raw_copy(index)
                 if payload == NOT_STORED:  # all fill (NOFILL: undefined) in the source; nothing to read
@@ -427,6 +436,15 @@ class DatasetWriter:
                     future.cancel()
                 raise
 
+    def _pipeline(self, plan: ArrayPlan) -> ChunkEncoder:
+        """What encodes a chunk of ``plan`` (and decodes a copied one to check it): the v2 chain here;
+        the Zarr v3 writer (zarr3/writer.py) puts its codec chain in this place."""
+        return Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
+
+    def _chunk_key(self, plan: ArrayPlan, at: tuple[int, ...]) -> str:
+        """The key of chunk ``at``: Zarr v2's ``.``-separated indices (``0`` for a scalar)."""
+        return keys.join(plan.key, ".".join(str(i) for i in at) if at else "0")
+
     def _block(self, plan: ArrayPlan, region: tuple[slice, ...]) -> np.ndarray:
         """The source's values for one chunk region, in the chunk dtype."""
         values = np.asarray(self.source(plan.key, plan.var, () if plan.var.is_scalar else region))
@@ -438,7 +456,7 @@ class DatasetWriter:
             raise UsageError(f"{plan.key}: source gave shape {block.shape} for region {region}")
         return block
 
-    def _raw_copy_verified(self, plan: ArrayPlan, pipeline: Pipeline,
+    def _raw_copy_verified(self, plan: ArrayPlan, pipeline: ChunkEncoder,
                            raw_copy: Callable[[tuple[int, ...]], bytes | None], fill_chunk: np.ndarray) -> bool:
         """Decode a sample of copied chunks and compare them with the source's values there.
 
@@ -460,18 +478,19 @@ class DatasetWriter:
             break
         if first is None or not plan.zshape or fill_chunk.nbytes >= VERIFY_BYTES:
             return True
-        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
+        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks, strict=True)]
         for flat in range(math.prod(grid) - 1, -1, -1):
             index = tuple(int(i) for i in np.unravel_index(flat, grid))
             if index == first:
                 break
-            region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, plan.chunks, plan.zshape))
+            region = tuple(slice(i * c, min((i + 1) * c, s))
+                           for i, c, s in zip(index, plan.chunks, plan.zshape, strict=True))
             verdict = self._sample_matches(plan, pipeline, raw_copy(index), fill_chunk, region, last=True)
             if verdict is not None:
                 return verdict
         return True
 
-    def _sample_matches(self, plan: ArrayPlan, pipeline: Pipeline, payload: bytes | None, fill_chunk: np.ndarray,
+    def _sample_matches(self, plan: ArrayPlan, pipeline: ChunkEncoder, payload: bytes | None, fill_chunk: np.ndarray,
                         region: tuple[slice, ...], *, last: bool) -> bool | None:
         """Whether a copied chunk decodes to the source's values (None: no copied chunk here)."""
         if payload is None or payload == NOT_STORED:
@@ -482,7 +501,7 @@ class DatasetWriter:
             return False
         slab = _slab(region, plan.storage.itemsize, last=last)
         block = self._block(plan, slab)
-        within = tuple(slice(s.start - r.start, s.stop - r.start) for s, r in zip(slab, region))
+        within = tuple(slice(s.start - r.start, s.stop - r.start) for s, r in zip(slab, region, strict=True))
         return bool(decoded[within].tobytes() == np.ascontiguousarray(block).tobytes())
 
     def _done(self, sizes: tuple[int, int]) -> None:
@@ -632,6 +651,9 @@ def _dumps(doc: dict[str, Any]) -> bytes:
 
 def _to_storage(values: np.ndarray, nctype: str, storage: np.dtype, where: str = "") -> np.ndarray:
     """Model values → the chunk dtype (UTF-8 bytes for strings, S1 for char)."""
+    if nctype == "string" and storage.kind == "O":  # Zarr v3's variable-length strings: str objects
+        return np.array([str(v) for v in np.asarray(values, dtype=object).ravel().tolist()],
+                        dtype=object).reshape(np.shape(values))
     if nctype == "string":
         flat = [str(v).encode("utf-8") for v in np.asarray(values, dtype=object).ravel().tolist()]
         if any(len(b) > storage.itemsize for b in flat):

@@ -194,6 +194,13 @@ class ZipStore(Store):
                 raise FormatError(f"{self.target}: member {info.filename}: {exc}") from exc
         return data, info.file_size
 
+    def entries_at_top(self) -> None:
+        """Write the dataset at the top of the zip, as zarr-python's ZipStore does (Zarr v3: no netcdf-c reads
+        it, and zarr-python opens a zip's root only). Before any put."""
+        if self._written:
+            raise StoreError(f"{self!r}: the layout is chosen before the first entry")
+        self.prefix = ""
+
     def _put(self, key: str, data: bytes) -> None:
         with self._lock:
             if key in self._written:

@@ -115,7 +115,7 @@ class Chain:
             caps.insert(0, encoded_bound(codec, caps[0]))
         buf: bytes = raw
         try:
-            for codec, cap in zip(reversed(self.compressors), caps):
+            for codec, cap in zip(reversed(self.compressors), caps, strict=False):
                 buf = bounded_decode(codec, buf, cap)
         except InflateError as exc:
             raise FormatError(f"{where}: chunk {exc}") from exc
@@ -162,7 +162,7 @@ def build_chain(codecs: Any, dtype: DataType, chunk_shape: tuple[int, ...], wher
         if n in ARRAY_TO_ARRAY:
             raise FormatError(f"{where}: array→array codec {n!r} after the array→bytes codec")
         compressors.append(_bytes_to_bytes(n, c, dtype.storage.numpy.itemsize, where))
-    if dtype.vlen != (name in ("vlen-utf8", "vlen-bytes")):
+    if name != "sharding_indexed" and dtype.vlen != (name in ("vlen-utf8", "vlen-bytes")):  # inner chain: checked there
         raise FormatError(f"{where}: array→bytes codec {name!r} does not fit data_type {dtype.name!r}")
     endian = config.get("endian")
     if name == "bytes" and endian not in (None, "little", "big"):
@@ -201,7 +201,7 @@ class Sharding:
     @classmethod
     def parse(cls, config: dict[str, Any], dtype: DataType, shard_shape: tuple[int, ...], where: str) -> Sharding:
         inner_shape = int_tuple(config.get("chunk_shape"), "sharding chunk_shape", where, 1)
-        if len(inner_shape) != len(shard_shape) or any(s % c for s, c in zip(shard_shape, inner_shape)):
+        if len(inner_shape) != len(shard_shape) or any(s % c for s, c in zip(shard_shape, inner_shape, strict=True)):
             raise FormatError(f"{where}: inner chunk_shape {list(inner_shape)} does not divide the shard shape "
                               f"{list(shard_shape)}")
         inner = build_chain(config.get("codecs"), dtype, inner_shape, f"{where} (inner codecs)", inner=True)
@@ -213,7 +213,7 @@ class Sharding:
         location = config.get("index_location", "end")
         if location not in ("start", "end"):
             raise FormatError(f"{where}: index_location {location!r}, 'start' or 'end' expected")
-        per_shard = tuple(s // c for s, c in zip(shard_shape, inner_shape))
+        per_shard = tuple(s // c for s, c in zip(shard_shape, inner_shape, strict=True))
         return cls(shard_shape, inner, per_shard, "big" if endian == "big" else "little", len(names) == 2,
                    location == "start")
 

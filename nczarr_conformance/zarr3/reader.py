@@ -103,8 +103,8 @@ class V3ArrayInfo(ArrayInfo):
             raw = store.get(ckey, limit=self.chain.max_encoded())
             chain = self.chain
         else:
-            shard = tuple(i // p for i, p in zip(index, sharding.per_shard))
-            position = tuple(i % p for i, p in zip(index, sharding.per_shard))
+            shard = tuple(i // p for i, p in zip(index, sharding.per_shard, strict=True))
+            position = tuple(i % p for i, p in zip(index, sharding.per_shard, strict=True))
             ckey = self.encoding.key(self.key, shard)
             if self.chain.compressors:  # a compressed shard: read whole (within its bound), then indexed
                 whole = store.get(ckey, limit=self.chain.max_encoded())
@@ -266,7 +266,8 @@ class V3Reader(DatasetReader):
         if "_FillValue" in attributes:
             attributes["_FillValue"] = _fill_attribute(raw_fill, dtype.storage.nctype, where)
         var = Variable(dtype.storage.nctype, self._dimension_names(akey, doc, shape), shape, attributes,
-                       chunks=None if scalar else list(chunks), endianness=self._endianness(chain, dtype.storage.nctype),
+                       chunks=None if scalar else list(chunks),
+                       endianness=self._endianness(chain, dtype.storage.nctype),
                        filters=self._filters(doc))
         return var
 
@@ -310,14 +311,17 @@ class V3Reader(DatasetReader):
 def _fill_attribute(raw: Any, nctype: str, where: str) -> Attribute:
     """``_FillValue`` in the variable's type. xarray writes it into a v3 array's attributes
     encoded (xarray/backends/zarr.py ``FillValueCoder``): a float as base64 of its 8 little-endian
-    bytes, a byte string as base64; anything else is typed as the v2 pure-Zarr path types it."""
-    if isinstance(raw, str) and nctype in ("float", "double"):
+    bytes, a byte string (char, numpy ``S1``) as base64 of its byte; anything else is typed as the
+    v2 pure-Zarr path types it."""
+    if isinstance(raw, str) and nctype in ("float", "double", "char"):
         try:
             packed = base64.b64decode(raw, validate=True)
         except ValueError:
             packed = b""
-        if len(packed) == 8:
+        if len(packed) == 8 and nctype != "char":
             return Attribute(nctype, np.array([struct.unpack("<d", packed)[0]]))
+        if len(packed) == 1 and nctype == "char":
+            return Attribute("char", packed.decode("latin-1"))
     try:
         return attr_codec.decode(raw, attr_type_string(nctype))
     except (FormatError, UnsupportedError) as exc:
