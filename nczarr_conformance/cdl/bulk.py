@@ -1,0 +1,261 @@
+"""printf's ``%.Pg`` and ``%d`` for a whole array at once, byte for byte, and the batch of texts they make.
+
+Why: Python's ``'%.7g' % x`` is exact but costs about as much as ncdump's whole work per
+value. Here the digits are computed with numpy, four at a time from a table, and laid out
+in a byte matrix, several times faster; ``Items`` then carries the batch to
+cdl/vardata.py, which places separators and line breaks and writes it as one block.
+
+Exactness. ``%.Pg`` needs the value rounded to P significant digits, ties to even on the
+exact binary value (glibc and Python agree). The value is scaled by a correctly rounded
+power of ten in float64 (P ≤ 9) or x87 long double (P ≤ 15); the scaled value's error is
+then below 3·10⁻⁷ (resp. 2·10⁻⁴) of a unit in the last digit, so the rounding is certain
+unless the scaled value lies within 10⁻⁶ (resp. 10⁻³) of a half: those few values (true
+ties among them) are formatted by Python's ``%``, as are exponents beyond the tables and
+precisions beyond 15. The exponent X of the rounded value picks the style as C says:
+``%f`` with P-1-X decimals when -4 ≤ X < P, else ``%e`` (two exponent digits at least);
+trailing zeros and a bare point go (no ``#`` flag).
+
+Layout. Values are sorted (a radix sort of small keys) by style, exponent, sign and text
+length: values sharing those share one layout, so each group is written with a few slice
+copies, and vardata.py packs each group of one length into the output with one scatter.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_LONG = np.finfo(np.longdouble).nmant >= 63  # x87 extended: 15 digits of a double round with certainty
+_LIMIT = 290  # decimal exponents the power tables cover; values beyond go to Python's %
+#: constant texts (fill, NaN, Infinity) and the values Python formats come after the layouts' codes
+_MAX_CODES = 64
+
+
+def _powers(dtype: type) -> np.ndarray:
+    """10**e for e in [-_LIMIT-20, _LIMIT+20], each correctly rounded (parsed from its decimal text)."""
+    return np.array([dtype(f"1e{e}") for e in range(-_LIMIT - 20, _LIMIT + 21)], dtype=dtype)
+
+
+_TABLES: dict[type, np.ndarray] = {}
+
+
+def _table(dtype: type) -> np.ndarray:
+    if dtype not in _TABLES:
+        _TABLES[dtype] = _powers(dtype)
+    return _TABLES[dtype]
+
+
+def _four_digits() -> tuple[np.ndarray, np.ndarray]:
+    """Every number 0..9999 as four ASCII digits (one uint32 each) and its count of trailing zeros."""
+    text = "".join(f"{i:04d}" for i in range(10000)).encode("ascii")
+    codes = np.frombuffer(text, dtype=np.uint32).copy()
+    trailing = np.array([4] + [len(str(i)) - len(str(i).rstrip("0")) for i in range(1, 10000)], dtype=np.int8)
+    return codes, trailing
+
+
+_FOUR, _FOUR_TRAILING = _four_digits()
+
+
+@dataclass
+class Items:
+    """The texts of a batch of values.
+
+    Either ``texts`` (any text, from Python's ``%`` and the escapes) or a byte matrix: row ``r``
+    of ``mat`` holds the text of value ``order[r]``, and ``runs`` lists row ranges
+    ``(start, stop, length)`` whose texts all have that length (ASCII). ``lens`` is each value's
+    text length in bytes, in the values' order.
+    """
+
+    lens: np.ndarray
+    texts: list[str] | None = None
+    mat: np.ndarray | None = None  # with 2 bytes to spare after each text, for its separator
+    order: np.ndarray | None = None
+    runs: list[tuple[int, int, int]] = field(default_factory=list)
+
+    @classmethod
+    def of_texts(cls, texts: list[str], ascii_only: bool) -> Items:
+        if ascii_only:
+            lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        else:
+            lens = np.fromiter((len(t.encode("utf-8", "surrogateescape")) for t in texts), dtype=np.int64,
+                               count=len(texts))
+        return cls(lens, texts=texts)
+
+
+@dataclass
+class Specials:
+    """What a bulk formatter leaves to others: values whose text is a constant (the fill ``_``, NaN,
+    Infinity: later masks win), and how Python formats one value (near-ties, far exponents)."""
+
+    constants: list[tuple[np.ndarray, str]]
+    python: Callable[[float], str]
+
+
+def _digits(m: np.ndarray, ndigits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The last ``ndigits`` decimal digits of non-negative integers (ASCII, most significant first,
+    shape (n, ndigits)) and how many of them are trailing zeros, four digits per table look-up."""
+    groups = -(-ndigits // 4)
+    words, trailing = [], np.zeros(0, dtype=np.int8)
+    rest = m
+    for g in range(groups):  # least significant group first
+        high = rest // 10000  # numpy divides by a constant fast; % it does not
+        low = rest - high * 10000
+        rest = high
+        words.append(_FOUR[low])
+        zeros = _FOUR_TRAILING[low]
+        trailing = zeros if g == 0 else np.where(trailing == 4 * g, 4 * g + zeros, trailing)
+    if not m.size:
+        return np.zeros((0, ndigits), dtype=np.uint8), np.zeros(0, dtype=np.int64)
+    matrix = np.stack(words[::-1], axis=1).view(np.uint8).reshape(m.size, 4 * groups)
+    return matrix[:, 4 * groups - ndigits:], trailing.astype(np.int64)
+
+
+def _sorted_runs(keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """A stable order of the rows by key (small ints: a radix sort) and the runs of equal keys."""
+    order = np.argsort(keys.astype(np.uint16), kind="stable")
+    ordered = keys[order]
+    bounds = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), keys.size]
+    return order, [(a, b, int(ordered[a])) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _put_constant(mat: np.ndarray, a: int, b: int, text: bytes) -> None:
+    mat[a:b, :len(text)] = np.frombuffer(text, dtype=np.uint8)
+
+
+def _finish(lens: np.ndarray, code: np.ndarray, sign: np.ndarray, specials: Specials, values: np.ndarray,
+            python_rows: np.ndarray, width: int,
+            layout: Callable[[np.ndarray, int, int, int, int, np.ndarray], None]) -> Items:
+    """Constants and Python's texts put in; rows sorted by (code, sign, length); each run laid out."""
+    first_special = _MAX_CODES - len(specials.constants) - 1
+    texts: dict[int, bytes] = {}
+    for i, (mask, text) in enumerate(specials.constants):
+        rows = np.flatnonzero(mask)
+        code[rows] = first_special + i
+        sign[rows] = 0
+        lens[rows] = len(text)
+    python_rows = python_rows[code[python_rows] < first_special]
+    if python_rows.size:
+        texts = {int(r): specials.python(float(values[r])).encode("ascii") for r in python_rows.tolist()}
+        code[python_rows] = _MAX_CODES - 1
+        sign[python_rows] = 0
+        lens[python_rows] = [len(t) for t in texts.values()]
+    order, runs = _sorted_runs((code * 2 + sign) * 32 + lens)
+    mat = np.empty((lens.size, width), dtype=np.uint8)
+    out_runs = []
+    for a, b, key in runs:
+        length, minus, c = key % 32, key // 32 % 2, key // 64
+        out_runs.append((a, b, length))
+        if c == _MAX_CODES - 1:
+            for r in range(a, b):
+                raw = texts[int(order[r])]
+                mat[r, :len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        elif c >= first_special:
+            _put_constant(mat, a, b, specials.constants[c - first_special][1].encode("ascii"))
+        else:
+            if minus:
+                mat[a:b, 0] = ord("-")
+            layout(mat[a:b, minus:], c, a, b, length - minus, order)
+    return Items(lens, mat=mat, order=order, runs=out_runs)
+
+
+def format_d(values: np.ndarray, specials: Specials) -> Items:
+    """``%d`` of an integer array (any width, signed or not)."""
+    v = values.reshape(-1)
+    neg = v < 0 if v.dtype.kind == "i" else np.zeros(v.shape, dtype=bool)
+    u = v.astype(np.uint64)
+    u = np.where(neg, ~u + np.uint64(1), u)  # |v| without overflow at the most negative value
+    limit = np.iinfo(v.dtype)
+    width = max(len(str(limit.max)), len(str(limit.min).lstrip("-")))
+    digits, _ = _digits(u, width)
+    nd = np.ones(v.shape, dtype=np.int64)
+    for j in range(1, width):
+        nd += u >= np.uint64(10 ** j)
+    sign = neg.astype(np.int64)
+
+    def layout(rows: np.ndarray, count: int, a: int, b: int, length: int, order: np.ndarray) -> None:
+        rows[:, :count] = digits[order[a:b], width - count:]
+
+    return _finish(sign + nd, nd.copy(), sign, specials, v, np.zeros(0, dtype=np.int64), width + 3, layout)
+
+
+def g_precision_supported(precision: int) -> bool:
+    """Whether :func:`format_g` rounds this many digits with certainty here."""
+    return precision <= 9 or (precision <= 15 and _LONG)
+
+
+def _rounded(a: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a`` (positive, finite) as ``m × 10^(exp10-p+1)`` with m of p digits, rounded to nearest;
+    and which roundings are not certain (near a half, or beyond the tables)."""
+    exp10 = np.floor(np.log10(a)).astype(np.int64)
+    out_of_range = np.abs(exp10) > _LIMIT
+    exp10[out_of_range] = 0
+    dtype: type = np.float64 if p <= 9 else np.longdouble
+    table = _table(dtype)
+    arg: np.ndarray = np.where(out_of_range, 1.0, a).astype(dtype)
+    y: np.ndarray = arg * table[(p - 1) - exp10 + _LIMIT + 20]
+    for step, fix in ((-1, np.flatnonzero(y < 10 ** (p - 1))), (1, np.flatnonzero(y >= 10 ** p))):
+        if fix.size:  # log10 can be one off next to a power of ten
+            exp10[fix] += step
+            y[fix] = arg[fix] * table[(p - 1) - exp10[fix] + _LIMIT + 20]
+    unsure = (np.abs(y - np.floor(y) - 0.5) < (1e-6 if p <= 9 else 1e-3)) | out_of_range
+    m = np.rint(y).astype(np.int64)
+    carried = m >= 10 ** p
+    m[carried] = 10 ** (p - 1)
+    return m, exp10 + carried, unsure
+
+
+def format_g(values: np.ndarray, precision: int, specials: Specials) -> Items:
+    """``%.{precision}g`` of a float array; non-finite values must be among ``specials``' constants."""
+    p = max(precision, 1)
+    x = values.reshape(-1).astype(np.float64)
+    neg = np.signbit(x)
+    a = np.abs(x)
+    normal = np.isfinite(a) & (a != 0)
+    m, exp10, unsure = _rounded(np.where(normal, a, 1.0), p)
+    m[~normal] = 0  # zero (and the non-finite, whose text is a constant)
+    exp10[~normal] = 0
+    digits, trailing = _digits(m, p)
+    nd = np.maximum(p - trailing, 1)  # significant digits shown (a zero shows one)
+    sign = neg.astype(np.int64)
+    fixed = (exp10 >= -4) & (exp10 < p)
+    three = np.abs(exp10) >= 100
+    lens = np.where(fixed & (exp10 >= 0), np.maximum(nd, exp10 + 1) + (nd > exp10 + 1), 1 - exp10 + nd)
+    lens = np.where(fixed, lens, nd + (nd > 1) + 4 + three) + sign
+    code = np.where(fixed, exp10 + 4, p + 4)  # 0..p+3: %f with that exponent; p+4: %e
+
+    def layout(rows: np.ndarray, c: int, a: int, b: int, length: int, order: np.ndarray) -> None:
+        block = digits[order[a:b]]
+        x = c - 4
+        if c == p + 4:  # d.ddde±XX
+            rows[:, 0] = block[:, 0]
+            rows[:, 1] = ord(".")
+            rows[:, 2:p + 1] = block[:, 1:]
+            _exponent(rows, nd[order[a:b]], exp10[order[a:b]])
+        elif x >= 0:  # ddd.ddd or ddd
+            rows[:, :x + 1] = block[:, :x + 1]
+            rows[:, x + 1] = ord(".")
+            rows[:, x + 2:p + 1] = block[:, x + 1:]
+        else:  # 0.000ddd
+            zeros = b"0." + b"0" * (-x - 1)
+            rows[:, :len(zeros)] = np.frombuffer(zeros, dtype=np.uint8)
+            rows[:, len(zeros):len(zeros) + p] = block
+
+    return _finish(lens, code, sign, specials, x, np.flatnonzero(unsure & normal), max(p + 9, 12), layout)
+
+
+def _exponent(rows: np.ndarray, nd: np.ndarray, exp10: np.ndarray) -> None:
+    """``e±XX`` (two digits at least, as C prints them) after the shown mantissa digits."""
+    each = np.arange(rows.shape[0])
+    at = nd + (nd > 1)  # where "e" goes
+    mag = np.abs(exp10)
+    three = mag >= 100
+    rows[each, at] = ord("e")
+    rows[each, at + 1] = np.where(exp10 < 0, ord("-"), ord("+"))
+    rows[each, at + 2] = np.where(three, mag // 100, mag // 10) + ord("0")
+    rows[each, at + 3] = np.where(three, mag // 10 % 10, mag % 10) + ord("0")
+    rows[each[three], at[three] + 4] = mag[three] % 10 + ord("0")
+
+
+__all__ = ["Items", "Specials", "format_d", "format_g", "g_precision_supported"]
