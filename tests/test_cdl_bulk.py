@@ -12,6 +12,7 @@ row starts) and a group's indent; line lengths from ncdump's minimum up.
 from __future__ import annotations
 
 import io
+import json
 import math
 import shutil
 import subprocess
@@ -24,8 +25,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nczarr_conformance.cdl import vardata
+from nczarr_conformance.cdl.json_dump import piece_text, write_json
 from nczarr_conformance.cdl.writer import CdlOptions, CdlWriter
-from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
+from nczarr_conformance.model import (
+    Attribute,
+    Dataset,
+    Dimension,
+    Group,
+    Variable,
+    values_to_json,
+)
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, NC_TYPES, numpy_dtype
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.sources.dump_source import open_source
@@ -250,3 +259,53 @@ def test_a_c_format_text_is_cut_where_ncdumps_buffer_ends(tmp_path):
     cut = "100000000000000005250476025520442024870446858110815915491585411551180245798890819578637137508044786"
     assert len(cut) == 99 and f"\n    {cut}, \n" in theirs and f"\n    {'0' * 99} ;\n" in theirs  # ncdump's cut
     _same_after_name(_ours(url, CdlOptions()), theirs)
+
+
+# ---- --json -------------------------------------------------------------------------------------
+
+def _reference_json(piece: np.ndarray, nctype: str) -> str:
+    """What the model's contract makes of the values (numpy's str of each float, json.dumps of all)."""
+    return json.dumps(values_to_json(piece, nctype), ensure_ascii=False)[1:-1] if piece.shape[0] else ""
+
+
+@settings(max_examples=60)
+@given(nctype=st.sampled_from(NC_TYPES), shape=st.lists(st.integers(0, 7), min_size=1, max_size=3),
+       seed=st.integers(0, 2**32 - 1))
+def test_json_of_a_piece_is_json_dumps_of_the_model_values(nctype, shape, seed):
+    """Every type, rank 1 to 3, empty inner dimensions too: bulk text == json.dumps(values_to_json(...))."""
+    piece = _random_values(nctype, math.prod(shape), np.random.default_rng(seed)).reshape(shape)
+    with np.errstate(all="ignore"):
+        assert piece_text(piece, nctype) == _reference_json(piece, nctype)
+
+
+def test_json_floats_at_every_binade_edge_and_random_bits():
+    """float32's shortest decimal where the rounding interval is lopsided (each power of two, below
+    and above it), at every subnormal edge, and on 200,000 random bit patterns."""
+    powers = np.ldexp(np.float32(1), np.arange(-149, 128)).astype(np.float32)
+    edges = np.concatenate([powers, np.nextafter(powers, np.float32(0)), np.nextafter(powers, np.float32(np.inf)),
+                            np.array([np.finfo(np.float32).max, np.finfo(np.float32).tiny, 0.1, 0.3, 1e16, 1e-5,
+                                      1e-4, 9.999999e15, 16777216, 123456790], dtype=np.float32)])
+    bits = np.random.default_rng(26).integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    for floats in (edges, -edges, bits):
+        with np.errstate(all="ignore"):
+            assert piece_text(floats, "float") == _reference_json(floats, "float")
+
+
+def test_json_dump_of_a_store_parses_to_the_model(tmp_path):
+    """nczarr-dump --json of a store with 11 types (random bits: NaN, ±Infinity, -0, subnormals) is,
+    parsed, the model's to_json."""
+    from nczarr_conformance.nczarr.reader import read_dataset
+
+    rng = np.random.default_rng(3)
+    root = Group(dimensions={"a": Dimension(5), "b": Dimension(3)})
+    for nctype in NC_TYPES:
+        if nctype != "string":
+            root.variables[f"v_{nctype}"] = Variable(nctype, ["/a", "/b"], (5, 3),
+                                                     data=_random_values(nctype, 15, rng).reshape(5, 3))
+    with DirectoryStore(tmp_path / "s.file", "w") as store:
+        write_dataset(Dataset(root), store, flavor="nczarr-2-upper")
+    out = io.StringIO()
+    with open_source(str(tmp_path / "s.file")) as source:
+        write_json(source, out.write, data=True, storage=False)
+    model = read_dataset(DirectoryStore(tmp_path / "s.file"))
+    assert json.loads(out.getvalue()) == json.loads(json.dumps(model.to_json(storage=False)))

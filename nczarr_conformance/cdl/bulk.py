@@ -49,10 +49,12 @@ def _table(dtype: type) -> np.ndarray:
 
 def _four_digits() -> tuple[np.ndarray, np.ndarray]:
     """Every number 0..9999 as four ASCII digits (one uint32 each) and its count of trailing zeros."""
-    text = "".join(f"{i:04d}" for i in range(10000)).encode("ascii")
-    codes = np.frombuffer(text, dtype=np.uint32).copy()
-    trailing = np.array([4] + [len(str(i)) - len(str(i).rstrip("0")) for i in range(1, 10000)], dtype=np.int8)
-    return codes, trailing
+    n = np.arange(10000)
+    digits = np.stack([n // 1000, n // 100 % 10, n // 10 % 10, n % 10], axis=1)
+    codes = (digits + ord("0")).astype(np.uint8).view(np.uint32).reshape(-1)
+    zero = (digits == 0)[:, ::-1]
+    trailing = np.logical_and.accumulate(zero, axis=1).sum(axis=1)  # zeros from the right, 4 for 0
+    return codes, trailing.astype(np.int8)
 
 
 _FOUR, _FOUR_TRAILING = _four_digits()
@@ -245,6 +247,104 @@ def format_g(values: np.ndarray, precision: int, specials: Specials) -> Items:
     return _finish(lens, code, sign, specials, x, np.flatnonzero(unsure & normal), max(p + 9, 12), layout)
 
 
+def format_shortest32(values: np.ndarray, specials: Specials) -> Items:
+    """Python's ``repr`` of the float nearest each float32's shortest decimal (numpy's ``str``): the
+    JSON text of a float value. Non-finite values and zeros must be among ``specials``' constants.
+
+    The shortest decimal is the one with fewest digits inside the float32's rounding interval,
+    the closest of them if several. In units of the value's 9th significant digit the interval's
+    ends (exact midpoints to the neighbours, scaled with an error below 10⁻⁶) are two numbers
+    whose integer parts first differ at some digit P: a decimal of P digits lies between them and
+    none shorter does. The closest P-digit decimal is taken (at a power of two, whose interval is
+    narrower below, the one above if the closest falls out). Near-ties, ends within 10⁻⁶ of a
+    whole unit and candidates within 10⁻⁶ of an end go to Python.
+    """
+    v = values.reshape(-1).astype(np.float32)
+    bits = v.view(np.uint32) & np.uint32(0x7FFFFFFF)
+    neg = np.signbit(v)
+    normal = np.isfinite(v) & (bits != 0)
+    b = np.where(normal, bits, np.uint32(0x3F800000))  # 1.0 stands in for the others
+    a = b.view(np.float32).astype(np.float64)
+    below = (b - np.uint32(1)).view(np.float32).astype(np.float64)
+    above = (b + np.uint32(1)).view(np.float32).astype(np.float64)
+    above = np.where(np.isinf(above), 2 * a - below, above)  # past the largest float32
+    _, exp10, unsure = _rounded(a, 9)
+    scale = _table(np.float64)[8 - exp10 + _LIMIT + 20]  # to units of the 9th digit
+    y9, low, high = a * scale, (a + below) / 2 * scale, (a + above) / 2 * scale
+    margin = 1e-6
+    for end in (low, high):
+        frac = end - np.floor(end)
+        unsure |= (frac < margin) | (frac > 1 - margin)
+    over = high >= 1e9  # 10^(exp10+1) itself is inside: one digit
+    low_digits, _ = _digits(np.floor(low).astype(np.int64), 9)
+    high_digits, _ = _digits(np.minimum(np.floor(high), 1e9 - 1).astype(np.int64), 9)
+    differ = low_digits != high_digits
+    ndig = np.where(over, 1, np.where(differ.any(axis=1), np.argmax(differ, axis=1) + 1, 9))
+    unit = 10.0 ** (9 - ndig)
+    scaled = y9 / unit
+    m = np.rint(scaled)
+    unsure |= np.abs(scaled - np.floor(scaled) - 0.5) < margin
+    found = _inside(m * unit, low, high)
+    power_of_two = ((b & np.uint32(0x7FFFFF)) == 0) & (b > np.uint32(0x00800000))
+    up = power_of_two & (found == 0) & (m * unit < y9)
+    if up.any():
+        alt = _inside((m + 1) * unit, low, high)
+        m = np.where(up & (alt == 1), m + 1, m)
+        found = np.where(up, alt, found)
+    unsure |= found != 1
+    m9 = m.astype(np.int64) * (10 ** (9 - ndig))
+    carried = m9 >= 10 ** 9  # rounded up to the next power of ten
+    m9[carried] = 10 ** 8
+    return _layout_repr(m9, exp10 + carried, neg, normal, v, unsure, specials)
+
+
+def _inside(candidate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """1 where ``candidate`` is inside (low, high), 0 where outside, 2 where too close to tell."""
+    margin = 1e-6
+    close = (np.abs(candidate - low) < margin) | (np.abs(candidate - high) < margin)
+    inside = (candidate > low) & (candidate < high)
+    return np.where(close, 2, inside.astype(np.int64))
+
+
+def _layout_repr(m9: np.ndarray, exp10: np.ndarray, neg: np.ndarray, normal: np.ndarray, v: np.ndarray,
+                 unsure: np.ndarray, specials: Specials) -> Items:
+    """``repr``'s layout of ``m9`` (9 digits) × 10^(exp10-8): positional from 1e-4 up to 1e16 (with
+    ``.0`` when whole), else ``d.ddde±XX``."""
+    p = 9
+    m9[~normal] = 0
+    exp10[~normal] = 0
+    digits, trailing = _digits(m9, p)
+    nd = np.maximum(p - trailing, 1)
+    sign = neg.astype(np.int64)
+    positional = (exp10 >= -4) & (exp10 < 16)
+    three = np.abs(exp10) >= 100
+    whole = positional & (exp10 >= 0)
+    lens = np.where(whole, exp10 + 2 + np.maximum(nd - exp10 - 1, 1), 1 - exp10 + nd)  # ddd.ddd or ddd.0
+    lens = np.where(positional, lens, nd + (nd > 1) + 4 + three) + sign
+    code = np.where(positional, exp10 + 4, 20)  # 0..19: positional with that exponent; 20: d.ddde±XX
+    padded = np.concatenate((digits, np.full((digits.shape[0], 17), ord("0"), dtype=np.uint8)), axis=1)
+
+    def layout(rows: np.ndarray, c: int, a: int, b: int, length: int, order: np.ndarray) -> None:
+        x = c - 4
+        if c == 20:
+            block = digits[order[a:b]]
+            rows[:, 0] = block[:, 0]
+            rows[:, 1] = ord(".")
+            rows[:, 2:p + 1] = block[:, 1:]
+            _exponent(rows, nd[order[a:b]], exp10[order[a:b]])
+        elif x >= 0:  # ddd.ddd, ddd.0
+            block = padded[order[a:b]]
+            rows[:, :x + 1] = block[:, :x + 1]
+            rows[:, x + 1] = ord(".")
+            rows[:, x + 2:x + 2 + p] = block[:, x + 1:x + 1 + p]  # a whole number's digit there is 0
+        else:  # 0.000ddd
+            zeros = b"0." + b"0" * (-x - 1)
+            rows[:, :len(zeros)] = np.frombuffer(zeros, dtype=np.uint8)
+            rows[:, len(zeros):len(zeros) + p] = digits[order[a:b]]
+
+    return _finish(lens, code, sign, specials, v, np.flatnonzero(unsure & normal), 32, layout)
+
+
 def _exponent(rows: np.ndarray, nd: np.ndarray, exp10: np.ndarray) -> None:
     """``e±XX`` (two digits at least, as C prints them) after the shown mantissa digits."""
     each = np.arange(rows.shape[0])
@@ -258,4 +358,4 @@ def _exponent(rows: np.ndarray, nd: np.ndarray, exp10: np.ndarray) -> None:
     rows[each[three], at[three] + 4] = mag[three] % 10 + ord("0")
 
 
-__all__ = ["Items", "Specials", "format_d", "format_g", "g_precision_supported"]
+__all__ = ["Items", "Specials", "format_d", "format_g", "format_shortest32", "g_precision_supported"]

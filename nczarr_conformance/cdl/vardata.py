@@ -240,13 +240,14 @@ def _render(items: Items, ends_of: dict[str, np.ndarray], breaks: np.ndarray, br
         for k, braces in opened.items():
             texts[k] = braces + texts[k]
         return "".join(texts)
-    return _pack(items, ends_of, breaks, brk, opened).decode("ascii")
+    return pack(items, ends_of, breaks, brk, opened).decode("ascii")
 
 
-def _pack(items: Items, ends_of: dict[str, np.ndarray], breaks: np.ndarray, brk: str,
+def pack(items: Items, ends_of: dict[str, np.ndarray], breaks: np.ndarray, brk: str,
           opened: dict[int, str]) -> bytes:
     """:func:`_render` for texts in a byte matrix: each piece is scattered to its place in the output,
-    the texts one run of rows of one length at a time."""
+    the texts one run of rows of one length at a time. ``ends_of``' suffixes replace the ``", "``
+    after those values and must be at least as long."""
     assert items.mat is not None and items.order is not None
     lens = items.lens
     n = lens.size
@@ -278,4 +279,4 @@ def _pack(items: Items, ends_of: dict[str, np.ndarray], breaks: np.ndarray, brk:
     return out.tobytes()
 
 
-__all__ = ["BATCH", "LINE_INDENT", "DataSection", "Items", "line_breaks"]
+__all__ = ["BATCH", "LINE_INDENT", "DataSection", "Items", "line_breaks", "pack"]
