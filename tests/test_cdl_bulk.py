@@ -309,3 +309,25 @@ def test_json_dump_of_a_store_parses_to_the_model(tmp_path):
         write_json(source, out.write, data=True, storage=False)
     model = read_dataset(DirectoryStore(tmp_path / "s.file"))
     assert json.loads(out.getvalue()) == json.loads(json.dumps(model.to_json(storage=False)))
+
+
+@pytest.mark.parametrize("line_length", [10, 23, 80])
+def test_rows_all_fill_print_as_ncdump_prints_them(tmp_path, line_length, monkeypatch_module):
+    """Batches whose rows are all fill are rendered once and repeated: the text is still ncdump's
+    (fill rows first, last, between others; the variable's last row in such a batch)."""
+    monkeypatch_module.setattr(vardata, "BATCH", 40)  # a batch is 4 rows of 10
+    root = Group(dimensions={"r": Dimension(16), "c": Dimension(10)})
+    fill = np.float32(DEFAULT_FILL["float"])
+    data = np.random.default_rng(5).gamma(0.5, 3.0, (16, 10)).astype("f4")
+    data[:5] = fill
+    data[10:] = fill  # batches: 4 fill rows, mixed, mixed, 4 fill rows ending the variable
+    root.variables["some_fill"] = Variable("float", ["/r", "/c"], (16, 10), data=data)
+    root.variables["all_fill"] = Variable("int", ["/r", "/c"], (16, 10),
+                                          data=np.full((16, 10), DEFAULT_FILL["int"], dtype="i4"))
+    root.variables["own_fill"] = Variable("double", ["/r", "/c"], (16, 10),
+                                          {"_FillValue": Attribute("double", np.array([-1.0]))},
+                                          np.where(np.arange(160).reshape(16, 10) < 70, -1.0, 2.5))
+    with DirectoryStore(tmp_path / "s.file", "w") as store:
+        write_dataset(Dataset(root), store, flavor="nczarr-2-upper")
+    url = f"file://{tmp_path / 's.file'}#mode=nczarr,file"
+    _same_after_name(_ours(url, CdlOptions(line_length=line_length)), _ncdump(url, line_length, (None, None)))

@@ -122,64 +122,89 @@ def _sorted_runs(keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int
     return order, [(a, b, int(ordered[a])) for a, b in itertools.pairwise(bounds) if b > a]
 
 
-def _put_constant(mat: np.ndarray, a: int, b: int, text: bytes) -> None:
-    mat[a:b, :len(text)] = np.frombuffer(text, dtype=np.uint8)
+@dataclass
+class _Layouts:
+    """What a formatter computed for the values that are not constants: each one's text length,
+    layout code (< _MAX_CODES - constants - 1) and sign, which ones Python must format, and how to
+    write a group of one code, sign and length (given the values' indices among these)."""
+
+    lens: np.ndarray
+    code: np.ndarray
+    sign: np.ndarray
+    python: np.ndarray
+    width: int
+    write: Callable[[np.ndarray, int, np.ndarray], None]
 
 
-def _finish(lens: np.ndarray, code: np.ndarray, sign: np.ndarray, specials: Specials, values: np.ndarray,
-            python_rows: np.ndarray, width: int,
-            layout: Callable[[np.ndarray, int, int, int, int, np.ndarray], None]) -> Items:
-    """Constants and Python's texts put in; rows sorted by (code, sign, length); each run laid out."""
+def _format(values: np.ndarray, specials: Specials, compute: Callable[[np.ndarray], _Layouts]) -> Items:
+    """Constants put in, ``compute`` run on the other values only (a variable mostly fill costs
+    little), Python's texts put in; rows sorted by (code, sign, length); each run laid out."""
+    flat = values.reshape(-1)
+    n = flat.size
+    constant = np.zeros(n, dtype=bool)
+    for mask, _ in specials.constants:
+        constant |= mask
+    rest = np.flatnonzero(~constant) if constant.any() else None
+    part = compute(flat if rest is None else flat[rest])
+    if rest is None:
+        lens, code, sign = part.lens, part.code, part.sign
+        python_rows, position = part.python, np.arange(n)
+    else:
+        lens, code, sign = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        lens[rest], code[rest], sign[rest] = part.lens, part.code, part.sign
+        python_rows, position = rest[part.python], np.zeros(n, dtype=np.int64)
+        position[rest] = np.arange(rest.size)  # a value's index among the computed ones
     first_special = _MAX_CODES - len(specials.constants) - 1
-    texts: dict[int, bytes] = {}
     for i, (mask, text) in enumerate(specials.constants):
         rows = np.flatnonzero(mask)
         code[rows] = first_special + i
         sign[rows] = 0
         lens[rows] = len(text)
-    python_rows = python_rows[code[python_rows] < first_special]
+    texts: dict[int, bytes] = {}
     if python_rows.size:
-        texts = {int(r): specials.python(float(values[r])).encode("ascii") for r in python_rows.tolist()}
+        texts = {int(r): specials.python(float(flat[r])).encode("ascii") for r in python_rows.tolist()}
         code[python_rows] = _MAX_CODES - 1
         sign[python_rows] = 0
         lens[python_rows] = [len(t) for t in texts.values()]
     order, runs = _sorted_runs((code * 2 + sign) * 32 + lens)
-    mat = np.empty((lens.size, width), dtype=np.uint8)
-    out_runs = []
+    width = -(-max(part.width, 12) // 8) * 8  # 12: -Infinityf and its ", "; whole 64-bit words (vardata.pack)
+    mat = np.empty((n, width), dtype=np.uint8)
     for a, b, key in runs:
         length, minus, c = key % 32, key // 32 % 2, key // 64
-        out_runs.append((a, b, length))
         if c == _MAX_CODES - 1:
             for r in range(a, b):
                 raw = texts[int(order[r])]
                 mat[r, :len(raw)] = np.frombuffer(raw, dtype=np.uint8)
         elif c >= first_special:
-            _put_constant(mat, a, b, specials.constants[c - first_special][1].encode("ascii"))
+            mat[a:b, :length] = np.frombuffer(specials.constants[c - first_special][1].encode("ascii"), dtype=np.uint8)
         else:
             if minus:
                 mat[a:b, 0] = ord("-")
-            layout(mat[a:b, minus:], c, a, b, length - minus, order)
-    return Items(lens, mat=mat, order=order, runs=out_runs)
+            part.write(mat[a:b, minus:], c, position[order[a:b]])
+    return Items(lens, mat=mat, order=order, runs=[(a, b, key % 32) for a, b, key in runs])
 
 
 def format_d(values: np.ndarray, specials: Specials) -> Items:
     """``%d`` of an integer array (any width, signed or not)."""
-    v = values.reshape(-1)
-    neg = v < 0 if v.dtype.kind == "i" else np.zeros(v.shape, dtype=bool)
-    u = v.astype(np.uint64)
-    u = np.where(neg, ~u + np.uint64(1), u)  # |v| without overflow at the most negative value
-    limit = np.iinfo(v.dtype)
+    limit = np.iinfo(values.dtype)
     width = max(len(str(limit.max)), len(str(limit.min).lstrip("-")))
-    digits, _ = _digits(u, width)
-    nd = np.ones(v.shape, dtype=np.int64)
-    for j in range(1, width):
-        nd += u >= np.uint64(10 ** j)
-    sign = neg.astype(np.int64)
 
-    def layout(rows: np.ndarray, count: int, a: int, b: int, length: int, order: np.ndarray) -> None:
-        rows[:, :count] = digits[order[a:b], width - count:]
+    def compute(v: np.ndarray) -> _Layouts:
+        neg = v < 0 if v.dtype.kind == "i" else np.zeros(v.shape, dtype=bool)
+        u = v.astype(np.uint64)
+        u = np.where(neg, ~u + np.uint64(1), u)  # |v| without overflow at the most negative value
+        digits, _ = _digits(u, width)
+        nd = np.ones(v.shape, dtype=np.int64)
+        for j in range(1, width):
+            nd += u >= np.uint64(10 ** j)
+        sign = neg.astype(np.int64)
 
-    return _finish(sign + nd, nd.copy(), sign, specials, v, np.zeros(0, dtype=np.int64), width + 3, layout)
+        def write(rows: np.ndarray, count: int, idx: np.ndarray) -> None:
+            rows[:, :count] = digits[idx, width - count:]
+
+        return _Layouts(sign + nd, nd.copy(), sign, np.zeros(0, dtype=np.int64), width + 3, write)
+
+    return _format(values, specials, compute)
 
 
 def g_precision_supported(precision: int) -> bool:
@@ -211,40 +236,43 @@ def _rounded(a: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def format_g(values: np.ndarray, precision: int, specials: Specials) -> Items:
     """``%.{precision}g`` of a float array; non-finite values must be among ``specials``' constants."""
     p = max(precision, 1)
-    x = values.reshape(-1).astype(np.float64)
-    neg = np.signbit(x)
-    a = np.abs(x)
-    normal = np.isfinite(a) & (a != 0)
-    m, exp10, unsure = _rounded(np.where(normal, a, 1.0), p)
-    m[~normal] = 0  # zero (and the non-finite, whose text is a constant)
-    exp10[~normal] = 0
-    digits, trailing = _digits(m, p)
-    nd = np.maximum(p - trailing, 1)  # significant digits shown (a zero shows one)
-    sign = neg.astype(np.int64)
-    fixed = (exp10 >= -4) & (exp10 < p)
-    three = np.abs(exp10) >= 100
-    lens = np.where(fixed & (exp10 >= 0), np.maximum(nd, exp10 + 1) + (nd > exp10 + 1), 1 - exp10 + nd)
-    lens = np.where(fixed, lens, nd + (nd > 1) + 4 + three) + sign
-    code = np.where(fixed, exp10 + 4, p + 4)  # 0..p+3: %f with that exponent; p+4: %e
 
-    def layout(rows: np.ndarray, c: int, a: int, b: int, length: int, order: np.ndarray) -> None:
-        block = digits[order[a:b]]
-        x = c - 4
-        if c == p + 4:  # d.ddde±XX
-            rows[:, 0] = block[:, 0]
-            rows[:, 1] = ord(".")
-            rows[:, 2:p + 1] = block[:, 1:]
-            _exponent(rows, nd[order[a:b]], exp10[order[a:b]])
-        elif x >= 0:  # ddd.ddd or ddd
-            rows[:, :x + 1] = block[:, :x + 1]
-            rows[:, x + 1] = ord(".")
-            rows[:, x + 2:p + 1] = block[:, x + 1:]
-        else:  # 0.000ddd
-            zeros = b"0." + b"0" * (-x - 1)
-            rows[:, :len(zeros)] = np.frombuffer(zeros, dtype=np.uint8)
-            rows[:, len(zeros):len(zeros) + p] = block
+    def compute(v: np.ndarray) -> _Layouts:
+        x = v.astype(np.float64)
+        neg = np.signbit(x)
+        a = np.abs(x)
+        m, exp10, unsure = _rounded(np.where(a != 0, a, 1.0), p)
+        m[a == 0] = 0
+        exp10[a == 0] = 0
+        digits, trailing = _digits(m, p)
+        nd = np.maximum(p - trailing, 1)  # significant digits shown (a zero shows one)
+        fixed = (exp10 >= -4) & (exp10 < p)
+        three = np.abs(exp10) >= 100
+        lens = np.where(fixed & (exp10 >= 0), np.maximum(nd, exp10 + 1) + (nd > exp10 + 1), 1 - exp10 + nd)
+        sign = neg.astype(np.int64)
+        lens = np.where(fixed, lens, nd + (nd > 1) + 4 + three) + sign
+        code = np.where(fixed, exp10 + 4, p + 4)  # 0..p+3: %f with that exponent; p+4: %e
 
-    return _finish(lens, code, sign, specials, x, np.flatnonzero(unsure & normal), max(p + 9, 12), layout)
+        def write(rows: np.ndarray, c: int, idx: np.ndarray) -> None:
+            block = digits[idx]
+            x = c - 4
+            if c == p + 4:  # d.ddde±XX
+                rows[:, 0] = block[:, 0]
+                rows[:, 1] = ord(".")
+                rows[:, 2:p + 1] = block[:, 1:]
+                _exponent(rows, nd[idx], exp10[idx])
+            elif x >= 0:  # ddd.ddd or ddd
+                rows[:, :x + 1] = block[:, :x + 1]
+                rows[:, x + 1] = ord(".")
+                rows[:, x + 2:p + 1] = block[:, x + 1:]
+            else:  # 0.000ddd
+                zeros = b"0." + b"0" * (-x - 1)
+                rows[:, :len(zeros)] = np.frombuffer(zeros, dtype=np.uint8)
+                rows[:, len(zeros):len(zeros) + p] = block
+
+        return _Layouts(lens, code, sign, np.flatnonzero(unsure & (a != 0)), p + 9, write)
+
+    return _format(values, specials, compute)
 
 
 def format_shortest32(values: np.ndarray, specials: Specials) -> Items:
@@ -259,11 +287,13 @@ def format_shortest32(values: np.ndarray, specials: Specials) -> Items:
     narrower below, the one above if the closest falls out). Near-ties, ends within 10⁻⁶ of a
     whole unit and candidates within 10⁻⁶ of an end go to Python.
     """
-    v = values.reshape(-1).astype(np.float32)
-    bits = v.view(np.uint32) & np.uint32(0x7FFFFFFF)
-    neg = np.signbit(v)
-    normal = np.isfinite(v) & (bits != 0)
-    b = np.where(normal, bits, np.uint32(0x3F800000))  # 1.0 stands in for the others
+    return _format(values, specials, _shortest32)
+
+
+def _shortest32(values: np.ndarray) -> _Layouts:
+    """:func:`format_shortest32` for finite non-zero values."""
+    v = values.astype(np.float32)
+    b = v.view(np.uint32) & np.uint32(0x7FFFFFFF)
     a = b.view(np.float32).astype(np.float64)
     below = (b - np.uint32(1)).view(np.float32).astype(np.float64)
     above = (b + np.uint32(1)).view(np.float32).astype(np.float64)
@@ -295,7 +325,7 @@ def format_shortest32(values: np.ndarray, specials: Specials) -> Items:
     m9 = m.astype(np.int64) * (10 ** (9 - ndig))
     carried = m9 >= 10 ** 9  # rounded up to the next power of ten
     m9[carried] = 10 ** 8
-    return _layout_repr(m9, exp10 + carried, neg, normal, v, unsure, specials)
+    return _layout_repr(m9, exp10 + carried, np.signbit(v), np.flatnonzero(unsure))
 
 
 def _inside(candidate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -306,13 +336,10 @@ def _inside(candidate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndar
     return np.where(close, 2, inside.astype(np.int64))
 
 
-def _layout_repr(m9: np.ndarray, exp10: np.ndarray, neg: np.ndarray, normal: np.ndarray, v: np.ndarray,
-                 unsure: np.ndarray, specials: Specials) -> Items:
+def _layout_repr(m9: np.ndarray, exp10: np.ndarray, neg: np.ndarray, python: np.ndarray) -> _Layouts:
     """``repr``'s layout of ``m9`` (9 digits) × 10^(exp10-8): positional from 1e-4 up to 1e16 (with
     ``.0`` when whole), else ``d.ddde±XX``."""
     p = 9
-    m9[~normal] = 0
-    exp10[~normal] = 0
     digits, trailing = _digits(m9, p)
     nd = np.maximum(p - trailing, 1)
     sign = neg.astype(np.int64)
@@ -324,25 +351,25 @@ def _layout_repr(m9: np.ndarray, exp10: np.ndarray, neg: np.ndarray, normal: np.
     code = np.where(positional, exp10 + 4, 20)  # 0..19: positional with that exponent; 20: d.ddde±XX
     padded = np.concatenate((digits, np.full((digits.shape[0], 17), ord("0"), dtype=np.uint8)), axis=1)
 
-    def layout(rows: np.ndarray, c: int, a: int, b: int, length: int, order: np.ndarray) -> None:
+    def write(rows: np.ndarray, c: int, idx: np.ndarray) -> None:
         x = c - 4
         if c == 20:
-            block = digits[order[a:b]]
+            block = digits[idx]
             rows[:, 0] = block[:, 0]
             rows[:, 1] = ord(".")
             rows[:, 2:p + 1] = block[:, 1:]
-            _exponent(rows, nd[order[a:b]], exp10[order[a:b]])
+            _exponent(rows, nd[idx], exp10[idx])
         elif x >= 0:  # ddd.ddd, ddd.0
-            block = padded[order[a:b]]
+            block = padded[idx]
             rows[:, :x + 1] = block[:, :x + 1]
             rows[:, x + 1] = ord(".")
             rows[:, x + 2:x + 2 + p] = block[:, x + 1:x + 1 + p]  # a whole number's digit there is 0
         else:  # 0.000ddd
             zeros = b"0." + b"0" * (-x - 1)
             rows[:, :len(zeros)] = np.frombuffer(zeros, dtype=np.uint8)
-            rows[:, len(zeros):len(zeros) + p] = digits[order[a:b]]
+            rows[:, len(zeros):len(zeros) + p] = digits[idx]
 
-    return _finish(lens, code, sign, specials, v, np.flatnonzero(unsure & normal), 32, layout)
+    return _Layouts(lens, code, sign, python, 32, write)
 
 
 def _exponent(rows: np.ndarray, nd: np.ndarray, exp10: np.ndarray) -> None:

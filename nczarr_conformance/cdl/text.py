@@ -213,6 +213,12 @@ class ValueFormatter:
                    (flat == -np.inf, "-Infinity" + suffix)]
         return format_g(flat, self.digits, Specials([*spelled, fill], self._python))
 
+    def all_fill(self, values: np.ndarray) -> bool:
+        """Whether every value is the fill (each prints as ``_``)."""
+        if self.fill is None or self.nctype in ("string", "char"):
+            return False
+        return bool(self.fill_mask(np.asarray(values).reshape(-1)).all())
+
     def _python(self, value: float) -> str:
         return str(self.fmt % value)
 

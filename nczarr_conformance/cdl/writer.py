@@ -330,7 +330,7 @@ class CdlWriter:
         if info is not None:
             items = partial(self._time_items, fmt=fmt, info=info)
         unlimited = [self.dataset.find_dimension(ref).unlimited for ref in var.dimensions]
-        section = DataSection(self.write, var.shape, unlimited, indent, self.max_len, items)
+        section = DataSection(self.write, var.shape, unlimited, indent, self.max_len, items, fmt.all_fill)
         with np.errstate(all="ignore"):
             slabs = self.slabs(vpath, var)
             if var.type == "char":
