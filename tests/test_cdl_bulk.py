@@ -331,3 +331,21 @@ def test_rows_all_fill_print_as_ncdump_prints_them(tmp_path, line_length, monkey
         write_dataset(Dataset(root), store, flavor="nczarr-2-upper")
     url = f"file://{tmp_path / 's.file'}#mode=nczarr,file"
     _same_after_name(_ours(url, CdlOptions(line_length=line_length)), _ncdump(url, line_length, (None, None)))
+
+
+@pytest.mark.parametrize("line_length", [10, 17, 80])
+def test_a_long_row_of_fill_wraps_as_ncdump_wraps_it(tmp_path, line_length, monkeypatch_module):
+    """A 1-d variable whose batches are all fill is wrapped arithmetically (as many pieces on each
+    line): still ncdump's text, from any column (short and long names), between runs of data."""
+    monkeypatch_module.setattr(vardata, "BATCH", 37)
+    root = Group(dimensions={"n": Dimension(500)})
+    fill = np.float32(DEFAULT_FILL["float"])
+    data = np.full(500, fill, dtype="f4")
+    data[200:260] = np.random.default_rng(7).gamma(0.5, 3.0, 60)
+    root.variables["x"] = Variable("float", ["/n"], (500,), data=data)
+    root.variables["a_rather_long_name_for_a_variable"] = Variable("short", ["/n"], (500,),
+                                                                   data=np.full(500, -32767, dtype="i2"))
+    with DirectoryStore(tmp_path / "s.file", "w") as store:
+        write_dataset(Dataset(root), store, flavor="nczarr-2-upper")
+    url = f"file://{tmp_path / 's.file'}#mode=nczarr,file"
+    _same_after_name(_ours(url, CdlOptions(line_length=line_length)), _ncdump(url, line_length, (None, None)))

@@ -194,12 +194,34 @@ class DataSection:
                 if carry is not None:
                     sub = np.concatenate((carry, sub))
                 carry = sub[-1:]
-                if sub.size > 1:
+                if sub.size > 2 and self.same_text and self.same_text(sub[:-1]):
+                    text, pos = self._same_run(self._text_of(sub[:1]) + SEPARATOR, sub.size - 1, pos)
+                    self.write(text)
+                elif sub.size > 1:
                     pos = self._emit(self.items(sub[:-1]), zero, np.array([sub.size - 1]),
                                      np.array([pos]), zero, zero, np.array([GOES_ON]))
         if carry is not None:
             self._emit(self.items(carry), zero, np.ones(1, dtype=np.int64), np.array([pos]), zero,
                        np.array([closing]), np.array([ending]))
+
+    def _text_of(self, value: np.ndarray) -> str:
+        items = self.items(value)
+        if items.texts is not None:
+            return items.texts[0]
+        assert items.mat is not None
+        return bytes(items.mat[0, :int(items.lens[0])]).decode("ascii")
+
+    def _same_run(self, piece: str, count: int, pos: int) -> tuple[str, int]:
+        """``count`` equal pieces (an ASCII value and its ``", "``) from column ``pos``, wrapped as
+        ``lput`` wraps them: as many as fit on the first line, then the same number on every line."""
+        size = len(piece)
+        first = min(count, max(0, (self.max_len - pos) // size))
+        if first == count:
+            return piece * count, pos + size * count
+        per_line = max(1, (self.max_len - self.base) // size)
+        lines, tail = divmod(count - first, per_line)
+        text = piece * first + (self.brk + piece * per_line) * lines + (self.brk + piece * tail if tail else "")
+        return text, self.base + size * (tail or per_line)
 
     def _emit(self, items: Items, starts: np.ndarray, ends: np.ndarray, pos: np.ndarray, opening: np.ndarray,
               closing: np.ndarray, ending: np.ndarray) -> int:
