@@ -102,8 +102,8 @@ def _digits(m: np.ndarray, ndigits: int) -> tuple[np.ndarray, np.ndarray]:
     words, trailing = [], np.zeros(0, dtype=np.int8)
     rest = m
     for g in range(groups):  # least significant group first
-        high = rest // 10000  # numpy divides by a constant fast; % it does not
-        low = rest - high * 10000
+        high = rest // rest.dtype.type(10000)  # numpy divides by a constant fast; % it does not
+        low = rest - high * rest.dtype.type(10000)
         rest = high
         words.append(_FOUR[low])
         zeros = _FOUR_TRAILING[low]
@@ -189,14 +189,18 @@ def format_d(values: np.ndarray, specials: Specials) -> Items:
     limit = np.iinfo(values.dtype)
     width = max(len(str(limit.max)), len(str(limit.min).lstrip("-")))
 
+    narrow = values.dtype.itemsize <= 4  # |v| fits 32 bits, whose divisions numpy does fastest
+
     def compute(v: np.ndarray) -> _Layouts:
         neg = v < 0 if v.dtype.kind == "i" else np.zeros(v.shape, dtype=bool)
         u = v.astype(np.uint64)
         u = np.where(neg, ~u + np.uint64(1), u)  # |v| without overflow at the most negative value
+        if narrow:
+            u = u.astype(np.uint32)
         digits, _ = _digits(u, width)
         nd = np.ones(v.shape, dtype=np.int64)
         for j in range(1, width):
-            nd += u >= np.uint64(10 ** j)
+            nd += u >= u.dtype.type(10 ** j)
         sign = neg.astype(np.int64)
 
         def write(rows: np.ndarray, count: int, idx: np.ndarray) -> None:
