@@ -1,6 +1,6 @@
 """Benchmark nc2nczarr against nccopy (netcdf-c 4.9.0) and xarray on the same file, in one run.
 
-    python benchmarks/run.py [--ntime 256] [--only s3]
+    python benchmarks/run.py [--ntime 256] [--only s3|concat|dump]
 
 Makes the reference files if missing (make_reference.py), runs each tool as its own process,
 and records wall time, peak RSS (the process's own, from wait4), output size and objects
@@ -319,21 +319,38 @@ def render(doc: dict[str, object]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ntime", type=int, default=256)
-    ap.add_argument("--only", choices=("all", "s3", "concat"), default="all",
-                    help="s3: the S3 rows alone; concat: the many-files rows alone (benchmarks/concat.py)")
+    ap.add_argument("--only", choices=("all", "s3", "concat", "dump"), default="all",
+                    help="s3: the S3 rows alone; concat: the many-files rows alone (benchmarks/concat.py); "
+                    "dump: nczarr-dump against ncdump alone (benchmarks/dump.py), put into the last full run's "
+                    "reports/bench.*")
     ap.add_argument("--nfiles", type=int, default=200, help="daily files for the --concat rows")
     ap.add_argument("--out", default=str(REPO / "reports"))
     args = ap.parse_args()
-    doc = run(args.ntime, args.only) if args.only != "concat" else {}
-    text = render(doc) if doc else ""
+    out = Path(args.out)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    if args.only == "dump":  # the other sections stay as the last run wrote them
+        doc = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
+    else:
+        doc = run(args.ntime, args.only) if args.only != "concat" else {}
+    text = render(doc) if doc.get("results") else ""
     if args.only in ("all", "concat"):  # many files → one store: --concat, the append loop, xarray
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         import concat as concat_bench
 
         with tempfile.TemporaryDirectory(prefix="concat-bench-") as work:
             doc["concat"] = concat_bench.run(args.nfiles, Path(work))
+    if "concat" in doc:
+        import concat as concat_bench
+
         text += "\n## Many files → one store\n\n" + concat_bench.render(doc["concat"])
-    out = Path(args.out)
+    if args.only in ("all", "dump"):  # nczarr-dump against ncdump on the same store
+        import dump as dump_bench
+
+        with tempfile.TemporaryDirectory(prefix="dump-bench-") as work:
+            doc["dump"] = dump_bench.run(Path(work))
+    if "dump" in doc:
+        import dump as dump_bench
+
+        text += "\n## Dump: nczarr-dump against ncdump\n\n" + dump_bench.render(doc["dump"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     (out / "bench.md").write_text(text)
