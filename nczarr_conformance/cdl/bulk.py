@@ -52,8 +52,7 @@ def _four_digits() -> tuple[np.ndarray, np.ndarray]:
     n = np.arange(10000)
     digits = np.stack([n // 1000, n // 100 % 10, n // 10 % 10, n % 10], axis=1)
     codes = (digits + ord("0")).astype(np.uint8).view(np.uint32).reshape(-1)
-    zero = (digits == 0)[:, ::-1]
-    trailing = np.logical_and.accumulate(zero, axis=1).sum(axis=1)  # zeros from the right, 4 for 0
+    trailing = sum((n % 10 ** k == 0).astype(np.int8) for k in (1, 2, 3)) + (n == 0)  # 4 for 0
     return codes, trailing.astype(np.int8)
 
 
