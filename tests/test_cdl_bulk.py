@@ -184,7 +184,7 @@ def _same_after_name(ours: str, theirs: str) -> None:
 LINE_LENGTHS = st.sampled_from([10, 11, 12, 13, 17, 24, 40, 80, 81, 132])
 #: ``-p F`` or ``-p F,D`` (ncdump 4.9.0 ignores ``-p ,D`` and refuses ``-p F,``)
 DIGITS = st.one_of(st.just((None, None)),
-                   st.tuples(st.sampled_from([1, 2, 7, 9, 20]), st.sampled_from([None, 1, 6, 15, 17, 20])))
+                   st.tuples(st.sampled_from([1, 2, 7, 9, 12, 20]), st.sampled_from([None, 1, 6, 11, 15, 17, 20])))
 
 
 @settings(max_examples=30)
