@@ -180,7 +180,7 @@ def _format(values: np.ndarray, specials: Specials, compute: Callable[[np.ndarra
             if minus:
                 mat[a:b, 0] = ord("-")
             part.write(mat[a:b, minus:], c, position[order[a:b]])
-    return Items(lens, mat=mat, order=order, runs=[(a, b, key % 32) for a, b, key in runs])
+    return Items(lens.astype(np.int64), mat=mat, order=order, runs=[(a, b, key % 32) for a, b, key in runs])
 
 
 def format_d(values: np.ndarray, specials: Specials) -> Items:
@@ -245,17 +245,20 @@ def format_g(values: np.ndarray, precision: int, specials: Specials) -> Items:
         x = v.astype(np.float64)
         neg = np.signbit(x)
         a = np.abs(x)
-        m, exp10, unsure = _rounded(np.where(a != 0, a, 1.0), p)
-        m[a == 0] = 0
-        exp10[a == 0] = 0
+        zero = a == 0
+        m, exp10, unsure = _rounded(np.where(zero, 1.0, a), p)
+        m[zero] = 0
+        exp10[zero] = 0
         digits, trailing = _digits(m, p)
-        nd = np.maximum(p - trailing, 1)  # significant digits shown (a zero shows one)
-        fixed = (exp10 >= -4) & (exp10 < p)
-        three = np.abs(exp10) >= 100
-        lens = np.where(fixed & (exp10 >= 0), np.maximum(nd, exp10 + 1) + (nd > exp10 + 1), 1 - exp10 + nd)
-        sign = neg.astype(np.int64)
+        # small integers from here: numpy's loops over int16 move a quarter of int64's bytes
+        e = exp10.astype(np.int16)
+        nd = np.maximum(np.int16(p) - trailing.astype(np.int16), np.int16(1))  # digits shown (a zero: one)
+        fixed = (e >= -4) & (e < p)
+        three = (np.abs(e) >= 100).astype(np.int16)
+        lens = np.where(fixed & (e >= 0), np.maximum(nd, e + 1) + (nd > e + 1), 1 - e + nd)
+        sign = neg.astype(np.int16)
         lens = np.where(fixed, lens, nd + (nd > 1) + 4 + three) + sign
-        code = np.where(fixed, exp10 + 4, p + 4)  # 0..p+3: %f with that exponent; p+4: %e
+        code = np.where(fixed, e + 4, np.int16(p + 4))  # 0..p+3: %f with that exponent; p+4: %e
 
         def write(rows: np.ndarray, c: int, idx: np.ndarray) -> None:
             block = digits[idx]
@@ -274,7 +277,7 @@ def format_g(values: np.ndarray, precision: int, specials: Specials) -> Items:
                 rows[:, :len(zeros)] = np.frombuffer(zeros, dtype=np.uint8)
                 rows[:, len(zeros):len(zeros) + p] = block
 
-        return _Layouts(lens, code, sign, np.flatnonzero(unsure & (a != 0)), p + 9, write)
+        return _Layouts(lens, code, sign, np.flatnonzero(unsure & ~zero), p + 9, write)
 
     return _format(values, specials, compute)
 

@@ -217,7 +217,10 @@ class ValueFormatter:
         """Whether every value is the fill (each prints as ``_``)."""
         if self.fill is None or self.nctype in ("string", "char"):
             return False
-        return bool(self.fill_mask(np.asarray(values).reshape(-1)).all())
+        flat = np.asarray(values).reshape(-1)
+        if not self.fill_mask(flat[:1]).all():  # most batches: no need to look further
+            return False
+        return bool(self.fill_mask(flat).all())
 
     def _python(self, value: float) -> str:
         return str(self.fmt % value)

@@ -334,15 +334,15 @@ def _place_rows(items: Items, placed: np.ndarray, size: int) -> np.ndarray:
     for a, b, length in items.runs:  # each text with ", " (row ends are longer and overwrite it)
         mat[a:b, length:length + len(SEPARATOR)] = separator
         mat[a:b, length + len(SEPARATOR):] = 0
-    words = mat.view("<u8")  # (n, width / 8)
-    nwords = words.shape[1]
+    words = mat.view("<u8").T.copy()  # (width / 8, n): each word of every row, contiguous
+    nwords = words.shape[0]
     out = np.zeros(size // 8 + nwords + 2, dtype="<u8")
     at = placed >> 3
     shift = ((placed & 7) * 8).astype(np.uint64)
     back = np.uint64(64) - shift
     carry = np.zeros(placed.size, dtype=np.uint64)
     for j in range(nwords):
-        word = words[:, j]
+        word = words[j]
         np.add.at(out, at + j, (word << shift) + carry)
         carry = np.where(shift == 0, np.uint64(0), word >> back)  # a shift by 64 would keep the word
     np.add.at(out, at + nwords, carry)
