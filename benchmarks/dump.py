@@ -159,6 +159,7 @@ def render(doc: dict[str, object]) -> str:
         lines.append(f"| {r['job']} | {r['seconds']} | {r['cpu_seconds']} | {r['peak_rss_mb']} | {r['output_mb']} | "
                      f"{r['exit']} {r.get('message') or ''} | {ratio} |")
     rows = {r["job"]: r for r in doc["results"]}  # type: ignore[attr-defined]
+    lines.append("")
     for r in doc["results"]:  # type: ignore[attr-defined]
         if "ratio_to_ncdump" in r:
             lines.append(f"- {r['job'].split(':')[0]}: nczarr-dump {r['ratio_to_ncdump']}× ncdump's wall time "
