@@ -11,6 +11,7 @@ the directory output of the same conversion).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -52,17 +53,13 @@ def output_size(path: Path) -> tuple[int, int]:
 
 def machine() -> dict[str, object]:
     cpu = ""
-    try:
+    with contextlib.suppress(OSError, StopIteration):
         cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                    if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     mem = ""
-    try:
+    with contextlib.suppress(OSError, StopIteration):
         mem = next(line.split(":", 1)[1].strip() for line in Path("/proc/meminfo").read_text().splitlines()
                    if line.startswith("MemTotal"))
-    except (OSError, StopIteration):
-        pass
     versions = {}
     from importlib.metadata import PackageNotFoundError, version
 
@@ -87,13 +84,14 @@ def run(ntime: int, only: str = "all") -> dict[str, object]:
     nc2 = [sys.executable, "-m", "nczarr_conformance.cli.convert", "--quiet"]
     jobs = [] if only == "s3" else [
         ("cp of the .nc (copy limit)", src, ["cp", str(src), str(work / "copy.nc")], work / "copy.nc"),
-        ("nc2nczarr --version (startup)", src, nc2[:-1] + ["--version"], work / "none"),
+        ("nc2nczarr --version (startup)", src, [*nc2[:-1], "--version"], work / "none"),
         ("imports a conversion needs (numpy, numcodecs, netCDF4, h5py; the floor before the first byte)", src,
          [sys.executable, "-c", "import numpy, numcodecs, netCDF4, h5py"], work / "none"),
-        ("nc2nczarr (direct chunk copy) → dir", src, nc2 + [str(src), str(work / "ours.file")], work / "ours.file"),
-        ("nc2nczarr (direct chunk copy) → zip", src, nc2 + [str(src), str(work / "ours.zip")], work / "ours.zip"),
-        ("nc2nczarr (direct) fixed-dim → dir", fixed, nc2 + [str(fixed), str(work / "oursf.file")], work / "oursf.file"),
-        ("nc2nczarr --no-direct-copy → dir", src, nc2 + ["--no-direct-copy", str(src), str(work / "re.file")],
+        ("nc2nczarr (direct chunk copy) → dir", src, [*nc2, str(src), str(work / "ours.file")], work / "ours.file"),
+        ("nc2nczarr (direct chunk copy) → zip", src, [*nc2, str(src), str(work / "ours.zip")], work / "ours.zip"),
+        ("nc2nczarr (direct) fixed-dim → dir", fixed, [*nc2, str(fixed), str(work / "oursf.file")],
+         work / "oursf.file"),
+        ("nc2nczarr --no-direct-copy → dir", src, [*nc2, "--no-direct-copy", str(src), str(work / "re.file")],
          work / "re.file"),
         ("nccopy 4.9.0 → nczarr dir (unlimited)", src,
          ["nccopy", str(src), f"file://{work}/nccopy_u.file#mode=nczarr,file"], work / "nccopy_u.file"),
@@ -103,10 +101,10 @@ def run(ntime: int, only: str = "all") -> dict[str, object]:
          work / "xr.zarr"),
         # many small chunks (20 variables x 365 chunks of 64 KiB): per-chunk cost dominates
         ("many: cp of the .nc (copy limit)", many, ["cp", str(many), str(work / "many.nc")], work / "many.nc"),
-        ("many: nc2nczarr (direct) → dir", many, nc2 + [str(many), str(work / "many.file")], work / "many.file"),
+        ("many: nc2nczarr (direct) → dir", many, [*nc2, str(many), str(work / "many.file")], work / "many.file"),
         ("many: cp -r of that output dir (file-creation limit)", many,
          ["cp", "-r", str(work / "many.file"), str(work / "many_cp.file")], work / "many_cp.file"),
-        ("many: nc2nczarr (direct) → zip", many, nc2 + [str(many), str(work / "many.zip")], work / "many.zip"),
+        ("many: nc2nczarr (direct) → zip", many, [*nc2, str(many), str(work / "many.zip")], work / "many.zip"),
         ("many: nccopy 4.9.0 → nczarr dir", many,
          ["nccopy", str(many), f"file://{work}/many_nccopy.file#mode=nczarr,file"], work / "many_nccopy.file"),
     ]
@@ -254,8 +252,9 @@ def render(doc: dict[str, object]) -> str:
              + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + f", netcdf-c tools {m['netcdf_c_tools']}.", "",
              "| job | seconds | peak RSS (MB) | output (MB) | objects | exit |", "|---|---|---|---|---|---|"]
     for r in doc["results"]:
+        message = f": {r['message']}" if r.get("message") else ""
         lines.append(f"| {r['job']} | {r.get('seconds', '')} | {r.get('peak_rss_mb', '')} | {r.get('output_mb', '')} | "
-                     f"{r.get('objects', '')} | {r.get('exit', '')}{(': ' + r['message']) if r.get('message') else ''} |")
+                     f"{r.get('objects', '')} | {r.get('exit', '')}{message} |")
     rows = {r["job"]: r for r in doc["results"]}
     ours = rows.get("nc2nczarr (direct) fixed-dim → dir", {})
     ref = rows.get("nccopy 4.9.0 fixed-dim → nczarr dir", {})
@@ -266,7 +265,8 @@ def render(doc: dict[str, object]) -> str:
                   "for our runs (target < 300 MB); unlimited dimension converted (nccopy fails on it).")]
     cp_big, cp_many = rows.get("cp of the .nc (copy limit)", {}), rows.get("many: cp of the .nc (copy limit)", {})
     big, small = rows.get("nc2nczarr (direct chunk copy) → dir", {}), rows.get("many: nc2nczarr (direct) → dir", {})
-    small_zip, nccopy_many = rows.get("many: nc2nczarr (direct) → zip", {}), rows.get("many: nccopy 4.9.0 → nczarr dir", {})
+    small_zip = rows.get("many: nc2nczarr (direct) → zip", {})
+    nccopy_many = rows.get("many: nccopy 4.9.0 → nczarr dir", {})
     cp_r = rows.get("many: cp -r of that output dir (file-creation limit)", {})
     startup = rows.get("nc2nczarr --version (startup)", {})
     if all(r.get("seconds") for r in (cp_big, cp_many, big, small, small_zip, nccopy_many, cp_r)):
@@ -282,7 +282,9 @@ def render(doc: dict[str, object]) -> str:
                            "first byte)", {})
         if imports.get("seconds"):
             floor = float(imports["seconds"]) + float(cp_big["seconds"])
-            lines += ["", (f"Where the copy-limit gap goes: the libraries a conversion needs take {imports['seconds']} s "
+            with_cp_r = (float(imports["seconds"]) + float(cp_r["seconds"])) / float(cp_many["seconds"])
+            lines += ["", ("Where the copy-limit gap goes: the libraries a conversion needs take "
+                      f"{imports['seconds']} s "
                       f"to import in this run, so imports + `cp` is already {floor:.2f} s "
                       f"({floor / float(cp_big['seconds']):.1f}× `cp`) on the big-chunk file before any chunk moves; "
                       "then one copied chunk per variable is decoded and compared with netCDF4's values (the "
@@ -292,7 +294,7 @@ def render(doc: dict[str, object]) -> str:
                       "Python threads (`cp` uses in-kernel `copy_file_range`). On many small chunks the file "
                       f"count is the floor: `cp -r` of the output tree alone takes "
                       f"{float(cp_r['seconds']) / float(cp_many['seconds']):.1f}× `cp` of the .nc, and imports "
-                      f"+ `cp -r` {(float(imports['seconds']) + float(cp_r['seconds'])) / float(cp_many['seconds']):.1f}×.")]
+                      f"+ `cp -r` {with_cp_r:.1f}×.")]
     for label in ("", "many: "):
         ours_s3 = rows.get(f"{label}nc2nczarr (direct) → s3 (moto server)", {})
         alone = [r for name, r in rows.items() if name.startswith(f"{label}boto3 alone") and r.get("exit") == 0]
