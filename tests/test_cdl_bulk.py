@@ -78,8 +78,8 @@ def _random_values(nctype: str, n: int, rng: np.random.Generator) -> np.ndarray:
         edges = np.array([info.min, info.max, 0, 1, -1 if info.min else 2], dtype=dtype)
         return np.where(rng.random(n) < 0.2, edges[rng.integers(0, len(edges), n)], bits)
     fi = np.finfo(dtype)
-    edges = np.array(TRICKY_FLOATS + [0.0, -0.0, np.nan, np.inf, -np.inf, float(fi.max), float(fi.min),
-                                      float(fi.tiny), float(fi.smallest_subnormal)], dtype=np.float64)
+    edges = np.array([*TRICKY_FLOATS, 0.0, -0.0, np.nan, np.inf, -np.inf, float(fi.max), float(fi.min),
+                       float(fi.tiny), float(fi.smallest_subnormal)], dtype=np.float64)
     with np.errstate(over="ignore"):
         plain = (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 9, n)).astype(dtype)
         pick = rng.integers(0, 3, n)

@@ -241,7 +241,7 @@ class DataSection:
         wrap[last[row_end]] = items.lens[last[row_end]] + closing[row_end]  # its ending never breaks
         found, end_pos = line_breaks(wrap, starts, ends, pos, self.max_len, self.base)
         suffixes = {(int(c), int(e)): np.flatnonzero(row_end & (closing == c) & (ending == e))
-                    for c, e in set(zip(closing[row_end].tolist(), ending[row_end].tolist()))}
+                    for c, e in set(zip(closing[row_end].tolist(), ending[row_end].tolist(), strict=True))}
         ends_of = {"}" * c + ENDINGS[e]: last[rows] for (c, e), rows in suffixes.items()}
         opened = {int(starts[i]): "{" * int(opening[i]) for i in np.flatnonzero(opening).tolist()}
         return _render(items, ends_of, found, self.brk, opened), int(end_pos[-1])
