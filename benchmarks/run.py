@@ -1,6 +1,6 @@
 """Benchmark nc2nczarr against nccopy (netcdf-c 4.9.0) and xarray on the same file, in one run.
 
-    python benchmarks/run.py [--ntime 256] [--only s3]
+    python benchmarks/run.py [--ntime 256] [--only s3|concat|dump]
 
 Makes the reference files if missing (make_reference.py), runs each tool as its own process,
 and records wall time, peak RSS (the process's own, from wait4), output size and objects
@@ -61,14 +61,15 @@ def machine() -> dict[str, object]:
         mem = next(line.split(":", 1)[1].strip() for line in Path("/proc/meminfo").read_text().splitlines()
                    if line.startswith("MemTotal"))
     versions = {}
+    from importlib.metadata import PackageNotFoundError, version
+
     for mod in ("netCDF4", "numcodecs", "h5py", "xarray", "zarr"):
         try:
-            from importlib.metadata import version
-
             versions[mod] = version(mod)
-        except Exception:
+        except PackageNotFoundError:
             versions[mod] = "missing"
-    nccopy = subprocess.run(["ncdump"], capture_output=True, text=True).stderr if shutil.which("ncdump") else ""
+    nccopy = (subprocess.run(["ncdump"], capture_output=True, text=True, check=False).stderr
+              if shutil.which("ncdump") else "")
     return {"cores": os.cpu_count(), "cpu": cpu, "memory": mem, "python": platform.python_version(),
             "platform": platform.platform(), "versions": versions,
             "netcdf_c_tools": next((w for w in nccopy.split() if w[:1].isdigit() and w.count(".") >= 2), "missing")}
@@ -242,11 +243,11 @@ def _s3_rows(inputs: list[tuple[str, Path, Path]], repeat: int = 2) -> list[dict
 def render(doc: dict[str, object]) -> str:
     m = doc["machine"]
     lines = ["# nc2nczarr benchmark", "",
-             f"Generated {doc['generated']} by `python benchmarks/run.py`. Input: `precip(time=256 unlimited, "
+             (f"Generated {doc['generated']} by `python benchmarks/run.py`. Input: `precip(time=256 unlimited, "
              f"lat=480, lon=1440)` float32, chunks 8×480×1440, zlib level 1, {doc['input_mb']} MB, plus a time "
              "coordinate (and a fixed-time copy for nccopy); rows `many:` convert 20 variables (time=365, lat=128, "
              "lon=128) float32 in chunks of 1×128×128 (64 KiB), zlib 1 + shuffle, 7300 chunks, "
-             f"{doc.get('many_mb', '?')} MB (make_reference.py).", "",
+             f"{doc.get('many_mb', '?')} MB (make_reference.py)."), "",
              f"Machine: {m['cores']} cores, {m['cpu']}, {m['memory']}, Python {m['python']}; "
              + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + f", netcdf-c tools {m['netcdf_c_tools']}.", "",
              "| job | seconds | peak RSS (MB) | output (MB) | objects | exit |", "|---|---|---|---|---|---|"]
@@ -258,10 +259,10 @@ def render(doc: dict[str, object]) -> str:
     ours = rows.get("nc2nczarr (direct) fixed-dim → dir", {})
     ref = rows.get("nccopy 4.9.0 fixed-dim → nczarr dir", {})
     if ours.get("seconds") and ref.get("seconds"):
-        lines += ["", f"Targets: time ratio to nccopy on the fixed-dim file {ours['seconds'] / ref['seconds']:.2f}× "
+        lines += ["", (f"Targets: time ratio to nccopy on the fixed-dim file {ours['seconds'] / ref['seconds']:.2f}× "
                   "(target ≤ 0.6×, compression kept); peak RSS "
                   f"{max(r.get('peak_rss_mb', 0) for r in doc['results'] if r['job'].startswith('nc2nczarr'))} MB "
-                  "for our runs (target < 300 MB); unlimited dimension converted (nccopy fails on it)."]
+                  "for our runs (target < 300 MB); unlimited dimension converted (nccopy fails on it).")]
     cp_big, cp_many = rows.get("cp of the .nc (copy limit)", {}), rows.get("many: cp of the .nc (copy limit)", {})
     big, small = rows.get("nc2nczarr (direct chunk copy) → dir", {}), rows.get("many: nc2nczarr (direct) → dir", {})
     small_zip = rows.get("many: nc2nczarr (direct) → zip", {})
@@ -269,14 +270,14 @@ def render(doc: dict[str, object]) -> str:
     cp_r = rows.get("many: cp -r of that output dir (file-creation limit)", {})
     startup = rows.get("nc2nczarr --version (startup)", {})
     if all(r.get("seconds") for r in (cp_big, cp_many, big, small, small_zip, nccopy_many, cp_r)):
-        lines += ["", "Issue 16 targets (same run): big-chunk file → dir "
+        lines += ["", ("Issue 16 targets (same run): big-chunk file → dir "
                   f"{big['seconds'] / cp_big['seconds']:.1f}× `cp` (target ≤ 2×); many-small-chunks file → dir "
                   f"{small['seconds'] / cp_many['seconds']:.1f}× `cp` of the .nc (target ≤ 3×) and "
                   f"{small['seconds'] / nccopy_many['seconds']:.2f}× nccopy (target ≤ 0.25×); → zip "
                   f"{small_zip['seconds'] / cp_many['seconds']:.1f}× `cp`. A directory store is one file per chunk: "
                   f"`cp -r` of the same 7300-file tree takes {cp_r['seconds']} s here, the floor for any directory "
                   f"writer on this file system; `nc2nczarr --version` {startup.get('seconds')} s (target < 0.15 s; "
-                  "process wall time from spawn to exit)."]
+                  "process wall time from spawn to exit).")]
         imports = rows.get("imports a conversion needs (numpy, numcodecs, netCDF4, h5py; the floor before the "
                            "first byte)", {})
         if imports.get("seconds"):
@@ -299,43 +300,60 @@ def render(doc: dict[str, object]) -> str:
         alone = [r for name, r in rows.items() if name.startswith(f"{label}boto3 alone") and r.get("exit") == 0]
         if ours_s3.get("seconds") and alone:
             fastest = min(alone, key=lambda r: float(r["seconds"]))
-            lines += ["", f"S3 ({label.rstrip(': ') or 'big-chunk file'}): nc2nczarr {ours_s3['seconds']} s against "
+            lines += ["", (f"S3 ({label.rstrip(': ') or 'big-chunk file'}): nc2nczarr {ours_s3['seconds']} s against "
                       f"{fastest['seconds']} s for boto3 alone uploading the same objects (the faster of its two "
                       f"rows), {float(ours_s3['seconds']) / float(fastest['seconds']):.2f}× (target ≤ 1.3×); peak "
                       f"RSS {ours_s3.get('peak_rss_mb')} MB; CPU {ours_s3.get('cpu_seconds')} s against "
                       f"{fastest.get('cpu_seconds')} s (ours also reads, verifies and copies the chunks out of the "
-                      ".nc). Both are bound by the moto server, which runs on the same cores."]
+                      ".nc). Both are bound by the moto server, which runs on the same cores.")]
             store = rows.get(f"{label}our S3 store alone: put() of that dir output (no conversion)", {})
             if store.get("seconds"):
                 lines[-1] += (f" Our S3 store alone on the same objects: {store['seconds']} s, "
                               f"{float(store['seconds']) / float(fastest['seconds']):.2f}× boto3 alone.")
-    lines += ["", "The direct path reads each variable's HDF5 chunk index once (h5py `chunk_iter`) and copies "
+    lines += ["", ("The direct path reads each variable's HDF5 chunk index once (h5py `chunk_iter`) and copies "
               "each compressed chunk into the store as it is with `os.pread` in parallel threads, no HDF5 call "
               "and no lock per chunk; a sample of copied chunks per variable is decoded and compared with the "
               "source. HDF5's deflate and shuffle are Zarr's zlib and shuffle byte for byte. "
               "`--no-direct-copy` decompresses with netCDF4 and recompresses with numcodecs in a bounded thread "
-              "pipeline; it is what runs when codecs differ."]
+              "pipeline; it is what runs when codecs differ.")]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ntime", type=int, default=256)
-    ap.add_argument("--only", choices=("all", "s3", "concat"), default="all",
-                    help="s3: the S3 rows alone; concat: the many-files rows alone (benchmarks/concat.py)")
+    ap.add_argument("--only", choices=("all", "s3", "concat", "dump"), default="all",
+                    help="s3: the S3 rows alone; concat: the many-files rows alone (benchmarks/concat.py); "
+                    "dump: nczarr-dump against ncdump alone (benchmarks/dump.py), put into the last full run's "
+                    "reports/bench.*")
     ap.add_argument("--nfiles", type=int, default=200, help="daily files for the --concat rows")
     ap.add_argument("--out", default=str(REPO / "reports"))
     args = ap.parse_args()
-    doc = run(args.ntime, args.only) if args.only != "concat" else {}
-    text = render(doc) if doc else ""
+    out = Path(args.out)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    if args.only == "dump":  # the other sections stay as the last run wrote them
+        doc = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
+    else:
+        doc = run(args.ntime, args.only) if args.only != "concat" else {}
+    text = render(doc) if doc.get("results") else ""
     if args.only in ("all", "concat"):  # many files → one store: --concat, the append loop, xarray
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         import concat as concat_bench
 
         with tempfile.TemporaryDirectory(prefix="concat-bench-") as work:
             doc["concat"] = concat_bench.run(args.nfiles, Path(work))
+    if "concat" in doc:
+        import concat as concat_bench
+
         text += "\n## Many files → one store\n\n" + concat_bench.render(doc["concat"])
-    out = Path(args.out)
+    if args.only in ("all", "dump"):  # nczarr-dump against ncdump on the same store
+        import dump as dump_bench
+
+        with tempfile.TemporaryDirectory(prefix="dump-bench-") as work:
+            doc["dump"] = dump_bench.run(Path(work))
+    if "dump" in doc:
+        import dump as dump_bench
+
+        text += "\n## Dump: nczarr-dump against ncdump\n\n" + dump_bench.render(doc["dump"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     (out / "bench.md").write_text(text)

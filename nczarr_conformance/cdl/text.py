@@ -13,12 +13,21 @@ from typing import Any
 
 import numpy as np
 
+from nczarr_conformance.cdl.bulk import (
+    Items,
+    Specials,
+    format_d,
+    format_g,
+    g_precision_supported,
+)
+
 #: ASCII characters escaped with a backslash in names (utils.c ``escaped_name``).
 NAME_SPECIALS = frozenset(" !\"#$&'()*,:;<=>?[]\\^`{|}~")
 #: Variable names after which ncdump puts a space before ``:`` (ncdump.c ``keywords``).
 KEYWORDS = frozenset({"variables", "dimensions", "data", "group", "types"})
 ATT_SUFFIX = {"byte": "b", "short": "s", "int": "", "ubyte": "UB", "ushort": "US", "uint": "U",
               "int64": "LL", "uint64": "ULL"}
+PRIM_LEN = 100  # dumplib.c: the buffer one value is formatted into
 _COMMON_ESCAPES = {0x08: "\\b", 0x0C: "\\f", 0x0D: "\\r", 0x09: "\\t", 0x0B: "\\v", 0x5C: "\\\\",
                    0x27: "\\'", 0x22: '\\"'}
 
@@ -55,65 +64,68 @@ def _is_cntrl(code: int) -> bool:
     return code < 0x20 or code == 0x7F
 
 
+def _escape_table(newlines: tuple[int, ...]) -> list[str]:
+    """ncdump's escapes of text bytes, as a ``str.translate`` table over the bytes read as latin-1:
+    ``newlines`` as ``\\n``, the common C escapes, other controls in octal; bytes >= 0x80 stay
+    themselves (a UTF-8 sequence is copied whole)."""
+    table = []
+    for code in range(256):
+        if code in newlines:
+            table.append("\\n")
+        elif code in _COMMON_ESCAPES:
+            table.append(_COMMON_ESCAPES[code])
+        elif _is_cntrl(code):
+            table.append(f"\\{code:03o}")
+        else:
+            table.append(chr(code))
+    return table
+
+
+_ATTRIBUTE_ESCAPES = _escape_table((0x0A,))
+_STRING_ESCAPES = _escape_table((0x0A, 0x0B))
+
+
+def _escaped(raw: bytes, table: list[str]) -> str:
+    """The bytes escaped through ``table``, one C-level pass (``translate``) whatever their length."""
+    return from_bytes(raw.decode("latin-1").translate(table).encode("latin-1"))
+
+
 def attribute_string(raw: bytes) -> str:
     """ncdump.c ``pr_att_string`` for a netCDF-4 file: trailing NULs dropped, controls in octal."""
-    raw = raw.rstrip(b"\x00")
-    return '"' + _join_bytes(raw, _escape_pieces(raw, newlines=(0x0A,))) + '"'
+    return '"' + _escaped(raw.rstrip(b"\x00"), _ATTRIBUTE_ESCAPES) + '"'
 
 
-def _escape_pieces(raw: bytes, *, newlines: tuple[int, ...]) -> list[str | None]:
-    """ncdump's escapes of text: ``newlines`` as ``\\n``, the common C escapes, other controls in
-    octal; ``None`` for a byte >= 0x80, copied verbatim by :func:`_join_bytes`."""
-    out: list[str | None] = []
-    for code in raw:
-        if code in newlines:
-            out.append("\\n")
+def _char_data_table() -> list[str]:
+    """vardata.c ``pr_tvals``'s escape of each byte: a newline also ends the line (and the string)."""
+    table = []
+    for code in range(256):
+        if code == 0x0A:
+            table.append('\\n",\n    "')
         elif code in _COMMON_ESCAPES:
-            out.append(_COMMON_ESCAPES[code])
-        elif _is_cntrl(code):
-            out.append(f"\\{code:03o}")
+            table.append(_COMMON_ESCAPES[code])
+        elif 0x20 <= code < 0x7F:
+            table.append(chr(code))
         else:
-            out.append(chr(code) if code < 0x80 else None)
-    return out
+            table.append(f"\\{code:03o}")
+    return table
 
 
-def _join_bytes(raw: bytes, pieces: list[str | None]) -> str:
-    """Join escape pieces; ``None`` marks a byte >= 0x80 copied verbatim (UTF-8 stays whole)."""
-    buf = bytearray()
-    for code, piece in zip(raw, pieces):
-        if piece is None:
-            buf.append(code)
-        else:
-            buf.extend(piece.encode("ascii"))
-    return from_bytes(bytes(buf))
+_CHAR_DATA = _char_data_table()
 
 
 def char_data_string(raw: bytes) -> str:
     """vardata.c ``pr_tvals``: one row of char data; non-printable bytes (all >= 0x80) in octal."""
-    raw = raw.rstrip(b"\x00")
-    out = ['"']
-    for code in raw:
-        if code == 0x0A:
-            out.append('\\n",\n    "')
-        elif code in _COMMON_ESCAPES:
-            out.append(_COMMON_ESCAPES[code])
-        elif 0x20 <= code < 0x7F:
-            out.append(chr(code))
-        else:
-            out.append(f"\\{code:03o}")
-    out.append('"')
-    return "".join(out)
+    return '"' + raw.rstrip(b"\x00").decode("latin-1").translate(_CHAR_DATA) + '"'
 
 
 def string_data(value: str) -> str:
     """dumplib.c ``ncstring_typ_tostring``: controls in octal, ``\\v`` printed as ``\\n`` (as ncdump does)."""
-    raw = to_bytes(value).split(b"\x00", 1)[0]
-    return '"' + _join_bytes(raw, _escape_pieces(raw, newlines=(0x0A, 0x0B))) + '"'
+    return '"' + _escaped(to_bytes(value).split(b"\x00", 1)[0], _STRING_ESCAPES) + '"'
 
 
 def tztrim(text: str) -> str:
     """ncdump.c ``tztrim``: drop trailing zeros after the decimal point, keep the point and any suffix."""
-    m = re.match(r"^(-?[0-9.]*)(.*)$", text, re.S)
+    m = re.match(r"^(-?[0-9.]*)(.*)$", text, re.DOTALL)
     assert m is not None
     mantissa, rest = m.groups()
     if mantissa.endswith(".") or "." not in mantissa:
@@ -143,12 +155,23 @@ def attribute_values(nctype: str, value: Any, float_digits: int, double_digits: 
     return ", ".join(f"{int(v)}{ATT_SUFFIX[nctype]}" for v in value.tolist())
 
 
+def prim_text(text: str) -> str:
+    """dumplib.c's ``snprintf(sout, PRIM_LEN, fmt, v)``: a value's text is cut to 99 bytes (a
+    ``C_format`` such as ``%.3f`` writes 300 digits for 1e300)."""
+    if len(text) < PRIM_LEN // 4:  # cannot be over 99 bytes, even all 4-byte characters
+        return text
+    raw = to_bytes(text)
+    return text if len(raw) < PRIM_LEN else from_bytes(raw[:PRIM_LEN - 1])
+
+
 class ValueFormatter:
     """dumplib.c ``*_val_tostring`` and ``*_val_equals``: data values as text, fill as ``_``."""
 
     def __init__(self, nctype: str, fill: Any, fmt: str | None, float_digits: int, double_digits: int) -> None:
         self.nctype = nctype
         self.fill = fill
+        self.custom = fmt is not None  # a C_format: its texts may need cutting to ncdump's buffer
+        self.digits = float_digits if nctype == "float" else double_digits
         if fmt is None:
             fmt = {"float": f"%.{float_digits}g", "double": f"%.{double_digits}g"}.get(nctype, "%d")
         self.fmt = _python_format(fmt)
@@ -171,11 +194,64 @@ class ValueFormatter:
         special = (np.isnan(v1) & np.isnan(v2)) | (np.isinf(v1) & np.isinf(v2))
         return np.asarray(same_side & np.where(finite, close, special))
 
-    def texts(self, row: np.ndarray) -> list[str]:
-        mask = self.fill_mask(row).tolist()
-        return ["_" if m else self.text(v) for v, m in zip(row.tolist(), mask)]
+    def items(self, values: np.ndarray) -> Items:
+        """The batch's texts, fill as ``_``.
+
+        ``%d`` and ``%.Ng`` (ncdump's own formats) are formatted by numpy (cdl/bulk.py) and the
+        values it cannot round with certainty by Python's ``%``; ``C_format``s and strings by
+        :meth:`texts`.
+        """
+        flat = np.asarray(values).reshape(-1)
+        if self.custom or self.nctype in ("string", "char") or (
+                self.eps is not None and not g_precision_supported(self.digits)):
+            return Items.of_texts(self.texts(flat), ascii_only=self.nctype != "string" and self.fmt.isascii())
+        fill = (self.fill_mask(flat), "_")
+        if self.eps is None:
+            return format_d(flat, Specials([fill], self._python))
+        suffix = "f" if self.nctype == "float" else ""
+        spelled = [(np.isnan(flat), "NaN" + suffix), (flat == np.inf, "Infinity" + suffix),
+                   (flat == -np.inf, "-Infinity" + suffix)]
+        return format_g(flat, self.digits, Specials([*spelled, fill], self._python))
+
+    def all_fill(self, values: np.ndarray) -> bool:
+        """Whether every value is the fill (each prints as ``_``)."""
+        if self.fill is None or self.nctype in ("string", "char"):
+            return False
+        flat = np.asarray(values).reshape(-1)
+        if not self.fill_mask(flat[:1]).all():  # most batches: no need to look further
+            return False
+        return bool(self.fill_mask(flat).all())
+
+    def _python(self, value: float) -> str:
+        return str(self.fmt % value)
+
+    def texts(self, values: np.ndarray, suffix: str = "") -> list[str]:
+        """Each value's text followed by ``suffix``, the fill as ``_``, in C order.
+
+        One comprehension of ``%`` over the batch: Python's ``%`` applies printf's rules
+        (``%.7g`` of a float promoted to double, exactly as ncdump's ``snprintf``) in C.
+        NaN and Infinity are spelled afterwards, at their few places, and are formatted as
+        0 first: ``%d`` (a ``C_format``) would refuse them.
+        """
+        flat = np.asarray(values).reshape(-1)
+        if self.nctype == "string":
+            out = [string_data(v if isinstance(v, str) else from_bytes(v or b"")) + suffix for v in flat.tolist()]
+        else:
+            item = self.fmt + suffix.replace("%", "%%")
+            special = np.flatnonzero(~np.isfinite(flat)) if self.eps is not None else np.zeros(0, dtype=np.intp)
+            numbers = np.where(np.isfinite(flat), flat, 0) if special.size else flat
+            if self.custom:
+                out = [prim_text(self.fmt % v) + suffix for v in numbers.tolist()]
+            else:
+                out = [item % v for v in numbers.tolist()]
+            for i in special.tolist():
+                out[i] = self.text(flat[i]) + suffix
+        for i in np.flatnonzero(self.fill_mask(flat)).tolist():
+            out[i] = "_" + suffix
+        return out
 
     def text(self, value: Any) -> str:
+        """One value's text (attributes of ``-t`` and the specials of :meth:`texts`)."""
         if self.nctype == "string":
             return string_data(value if isinstance(value, str) else from_bytes(value or b""))
         if self.nctype in ("float", "double"):
@@ -184,8 +260,8 @@ class ValueFormatter:
                 return "NaNf" if self.nctype == "float" else "NaN"
             if math.isinf(x):
                 return ("-" if x < 0 else "") + ("Infinityf" if self.nctype == "float" else "Infinity")
-            return self.fmt % x
-        return self.fmt % int(value)
+            return prim_text(self.fmt % x)
+        return prim_text(self.fmt % int(value))
 
 
 def _python_format(fmt: str) -> str:

@@ -12,6 +12,7 @@ import io
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -21,11 +22,11 @@ from nczarr_conformance.cdl.text import (
     ValueFormatter,
     attribute_values,
     byte_len,
-    char_data_string,
     escape_name,
     to_bytes,
 )
 from nczarr_conformance.cdl.time import TimeInfo, iso_time, time_info
+from nczarr_conformance.cdl.vardata import DataSection, Items, MakeItems
 from nczarr_conformance.errors import UsageError
 from nczarr_conformance.model import Attribute, Dataset, Group, Variable
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL
@@ -35,7 +36,6 @@ from nczarr_conformance.sources.dump_source import StorageFacts
 Slabs = Callable[[str, Variable], Iterator[np.ndarray]]
 #: HDF5 filter ids netcdf-c shows in ``_Filter`` for codecs it knows (shuffle/zlib/fletcher32 have own attributes).
 HDF5_FILTER_IDS = {"bz2": 307, "zstd": 32015}
-LINE_INDENT = "    "  # vardata.c LINEPIND
 
 
 @dataclass
@@ -75,7 +75,7 @@ def codecs_json(value: Any) -> str:
 
 def _escaped_json(text: str) -> str:
     """utils.c ``escaped_string``: quotes escaped, ASCII controls as ``\\%xx``."""
-    return "".join("\\%%%02x" % ord(c) if ord(c) < 0x20 or ord(c) == 0x7F else ('\\"' if c == '"' else c)
+    return "".join(f"\\%{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else ('\\"' if c == '"' else c)
                    for c in text)
 
 
@@ -91,8 +91,6 @@ class CdlWriter:
         self.facts = facts or StorageFacts()
         self.groups = dict(dataset.root.walk())
         self.max_len = self.opt.line_length - 2
-        self.linep = 0
-        self.indent = 0
         self.att_linep = 0
         self.bounds: dict[str, Variable] = {}
         self.has_values: Callable[[Variable], bool] = lambda var: True
@@ -291,15 +289,6 @@ class CdlWriter:
             w(f'{pre}_NoFill = "true" ;\n')
 
     # ---- data --------------------------------------------------------------------------
-    def _lput(self, text: str) -> None:
-        """vardata.c ``lput``: wrap before a piece that would pass the line length."""
-        n = byte_len(text)
-        if n + self.linep > self.max_len and n > 2:
-            self.write("\n" + " " * self.indent + LINE_INDENT)
-            self.linep = len(LINE_INDENT) + self.indent
-        self.write(text)
-        self.linep = self.indent if text.endswith("\n") else self.linep + n
-
     def _formatter(self, var: Variable) -> ValueFormatter:
         """dumplib.c ``get_fmt`` and ncdump.c ``get_fill_info``."""
         fd, dd = self._digits()
@@ -323,68 +312,40 @@ class CdlWriter:
         return ValueFormatter(var.type, fill, fmt, fd, dd)
 
     def _data(self, indent: int, vpath: str, vname: str, var: Variable) -> None:
-        """vardata.c ``vardata`` + ``print_rows``: rows along the last dimension, ``{}`` for inner records."""
+        """vardata.c ``vardata``: the name, then the rows (cdl/vardata.py formats and wraps them in bulk)."""
         assert self.slabs is not None
-        self.indent = indent
         rank = len(var.shape)
         self.write("\n" + " " * indent + " " + escape_name(vname))
         if rank <= 1:
             self.write(" = ")
-            self.linep = byte_len(vname) + 4 + indent
+            pos = byte_len(vname) + 4 + indent  # ncdump counts the unescaped name
         else:
             self.write(" =\n  ")
-            self.linep = 2 + indent
         fmt = self._formatter(var)
         info = None
         if self.opt.times and var.type not in ("char", "string"):
             owner = self.bounds.get(vname)
             info = time_info(owner if owner is not None else var)
+        items: MakeItems = fmt.items
+        if info is not None:
+            items = partial(self._time_items, fmt=fmt, info=info)
         unlimited = [self.dataset.find_dimension(ref).unlimited for ref in var.dimensions]
+        section = DataSection(self.write, var.shape, unlimited, indent, self.max_len, items, fmt.all_fill)
         with np.errstate(all="ignore"):
-            if rank <= 1:  # one row, which may arrive in several slabs
-                flat = (np.asarray(slab).reshape(-1) for slab in self.slabs(vpath, var))
-                self._row(var, flat, (), rank, unlimited, fmt, info)
-                return
-            outer, ncols, row_no = var.shape[:-1], var.shape[-1], 0
-            for slab in self.slabs(vpath, var):
-                for row in np.asarray(slab).reshape(-1, ncols):
-                    idx = tuple(int(i) for i in np.unravel_index(row_no, outer))
-                    self._row(var, iter([row]), idx, rank, unlimited, fmt, info)
-                    row_no += 1
+            slabs = self.slabs(vpath, var)
+            if var.type == "char":
+                section.chars(slabs)
+            elif rank <= 1:
+                section.one_row(slabs, pos)
+            else:
+                section.rows(slabs)
 
-    def _row(self, var: Variable, pieces: Iterator[np.ndarray], idx: tuple[int, ...], rank: int,
-             unlimited: list[bool], fmt: ValueFormatter, info: TimeInfo | None) -> None:
-        """One row along the last dimension, given in pieces; the last value waits for the delimiter."""
-        for level in range(1, rank):
-            if unlimited[level] and all(idx[j] == 0 for j in range(level, rank - 1)):
-                self._lput("{")
-        last = ""
-        if var.type == "char":  # the whole row is one string (its trailing NULs are dropped)
-            raw = b"".join(np.ascontiguousarray(p, dtype="S1").tobytes() for p in pieces)
-            self.write(char_data_string(raw))
-        else:
-            pending: str | None = None
-            for piece in pieces:
-                texts = self._time_texts(piece, fmt, info) if info else fmt.texts(piece)
-                for text in texts:
-                    if pending is not None:
-                        self._lput(pending + ", ")
-                    pending = text
-            last = pending or ""
-        closing = sum(1 for level in range(1, rank) if unlimited[level]
-                      and all(idx[j] == var.shape[j] - 1 for j in range(level, rank - 1)))
-        self._lput(last + "}" * closing)
-        if all(idx[j] == var.shape[j] - 1 for j in range(rank - 1)):
-            self._lput(" ;")
-            self._lput("\n")
-        else:
-            self._lput(",\n")
-            self._lput("  ")
-
-    def _time_texts(self, row: np.ndarray, fmt: ValueFormatter, info: TimeInfo) -> list[str]:
+    def _time_items(self, values: np.ndarray, *, fmt: ValueFormatter, info: TimeInfo) -> Items:
         """dumplib.c ``nctime_val_tostring`` (the fill value still prints as ``_``)."""
-        mask = fmt.fill_mask(row).tolist()
-        return ["_" if m else self._time_text(float(v), info) for v, m in zip(row.tolist(), mask)]
+        flat = np.asarray(values).reshape(-1)
+        mask = fmt.fill_mask(flat).tolist()
+        texts = ["_" if m else self._time_text(float(v), info) for v, m in zip(flat.tolist(), mask, strict=True)]
+        return Items.of_texts(texts, ascii_only=False)
 
 
 def model_slabs(path: str, var: Variable) -> Iterator[np.ndarray]:
@@ -408,4 +369,4 @@ def to_cdl(dataset: Dataset, name: str, *, data: bool = True, options: CdlOption
     return buf.getvalue()
 
 
-__all__ = ["CdlOptions", "CdlWriter", "StorageFacts", "Slabs", "to_cdl", "model_slabs", "codecs_json", "to_bytes"]
+__all__ = ["CdlOptions", "CdlWriter", "Slabs", "StorageFacts", "codecs_json", "model_slabs", "to_bytes", "to_cdl"]

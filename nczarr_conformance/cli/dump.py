@@ -45,19 +45,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_precision(text: str) -> tuple[int | None, int | None]:
-    """``-p F[,D]`` as ncdump's ``set_precision`` reads it (each between 1 and 20)."""
+    """``-p F[,D]`` as ncdump 4.9.0's ``set_precision`` reads it (each between 1 and 20).
+
+    ncdump reads the double digits only after float digits: ``-p ,D`` changes nothing (not
+    even ``C_format``'s say), and ``-p F,`` is refused as 0 double digits.
+    """
     parts = text.split(",")
     if len(parts) > 2:
         raise UsageError(f"-p {text}: expected F or F,D")
-    digits: list[int | None] = []
-    for part in parts:
-        if not part:
-            digits.append(None)
-            continue
+    for part in parts[1:] if not parts[0] else parts:
         if not part.isdigit() or not 1 <= int(part) <= 20:
             raise UsageError(f"-p {text}: significant digits must be integers from 1 to 20")
-        digits.append(int(part))
-    return digits[0], (digits[1] if len(digits) > 1 else None)
+    if not parts[0]:
+        return None, None
+    return int(parts[0]), (int(parts[1]) if len(parts) > 1 else None)
 
 
 def _names(text: str | None) -> tuple[str, ...]:
