@@ -247,7 +247,7 @@ def _absolute(url: str) -> str:
     return os.path.abspath(path) + hash_ + fragment
 
 
-def open(url: str | os.PathLike[str], *, max_bytes: int | None = None,  # noqa: A001
+def open(url: str | os.PathLike[str], *, max_bytes: int | None = None,  # shadows open() on purpose: the package API
          storage_options: Mapping[str, Any] | None = None) -> LazyDataset:
     """Open the store a path or netcdf-c URL names (directory, zip, S3, http(s), gs, az; every flavor) for lazy reading.
 

@@ -216,7 +216,7 @@ def _d_read(rule_id: str) -> Evaluate:
         probes = READ_CASES[rule_id]
         try:
             attrs = peer.read(str(_read_store(ctx, rule_id))).root.attributes
-        except Exception as exc:  # noqa: BLE001  (a reader failing on the rule's store is the finding)
+        except Exception as exc:  # a reader failing on the rule's store is the finding
             what = "; ".join(f"{json.dumps(v)} typed {d}" for _, v, d, _, _ in probes)
             return "deviates", f"{what}: reading failed: {type(exc).__name__}: {exc}"
         seen = [_read_probe(attrs.get(name), value, dtype, nctype, expected)
@@ -346,7 +346,7 @@ def _z_infer(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
     try:
         model = peer.read(str(ctx.built("Z.infer", make)))
         a, b = model.root.variables["a"], model.root.variables["b"]
-    except Exception as exc:  # noqa: BLE001  (a reader failing on the rule's store is the finding)
+    except Exception as exc:  # a reader failing on the rule's store is the finding
         return "deviates", f"pure-Zarr a(5,4), b(4): reading failed: {type(exc).__name__}: {exc}"
     ok = a.dimensions[1] == b.dimensions[0] and a.dimensions[0] != a.dimensions[1]
     return ("follows" if ok else "deviates"), f"pure-Zarr a(5,4), b(4) read with dimensions {a.dimensions}, {b.dimensions}"
@@ -437,7 +437,7 @@ def evaluate_rules(run: MatrixRun, rules: list[SpecRule] | None = None) -> list[
                 continue
             try:
                 status, evidence = rule.evaluate(ctx, peer)
-            except Exception as exc:  # noqa: BLE001  (a rule that cannot evaluate is reported, not raised)
+            except Exception as exc:  # a rule that cannot evaluate is reported, not raised
                 status, evidence = "deviates", f"evaluation failed: {type(exc).__name__}: {exc}"
             why = DOCUMENTED_DEVIATIONS.get((rule.id, peer.id))
             if why is not None and status == "deviates":

@@ -332,8 +332,9 @@ def _check_unchanged(reader: DatasetReader, vkey: str, ncvar: Any) -> None:
     stored = reader.read_variable(vkey)
     incoming = nc4.read_values(ncvar)
     same = stored.shape == incoming.shape and (
-        stored.dtype == object and stored.tolist() == incoming.tolist() or
-        stored.dtype != object and np.asarray(stored).tobytes() == np.asarray(incoming).astype(stored.dtype).tobytes())
+        (stored.dtype == object and stored.tolist() == incoming.tolist())
+        or (stored.dtype != object
+            and np.asarray(stored).tobytes() == np.asarray(incoming).astype(stored.dtype).tobytes()))
     if not same:
         raise UsageError(f"{vkey}: does not use the appended dimension but its values differ in the new file")
 

@@ -874,7 +874,7 @@ def _drain(client: Any, ours: set[Any], timeout: float = DRAIN_SECONDS) -> None:
     while time.monotonic() < deadline:
         try:
             running = client.call_stack()  # {worker: {key: stack}} of every task running now
-        except Exception:  # noqa: BLE001 - a client going away runs nothing of ours any more
+        except Exception:  # a client going away runs nothing of ours any more
             return
         if not any(key in ours for stacks in running.values() for key in stacks):
             return

@@ -270,7 +270,7 @@ def _each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Path) 
     for akey in arrays:
         try:
             out[akey] = Reading(values=np.asarray(read_one(akey)))
-        except Exception as exc:  # noqa: BLE001 - every reader raises its own types; each is a finding here
+        except Exception as exc:  # every reader raises its own types; each is a finding here
             out[akey] = Reading(error=_explain(exc, root))
     return out
 
@@ -297,7 +297,7 @@ def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
     mode = "zarr" if flavor == "zarr" else "nczarr"
     try:
         nc = nc4.open_nc(to_file_url(str(root), "file", mode))
-    except Exception as exc:  # noqa: BLE001 - netCDF4's RuntimeError, OSError…: the reader could not open it
+    except Exception as exc:  # netCDF4's RuntimeError, OSError…: the reader could not open it
         return {a: Reading(error=_explain(exc, root)) for a in arrays}
     try:
         def one(akey: str) -> np.ndarray:
@@ -324,7 +324,7 @@ def read_zarr_python(root: Path, arrays: list[str], flavor: str) -> Readings:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             group = zarr.open_group(str(root), mode="r", zarr_format=2)
-    except Exception as exc:  # noqa: BLE001 - zarr-python raises ValueError, TypeError, KeyError…
+    except Exception as exc:  # zarr-python raises ValueError, TypeError, KeyError…
         return {a: Reading(error=_explain(exc, root)) for a in arrays}
 
     def one(akey: str) -> np.ndarray:

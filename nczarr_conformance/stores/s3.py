@@ -562,7 +562,7 @@ class S3Store(Store):
         """An upload's failure as the one line to report (anything unexpected as it is)."""
         try:
             return self._fail(exc, f"put {self._key(name)}")
-        except Exception as other:  # noqa: BLE001  (_fail re-raises what it cannot word: reported as it is)
+        except Exception as other:  # _fail re-raises what it cannot word: reported as it is
             return other
 
     def _put_now(self, key: str, data: bytes) -> None:

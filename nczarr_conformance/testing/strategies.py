@@ -27,7 +27,7 @@ from nczarr_conformance.nczarr.dtypes import (
 )
 from nczarr_conformance.testing.samples import JSON_LOOKING
 
-__all__ = ["names", "long_strings", "values", "attributes", "attribute_sets", "datasets", "corners"]
+__all__ = ["attribute_sets", "attributes", "corners", "datasets", "long_strings", "names", "values"]
 
 #: letters and digits plus a few precomposed non-ASCII letters: netCDF names are NFC UTF-8
 NAME_FIRST = "abcxyzABZ" + "éßΩж"
