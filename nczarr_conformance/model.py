@@ -361,7 +361,7 @@ def _diff(x: Any, y: Any, path: str, out: list[str], limit: int = 50) -> None:
             else:
                 _diff(x[k], y[k], f"{path}/{k}", out, limit)
     elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
-        for i, (p, q) in enumerate(zip(x, y)):
+        for i, (p, q) in enumerate(zip(x, y, strict=True)):
             _diff(p, q, f"{path}[{i}]", out, limit)
     elif json.dumps(x) != json.dumps(y):
         out.append(f"{path}: {json.dumps(x)[:200]} != {json.dumps(y)[:200]}")

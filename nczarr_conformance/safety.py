@@ -154,7 +154,7 @@ def _outside_grid(tail: list[str], zarray: Any) -> bool:
         return False
     if not shape or len(index) != len(shape) or len(chunks) != len(shape) or min(chunks) <= 0:
         return False
-    return any(i >= -(-n // c) for i, n, c in zip(index, shape, chunks))
+    return any(i >= -(-n // c) for i, n, c in zip(index, shape, chunks, strict=True))
 
 
 def refuse_foreign(where: str, all_keys: Iterable[str]) -> list[str]:

@@ -110,7 +110,7 @@ class LazyVariable:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        dims = ", ".join(f"{d}={s}" for d, s in zip(self.dimensions, self.shape))
+        dims = ", ".join(f"{d}={s}" for d, s in zip(self.dimensions, self.shape, strict=False))
         return f"<LazyVariable {self.path} {self.nctype}({dims})>"
 
 

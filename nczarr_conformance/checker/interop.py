@@ -134,7 +134,7 @@ def c410_bigendian(ctx: CheckContext) -> Iterator[Finding]:
             continue
         if parsed.storage.numpy.byteorder != ">":
             continue
-        total = math.prod(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks))
+        total = math.prod(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks, strict=True))
         if len(chunk_objects(ctx, akey)) < total:
             yield get("NCZ-INTEROP-C410-BIGENDIAN").finding(
                 keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads wrong values: big-endian array with unwritten chunks")

@@ -214,7 +214,7 @@ def dim_size(ctx: CheckContext) -> Iterator[Finding]:
         if len(refs) != len(shape):
             yield get("NCZ-DIM-SIZE").finding(_zkey(akey), f"{len(refs)} dimension references for shape {list(shape)}")
             continue
-        for ref, extent in zip(refs, shape):
+        for ref, extent in zip(refs, shape, strict=True):
             dim = ctx.dimension(ref)
             if dim is None:
                 continue
@@ -306,7 +306,7 @@ def xarray_dimsize(ctx: CheckContext) -> Iterator[Finding]:
         if shape is None or not isinstance(names, list) or len(names) != len(shape):
             continue
         group = keys.parent(akey)
-        for name, extent in zip(names, shape):
+        for name, extent in zip(names, shape, strict=True):
             if not isinstance(name, str):
                 continue
             first = seen.setdefault((group, name), (extent, akey))

@@ -365,7 +365,7 @@ def _affected_chunks(reader: DatasetReader, vkey: str, axis: int, old_len: int,
     info = reader.arrays[vkey]
     shape = list(info.zshape)
     shape[axis] = old_len + n_new
-    grid = [math.ceil(s / c) if s else 0 for s, c in zip(shape, info.chunks)]
+    grid = [math.ceil(s / c) if s else 0 for s, c in zip(shape, info.chunks, strict=True)]
     first = old_len // info.chunks[axis]
     ranges = [range(first, g) if i == axis else range(g) for i, g in enumerate(grid)]
     return [(info.chunk_key(index), index) for index in itertools.product(*ranges)]
@@ -379,17 +379,17 @@ def _merged_chunk(reader: DatasetReader, vkey: str, axis: int, index: tuple[int,
     total = old_len + n_new
     shape = list(info.zshape)
     shape[axis] = total
-    lo = [i * c for i, c in zip(index, info.chunks)]
-    hi = [min(l + c, s) for l, c, s in zip(lo, info.chunks, shape)]
+    lo = [i * c for i, c in zip(index, info.chunks, strict=True)]
+    hi = [min(l + c, s) for l, c, s in zip(lo, info.chunks, shape, strict=True)]
     start_new = max(lo[axis], old_len)
     if start_new >= hi[axis]:
         return chunk
     src_region = tuple(slice(start_new - old_len, hi[axis] - old_len) if i == axis else slice(l, h)
-                       for i, (l, h) in enumerate(zip(lo, hi)))
+                       for i, (l, h) in enumerate(zip(lo, hi, strict=True)))
     values = nc4.read_values(ncvar, src_region)
     block = _to_storage(values, info.storage.nctype, info.storage.numpy, vkey)
     dst = tuple(slice(start_new - lo[axis], hi[axis] - lo[axis]) if i == axis else slice(0, h - l)
-                for i, (l, h) in enumerate(zip(lo, hi)))
+                for i, (l, h) in enumerate(zip(lo, hi, strict=True)))
     if info.order == "F":
         chunk = np.asfortranarray(chunk)
     chunk[dst] = block

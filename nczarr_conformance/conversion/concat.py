@@ -293,8 +293,8 @@ class Task:
             index = [int(i) for i in name.split(".")]
         except ValueError:
             return False
-        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
-        if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid)):
+        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks, strict=True)]
+        if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid, strict=True)):
             return False
         axis = self.along.get(plan.key)
         return self.whole if axis is None else index[axis] in rows[plan.key]
@@ -484,7 +484,7 @@ def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
     pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
     fill_chunk = np.full(plan.chunks, plan.fill_storage, dtype=plan.storage)
     skip_fill = plan.storage.byteorder != ">" and not plan.var.no_fill
-    grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
+    grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks, strict=True)]
     ranges = [range(k, k + 1) if i == axis else range(g) for i, g in enumerate(grid)]
     reader = None
     if base is not None and any(src.path == "" for src in sources):
@@ -519,7 +519,7 @@ def _assemble_rows(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
             _, variables, _ = nc_of(src.path)
             region = tuple(slice(src.start, src.stop) if i == axis else
                            slice(j * c, min((j + 1) * c, s))
-                           for i, (j, c, s) in enumerate(zip(index, plan.chunks, plan.zshape)))
+                           for i, (j, c, s) in enumerate(zip(index, plan.chunks, plan.zshape, strict=True)))
             block = _to_storage(nc4.read_values(variables[plan.key], region), plan.var.type, plan.storage, plan.key)
             dst = tuple(slice(src.at, src.at + src.stop - src.start) if i == axis else slice(0, r.stop - r.start)
                         for i, r in enumerate(region))

@@ -252,7 +252,7 @@ def _region(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[slice, ...
     """The first chunk's region in ``shape`` (the whole axis where the chunking does not fit)."""
     if len(chunks) != len(shape):
         chunks = tuple(1 for _ in shape)
-    return tuple(slice(0, min(int(s), max(int(c), 1))) for s, c in zip(shape, chunks))
+    return tuple(slice(0, min(int(s), max(int(c), 1))) for s, c in zip(shape, chunks, strict=True))
 
 
 def _explain(exc: BaseException, root: Path | None = None) -> str:
@@ -430,7 +430,7 @@ def same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     if x.shape != y.shape:
         return False
     if x.dtype.kind == "O" or y.dtype.kind == "O":
-        return bool(x.dtype.kind == y.dtype.kind and all(p == q for p, q in zip(x.tolist(), y.tolist())))
+        return bool(x.dtype.kind == y.dtype.kind and all(p == q for p, q in zip(x.tolist(), y.tolist(), strict=True)))
     try:
         return bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc" and y.dtype.kind in "fc"))
     except TypeError:

@@ -99,7 +99,8 @@ class StoreSource(DumpSource):
                 block = reader.read_chunk(info, (i0, *tail))
                 if block is None:
                     continue
-                sel = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(tail, info.chunks[1:], rest))
+                sel = tuple(slice(i * c, min((i + 1) * c, s))
+                            for i, c, s in zip(tail, info.chunks[1:], rest, strict=True))
                 src = (slice(0, hi - lo),) + tuple(slice(0, s.stop - s.start) for s in sel)
                 out[(slice(None), *sel)] = block[src]
             yield DatasetReader._to_model_values(out, info)

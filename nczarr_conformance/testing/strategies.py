@@ -207,7 +207,7 @@ def _settle_unlimited(dataset: Dataset) -> Dataset:
                     changed = True
                     for v in variables:
                         if fqn in v.dimensions:
-                            v.shape = tuple(0 if d == fqn else s for d, s in zip(v.dimensions, v.shape))
+                            v.shape = tuple(0 if d == fqn else s for d, s in zip(v.dimensions, v.shape, strict=True))
                             v.data = np.asarray(v.data).reshape(-1)[:0].reshape(v.shape)
     return dataset
 
