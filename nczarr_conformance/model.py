@@ -193,7 +193,9 @@ def values_from_json(value: Any, nctype: str, shape: tuple[int, ...] | None = No
         def conv(v: Any) -> Any:
             if isinstance(v, list):
                 return [conv(x) for x in v]
-            return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, v) if isinstance(v, str) else v
+            if isinstance(v, str):
+                return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, v)
+            return v
         arr = np.array(conv(value), dtype=dtype)
     elif nctype == "char":
         def enc(v: Any) -> Any:

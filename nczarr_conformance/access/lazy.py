@@ -206,7 +206,8 @@ class LazyDataset(LazyGroup):
 
     @property
     def flavor(self) -> str:
-        """The layout detected (``nczarr-4.10``, ``nczarr-2``, ``nczarr-2-upper``, ``nczarr-v1``, ``zarr``, ``zarr-v3``)."""
+        """The layout detected (``nczarr-4.10``, ``nczarr-2``, ``nczarr-2-upper``, ``nczarr-v1``, ``zarr``,
+        ``zarr-v3``)."""
         return self.reader.flavor
 
     def live_reader(self) -> DatasetReader:

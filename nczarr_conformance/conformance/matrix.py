@@ -229,7 +229,7 @@ def _read_cell(case: Case, intended: Dataset, writer: Peer, reader: Peer, url: s
     differences = compare(intended, seen, view_params(writer, reader))
     if len(differences) > MAX_DIFFERENCES:
         # the first ones name the problem; the rest may be a peer's uninitialised memory (not reproducible)
-        differences = differences[:MAX_DIFFERENCES] + [f"… and {len(differences) - MAX_DIFFERENCES} more differences"]
+        differences = [*differences[:MAX_DIFFERENCES], f"… and {len(differences) - MAX_DIFFERENCES} more differences"]
     extra = seen.root.attributes.get("__gdal_errors__")
     message = extra.value.replace(str(workdir), "<work>") if extra is not None else ""
     return Cell(case.id, writer.id, reader.id, "deviates" if differences else "pass", differences, message,

@@ -9,7 +9,8 @@ does not share the fix's assumptions.
 Bounded: the check reads a *probe*, a private temporary directory (beside a local store, never in
 it; for S3 and ``--out`` in the system's temporary directory) holding every metadata object and the
 first chunk of each array (at most :data:`SAMPLE_BYTES` stored bytes per chunk,
-:data:`TOTAL_SAMPLE_BYTES` in all), once as stored and once as edited (re-encoded chunks re-encoded). Each reader opens it and reads each array's first chunk region. The readers are the
+:data:`TOTAL_SAMPLE_BYTES` in all), once as stored and once as edited (re-encoded chunks
+re-encoded). Each reader opens it and reads each array's first chunk region. The readers are the
 ones at hand in Python: ours, zarr-python when the fix targets zarr-python or xarray (which reads
 through it), and netCDF4-python (netcdf-c 4.10, which must read every fixed store right). netcdf-c
 runs in one child process reading both probes (``python -m nczarr_conformance.fix.verify``): on

@@ -157,7 +157,7 @@ class UnavailablePipeline(Pipeline):
 
 def _missing_codec(zarray: dict[str, Any]) -> str:
     """The id of the first codec of ``zarray``'s chain that cannot be built here."""
-    configs = list(zarray.get("filters") or []) + [zarray.get("compressor")]
+    configs = [*(zarray.get("filters") or []), zarray.get("compressor")]
     for config in configs:
         try:
             build_codec(config, 1)
@@ -193,7 +193,8 @@ def decode_fill(value: Any, st: StorageType, *, base64_strings: bool) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         raise FormatError(f"fill_value {value!r} is not a {st.nctype}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not value.is_integer())):
         raise FormatError(f"fill_value {value!r} is not an integer")
     info = np.iinfo(st.numpy)
     if not info.min <= int(value) <= info.max:
@@ -312,8 +313,8 @@ class ChunkReader:
         step = max(1, max_bytes // row)
         for outer in itertools.product(*(range(n) for n in shape[:k])):
             for start in range(0, shape[k], step):
-                region = (tuple(slice(i, i + 1) for i in outer) + (slice(start, min(start + step, shape[k])),)
-                          + tuple(slice(0, n) for n in shape[k + 1:]))
+                region = (*(slice(i, i + 1) for i in outer), slice(start, min(start + step, shape[k])),
+                          *(slice(0, n) for n in shape[k + 1:]))
                 yield region, self.read_region(akey, region)
 
     def read_variable(self, akey: str) -> np.ndarray:

@@ -123,7 +123,8 @@ def variable_for(draw: st.DrawFn, visible: dict[str, Dimension]) -> Variable:
     fill: Any = None
     if draw(st.booleans()):
         if nctype == "char":
-            fill = draw(st.sampled_from([b"\x00", b" ", b"_", b"x"]))  # ASCII only: a non-ASCII char fill is ambiguous (issue 13 report)
+            # ASCII only: a non-ASCII char fill is ambiguous (issue 13 report)
+            fill = draw(st.sampled_from([b"\x00", b" ", b"_", b"x"]))
             fill_attr = Attribute("char", fill.decode("latin-1"))
         elif nctype == "string":
             fill = draw(st.sampled_from(["", "fill", "日本語", "N/A"]))
