@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from nczarr_conformance.access.lazy import LazyDataset, open
     from nczarr_conformance.model import Dataset
 
-__all__ = ["open", "write", "convert", "check", "LazyDataset", "open_dataset", "write_dataset", "Dataset",
-           "__version__"]
+__all__ = ["Dataset", "LazyDataset", "__version__", "check", "convert", "open", "open_dataset", "write",
+           "write_dataset"]
 __version__ = "0.1.0"
 
 _LAZY = {"open": ".access.lazy", "LazyDataset": ".access.lazy", "write": ".access.api", "convert": ".access.api",

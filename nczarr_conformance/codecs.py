@@ -126,7 +126,7 @@ class Pipeline:
         caps = self._stage_caps(limit)
         buf: Any = raw
         stages = ([self.compressor] if self.compressor is not None else []) + list(reversed(self.filters))
-        for codec, cap in zip(stages, caps):
+        for codec, cap in zip(stages, caps, strict=True):
             buf = bounded_decode(codec, buf, cap)
         if not stages:
             buf = bytes(buf)

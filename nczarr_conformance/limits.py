@@ -119,7 +119,7 @@ def int64_overflow(shape: Sequence[int], chunks: Sequence[int] | None, itemsize:
     if chunks is not None:
         quantities += [(c, f"the chunks of dimension {d} have extent {c}") for d, c in enumerate(chunks)]
         quantities += [(-(-n // c) * c, f"the chunk grid of dimension {d} spans {-(-n // c) * c} positions")
-                       for d, (n, c) in enumerate(zip(shape, chunks))]
+                       for d, (n, c) in enumerate(zip(shape, chunks, strict=True))]
         chunk_bytes = math.prod(chunks) * itemsize
         quantities.append((chunk_bytes, f"one chunk holds {chunk_bytes} bytes"))
     elements = math.prod(shape)

@@ -193,7 +193,9 @@ def values_from_json(value: Any, nctype: str, shape: tuple[int, ...] | None = No
         def conv(v: Any) -> Any:
             if isinstance(v, list):
                 return [conv(x) for x in v]
-            return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, v) if isinstance(v, str) else v
+            if isinstance(v, str):
+                return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, v)
+            return v
         arr = np.array(conv(value), dtype=dtype)
     elif nctype == "char":
         def enc(v: Any) -> Any:
@@ -361,7 +363,7 @@ def _diff(x: Any, y: Any, path: str, out: list[str], limit: int = 50) -> None:
             else:
                 _diff(x[k], y[k], f"{path}/{k}", out, limit)
     elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
-        for i, (p, q) in enumerate(zip(x, y)):
+        for i, (p, q) in enumerate(zip(x, y, strict=True)):
             _diff(p, q, f"{path}[{i}]", out, limit)
     elif json.dumps(x) != json.dumps(y):
         out.append(f"{path}: {json.dumps(x)[:200]} != {json.dumps(y)[:200]}")

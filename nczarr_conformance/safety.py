@@ -44,7 +44,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any, Self
@@ -68,10 +68,8 @@ def check_output_is_safe(src: str, dst_kind: str, dst_path: str) -> None:
     out_real = os.path.realpath(dst_path)
     same = src_real == out_real
     if not same and os.path.exists(out_real):
-        try:
+        with suppress(OSError):
             same = os.path.samefile(src_real, out_real)
-        except OSError:
-            pass
     if same:
         raise UsageError(f"{dst_path}: is the input {src}; not written")
     if src_real.startswith(out_real.rstrip(os.sep) + os.sep):
@@ -154,7 +152,7 @@ def _outside_grid(tail: list[str], zarray: Any) -> bool:
         return False
     if not shape or len(index) != len(shape) or len(chunks) != len(shape) or min(chunks) <= 0:
         return False
-    return any(i >= -(-n // c) for i, n, c in zip(index, shape, chunks))
+    return any(i >= -(-n // c) for i, n, c in zip(index, shape, chunks, strict=True))
 
 
 def refuse_foreign(where: str, all_keys: Iterable[str]) -> list[str]:
@@ -241,10 +239,8 @@ def remove_path(path: Path) -> None:
     if stat.S_ISDIR(mode):
         shutil.rmtree(path, ignore_errors=True)
     else:
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(path)
-        except FileNotFoundError:
-            pass
 
 
 def remove_leftovers(target: str | os.PathLike[str]) -> list[Path]:

@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
         warnings.simplefilter("always")
         try:
             root = group(open_root(argv[1]))
-        except Exception as exc:  # (any failure of zarr-python is the finding: one line)
+        except Exception as exc:  # any failure of zarr-python is the finding: one line
             root = None
             failure = f"zarr {zarr.__version__}: {type(exc).__name__}: {exc}".splitlines()[0]
     for text in sorted({f"{w.category.__name__}: {w.message}" for w in seen}):

@@ -110,7 +110,7 @@ class LazyVariable:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        dims = ", ".join(f"{d}={s}" for d, s in zip(self.dimensions, self.shape))
+        dims = ", ".join(f"{d}={s}" for d, s in zip(self.dimensions, self.shape, strict=False))
         return f"<LazyVariable {self.path} {self.nctype}({dims})>"
 
 
@@ -206,7 +206,8 @@ class LazyDataset(LazyGroup):
 
     @property
     def flavor(self) -> str:
-        """The layout detected (``nczarr-4.10``, ``nczarr-2``, ``nczarr-2-upper``, ``nczarr-v1``, ``zarr``, ``zarr-v3``)."""
+        """The layout detected (``nczarr-4.10``, ``nczarr-2``, ``nczarr-2-upper``, ``nczarr-v1``, ``zarr``,
+        ``zarr-v3``)."""
         return self.reader.flavor
 
     def live_reader(self) -> DatasetReader:
@@ -247,7 +248,7 @@ def _absolute(url: str) -> str:
     return os.path.abspath(path) + hash_ + fragment
 
 
-def open(url: str | os.PathLike[str], *, max_bytes: int | None = None,  # noqa: A001
+def open(url: str | os.PathLike[str], *, max_bytes: int | None = None,  # shadows open() on purpose: the package API
          storage_options: Mapping[str, Any] | None = None) -> LazyDataset:
     """Open the store a path or netcdf-c URL names (directory, zip, S3, http(s), gs, az; every flavor) for lazy reading.
 

@@ -216,7 +216,8 @@ class NCZarrDataStore(AbstractDataStore):
         encoding.update(_filters(var))
         # netCDF4-python on an NCZarr store reports a scalar as chunked with chunk shape ()
         chunks = var.chunks or ()
-        encoding.update(contiguous=False, chunksizes=chunks, preferred_chunks=dict(zip(var.dimensions, chunks)))
+        encoding.update(contiguous=False, chunksizes=chunks,
+                        preferred_chunks=dict(zip(var.dimensions, chunks, strict=False)))
         encoding["source"] = self.shared.dataset.url
         encoding["original_shape"] = var.shape
         return xr.Variable(var.dimensions, data, attrs, encoding)

@@ -121,7 +121,7 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
                 findings.extend(r.function(ctx))
             except StoreUnavailableError:
                 raise  # a store that did not answer is no finding about the dataset: see check()
-            except Exception as exc:  # noqa: BLE001  (a rule's exception is a finding, never a crash)
+            except Exception as exc:  # a rule's exception is a finding, never a crash
                 findings.append(get("NCZ-CHECK-CRASH").finding(None, f"{rule_id} raised {type(exc).__name__}: {exc}"))
         if expect and ctx.flavor == "unknown":
             findings.extend(expected_flavor(ctx))

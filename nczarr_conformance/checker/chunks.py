@@ -67,13 +67,13 @@ def _valid_chunks(ctx: CheckContext) -> Iterator[tuple[str, object, str, tuple[i
         parsed = parse_array(ctx, rec)
         if rec.zarray is None or parsed.shape is None or parsed.chunks is None or parsed.separator is None:
             continue
-        grid = tuple(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks))
+        grid = tuple(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks, strict=True))
         for key in chunk_objects(ctx, akey):
             rel = key[len(akey.rstrip("/")) + 1:]
             if not looks_like_chunk(rel):
                 continue  # reported by NCZ-STORE-STRAY
             index = chunk_index(rel, parsed.separator, len(parsed.shape))
-            if index is not None and any(i >= g for i, g in zip(index, grid)):
+            if index is not None and any(i >= g for i, g in zip(index, grid, strict=True)):
                 index = None
             yield akey, parsed, key, index, grid
 
@@ -218,7 +218,7 @@ def chunk_missing(ctx: CheckContext) -> Iterator[Finding]:
         parsed = parse_array(ctx, rec)
         if parsed.shape is None or parsed.chunks is None:
             continue
-        total = math.prod(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks))
+        total = math.prod(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks, strict=True))
         missing = total - present.get(akey, 0)
         if missing > 0:
             yield get("NCZ-CHUNK-MISSING").finding(keys.join(akey, ".zarray"),

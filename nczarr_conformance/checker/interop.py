@@ -134,10 +134,11 @@ def c410_bigendian(ctx: CheckContext) -> Iterator[Finding]:
             continue
         if parsed.storage.numpy.byteorder != ">":
             continue
-        total = math.prod(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks))
+        total = math.prod(math.ceil(s / c) for s, c in zip(parsed.shape, parsed.chunks, strict=True))
         if len(chunk_objects(ctx, akey)) < total:
             yield get("NCZ-INTEROP-C410-BIGENDIAN").finding(
-                keys.join(akey, ".zarray"), "netcdf-c 4.10.1 reads wrong values: big-endian array with unwritten chunks")
+                keys.join(akey, ".zarray"),
+                "netcdf-c 4.10.1 reads wrong values: big-endian array with unwritten chunks")
 
 
 # dtypes netcdf-c 4.10.1 has no type for: opening the dataset fails (NC_ENCZARR), whatever the flavor
@@ -232,7 +233,7 @@ def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("NCZ-INTEROP-ZARR-I1", Severity.WARNING, source="zarr-python 3.1; tests/check/test_interop.py")
 def zarr_i1(ctx: CheckContext) -> Iterator[Finding]:
-    """zarr-python 3.1 rejects one-byte dtypes with a byte order (<i1, >i1, <u1, >u1) that netcdf-c writes; |i1 works."""
+    """zarr-python 3.1 rejects one-byte dtypes with a byte order (<i1, >i1, <u1, >u1) that netcdf-c writes; |i1 works."""  # noqa: E501  (one line: --list-rules prints the first)
     for akey in sorted(ctx.arrays):
         if _dtype(ctx, akey) in ("<i1", ">i1", "<u1", ">u1"):
             yield get("NCZ-INTEROP-ZARR-I1").finding(keys.join(akey, ".zarray"),
@@ -242,7 +243,7 @@ def zarr_i1(ctx: CheckContext) -> Iterator[Finding]:
 @rule("NCZ-INTEROP-SHUFFLE0", Severity.WARNING,
        source="numcodecs Shuffle, zarr-python, xarray; tests/check/test_interop.py")
 def shuffle0(ctx: CheckContext) -> Iterator[Finding]:
-    """A shuffle filter with elementsize 0 (netcdf-c's) is a no-op in numcodecs: zarr-python and xarray read wrong values."""
+    """A shuffle filter with elementsize 0 (netcdf-c's) is a no-op in numcodecs: zarr-python and xarray read wrong values."""  # noqa: E501  (one line: --list-rules prints the first)
     for akey, rec in sorted(ctx.arrays.items()):
         for f in (rec.zarray or {}).get("filters") or []:
             if isinstance(f, dict) and f.get("id") == "shuffle" and not f.get("elementsize"):
@@ -258,5 +259,5 @@ def xarray_nodims(ctx: CheckContext) -> Iterator[Finding]:
     """xarray's open_zarr needs _ARRAY_DIMENSIONS on every array of a group it opens."""
     for akey, rec in sorted(ctx.arrays.items()):
         if rec.zarray is not None and "_ARRAY_DIMENSIONS" not in rec.zattrs:
-            yield get("NCZ-INTEROP-XARRAY-NODIMS").finding(keys.join(akey, ".zattrs"),
-                                                           "xarray cannot open this array's group: no _ARRAY_DIMENSIONS")
+            yield get("NCZ-INTEROP-XARRAY-NODIMS").finding(
+                keys.join(akey, ".zattrs"), "xarray cannot open this array's group: no _ARRAY_DIMENSIONS")

@@ -44,7 +44,8 @@ def key_clash(ctx: CheckContext) -> Iterator[Finding]:
                  "disagree on which one they see")
 
 
-@rule("NCZ-STORE-LEFTOVER", Severity.WARNING, source="nczarr-conformance writers (README: what a failure leaves behind)")
+@rule("NCZ-STORE-LEFTOVER", Severity.WARNING,
+      source="nczarr-conformance writers (README: what a failure leaves behind)")
 def leftovers(ctx: CheckContext) -> Iterator[Finding]:
     """No temporary output of a writer that died (SIGKILL, power loss) lies beside or inside the store."""
     from nczarr_conformance.safety import S3_MARKER, find_leftovers
@@ -254,8 +255,8 @@ def group_meta(ctx: CheckContext) -> Iterator[Finding]:
                 alt = {"arrays": "vars"}.get(member, member)
                 value = rec.nczarr.get(member, rec.nczarr.get(alt, []))
                 if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                    yield get("NCZ-GROUP-META").finding(keys.join(gkey, ".zattrs"),
-                                                        f"_nczarr_group {member} is {value!r}; a list of names expected")
+                    yield get("NCZ-GROUP-META").finding(
+                        keys.join(gkey, ".zattrs"), f"_nczarr_group {member} is {value!r}; a list of names expected")
 
 
 @rule("NCZ-DIM-DEF", Severity.ERROR, source="nczarr.md")
@@ -279,8 +280,8 @@ def group_ghost(ctx: CheckContext) -> Iterator[Finding]:
     """Every array and group a _nczarr_group lists exists: the lists replace searching."""
     for gkey, kind, name in ctx.ghosts:
         obj = ".zarray" if kind == "array" else ".zgroup"
-        yield get("NCZ-GROUP-GHOST").finding(keys.join(gkey, ".zattrs"),
-                                             f"{kind} {name!r} is listed but {keys.join(gkey, name, obj)} does not exist")
+        yield get("NCZ-GROUP-GHOST").finding(
+            keys.join(gkey, ".zattrs"), f"{kind} {name!r} is listed but {keys.join(gkey, name, obj)} does not exist")
 
 
 @rule("NCZ-GROUP-UNLISTED", Severity.ERROR, source="nczarr.md; netcdf-c reads only listed nodes")
@@ -301,8 +302,9 @@ def group_unlisted(ctx: CheckContext) -> Iterator[Finding]:
         listed = parent.listed_arrays if name == ".zarray" else parent.listed_groups
         if keys.basename(node) not in listed:
             kind = "array" if name == ".zarray" else "group"
-            yield get("NCZ-GROUP-UNLISTED").finding(key, f"{kind} {node} exists but is not listed in "
-                                                    f"{keys.join(keys.parent(node), '.zattrs')}; NCZarr readers ignore it")
+            yield get("NCZ-GROUP-UNLISTED").finding(
+                key, f"{kind} {node} exists but is not listed in "
+                     f"{keys.join(keys.parent(node), '.zattrs')}; NCZarr readers ignore it")
 
 
 @rule("NCZ-STORE-STRAY", Severity.INFO, source='Zarr v2 spec "Storage"')

@@ -29,7 +29,7 @@ def _arrays(ctx: CheckContext) -> Iterator[tuple[str, ArrayRecord, dict[str, Any
 
 @rule("NCZ-ARRAY-MEMBERS", Severity.ERROR, source='Zarr v2 spec "Arrays"')
 def array_members(ctx: CheckContext) -> Iterator[Finding]:
-    """A .zarray has every member Zarr v2 requires: zarr_format, shape, chunks, dtype, compressor, fill_value, order, filters."""
+    """A .zarray has every member Zarr v2 requires: zarr_format, shape, chunks, dtype, compressor, fill_value, order, filters."""  # noqa: E501  (one line: --list-rules prints the first)
     for akey, _, z in _arrays(ctx):
         missing = [m for m in REQUIRED if m not in z]
         if missing:
@@ -57,7 +57,7 @@ def array_ndim(ctx: CheckContext) -> Iterator[Finding]:
     """An array has at most 64 dimensions: numpy-based readers (zarr-python, xarray, ours) cannot hold more."""
     from nczarr_conformance.nczarr.reader import MAX_NDIM
 
-    for akey, rec, z in _arrays(ctx):
+    for akey, _, z in _arrays(ctx):
         shape = z.get("shape")
         if isinstance(shape, list) and len(shape) > MAX_NDIM:
             yield get("NCZ-ARRAY-NDIM").finding(_zkey(akey), f"{len(shape)} dimensions; more than {MAX_NDIM}")
@@ -147,7 +147,7 @@ def array_codec(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("NCZ-ARRAY-HUGE", Severity.WARNING, source="nczarr-check: a guard before anyone allocates")
 def array_huge(ctx: CheckContext) -> Iterator[Finding]:
-    """The declared shape is plausible: more than 1 TiB, or a chunk over 2 GiB, is reported before anyone allocates it."""
+    """The declared shape is plausible: more than 1 TiB, or a chunk over 2 GiB, is reported before anyone allocates it."""  # noqa: E501  (one line: --list-rules prints the first)
     for akey, rec, _ in _arrays(ctx):
         parsed = parse_array(ctx, rec)
         if parsed.shape is None or parsed.storage is None:
@@ -156,7 +156,8 @@ def array_huge(ctx: CheckContext) -> Iterator[Finding]:
         if total > HUGE_BYTES:
             yield get("NCZ-ARRAY-HUGE").finding(_zkey(akey), f"shape {list(parsed.shape)} declares {total} bytes")
         if parsed.chunks is not None and math.prod(parsed.chunks) * parsed.storage.numpy.itemsize > 2**31:
-            yield get("NCZ-ARRAY-HUGE").finding(_zkey(akey), f"chunks {list(parsed.chunks)} declare more than 2 GiB each")
+            yield get("NCZ-ARRAY-HUGE").finding(_zkey(akey),
+                                                f"chunks {list(parsed.chunks)} declare more than 2 GiB each")
 
 
 @rule("NCZ-ARRAY-META", Severity.ERROR, source="nczarr.md")
@@ -167,7 +168,8 @@ def array_meta(ctx: CheckContext) -> Iterator[Finding]:
     for akey, rec, _ in _arrays(ctx):
         info = rec.nczarr
         if info is None:
-            yield get("NCZ-ARRAY-META").finding(keys.join(akey, ".zattrs"), "NCZarr array metadata (_nczarr_array) missing")
+            yield get("NCZ-ARRAY-META").finding(keys.join(akey, ".zattrs"),
+                                                "NCZarr array metadata (_nczarr_array) missing")
             continue
         refs = info.get("dimension_references", info.get("dimrefs", info.get("dimensions")))
         scalar = bool(info.get("scalar")) or info.get("storage") == "scalar"
@@ -214,7 +216,7 @@ def dim_size(ctx: CheckContext) -> Iterator[Finding]:
         if len(refs) != len(shape):
             yield get("NCZ-DIM-SIZE").finding(_zkey(akey), f"{len(refs)} dimension references for shape {list(shape)}")
             continue
-        for ref, extent in zip(refs, shape):
+        for ref, extent in zip(refs, shape, strict=True):
             dim = ctx.dimension(ref)
             if dim is None:
                 continue
@@ -306,7 +308,7 @@ def xarray_dimsize(ctx: CheckContext) -> Iterator[Finding]:
         if shape is None or not isinstance(names, list) or len(names) != len(shape):
             continue
         group = keys.parent(akey)
-        for name, extent in zip(names, shape):
+        for name, extent in zip(names, shape, strict=True):
             if not isinstance(name, str):
                 continue
             first = seen.setdefault((group, name), (extent, akey))

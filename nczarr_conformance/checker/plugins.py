@@ -50,7 +50,7 @@ def load(ep: EntryPoint, source: str) -> Any:
         return ep.load()
     except (DuplicateIdError, UsageError):
         raise
-    except Exception as exc:  # noqa: BLE001  (an ImportError, or whatever the plugin's import raised)
+    except Exception as exc:  # an ImportError, or whatever the plugin's import raised
         raise UsageError(f"{source}: cannot load: {_one_line(exc)}") from None
 
 
@@ -67,7 +67,7 @@ def _register_rules(target: Any, source: str) -> None:
         target()
     except (DuplicateIdError, UsageError):
         raise
-    except Exception as exc:  # noqa: BLE001  (whatever the plugin raised: one line, exit 2)
+    except Exception as exc:  # whatever the plugin raised: one line, exit 2
         raise UsageError(f"{source}: registering its rules failed: {_one_line(exc)}") from None
 
 

@@ -49,6 +49,7 @@ def fill_rounded(ctx: CheckContext) -> Iterator[Finding]:
         exact = DEFAULT_FILL[storage.nctype]
         assert isinstance(exact, float)
         held = np.array(fill).astype(storage.numpy)
-        if held == np.array(float(f"{exact:g}")).astype(storage.numpy) and held != np.array(exact).astype(storage.numpy):
+        rounded = np.array(float(f"{exact:g}")).astype(storage.numpy)
+        if held == rounded and held != np.array(exact).astype(storage.numpy):
             yield get("NCZ-FILL-ROUNDED").finding(keys.join(akey, ".zarray"),
                                                   f"fill_value {fill!r} is the default fill {exact!r} rounded")

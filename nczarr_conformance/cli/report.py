@@ -210,7 +210,8 @@ def _report(args: argparse.Namespace, peer_ids: list[str]) -> int:
             Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
             Path(args.junit).write_text(junit_xml(matrix, results, known), encoding="utf-8")
             print(args.junit)
-        bad = own_deviations(matrix, results, complete=complete)  # while the stores exist: some evidence reads them again
+        # while the stores exist: some evidence reads them again
+        bad = own_deviations(matrix, results, complete=complete)
     finally:
         if args.keep:
             print(f"stores kept in {workdir}", file=sys.stderr)
@@ -220,8 +221,8 @@ def _report(args: argparse.Namespace, peer_ids: list[str]) -> int:
     for line in summary.findings[:MAX_FINDINGS]:
         print(f"nczarr-conformance: {line}", file=sys.stderr)
     if len(summary.findings) > MAX_FINDINGS:
-        print(f"nczarr-conformance: … and {len(summary.findings) - MAX_FINDINGS} more findings (see {args.out}/interop.html)",
-              file=sys.stderr)
+        print(f"nczarr-conformance: … and {len(summary.findings) - MAX_FINDINGS} more findings "
+              f"(see {args.out}/interop.html)", file=sys.stderr)
     print(f"nczarr-conformance: summary: {summary.line()}", file=sys.stderr)
     print(f"nczarr-conformance: rules: {summary.rules_line()}", file=sys.stderr)
     for line in bad:

@@ -128,7 +128,8 @@ def _attrs(**attrs: Attribute) -> Callable[[], Dataset]:
 def typed_attrs() -> Dataset:
     return Dataset(Group(attributes={
         "s1": Attribute("short", np.array([-3])), "ub": Attribute("ubyte", np.array([255, 0])),
-        "i64": Attribute("int64", np.array([-(2**63), 2**63 - 1])), "u64": Attribute("uint64", np.array([2**64 - 1], "u8")),
+        "i64": Attribute("int64", np.array([-(2**63), 2**63 - 1])),
+        "u64": Attribute("uint64", np.array([2**64 - 1], "u8")),
         "b": Attribute("byte", np.array([-128]))}))
 
 
@@ -162,8 +163,8 @@ CASES: list[Case] = [
          _attrs(pi=Attribute("double", np.array([3.141592653589793, 1e-300])),
                 f=Attribute("float", np.array([0.1, 1.0000001], "f4")))),
     Case("typed-attrs", "integer attributes of several types at their extremes", typed_attrs, requires=_needs("int64")),
-    Case("string-attr", "a string attribute with two values", _attrs(sa=Attribute("string", np.array(["a", "bb"], dtype=object))),
-         requires=_needs("strings")),
+    Case("string-attr", "a string attribute with two values",
+         _attrs(sa=Attribute("string", np.array(["a", "bb"], dtype=object))), requires=_needs("strings")),
     Case("slash-separator", "chunk keys with the '/' dimension separator", chunk_layout, {"separator": "/"},
          requires=_needs("separator")),
     Case("f-order", "chunks stored in Fortran order", chunk_layout, {"order": "F"}, requires=_needs("order")),

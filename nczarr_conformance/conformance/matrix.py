@@ -106,7 +106,7 @@ class _Inline:
         future: Future[T] = Future()
         try:
             future.set_result(fn(*args))
-        except BaseException as exc:  # noqa: BLE001  (handed to whoever asks for the result, as a pool does)
+        except BaseException as exc:  # handed to whoever asks for the result, as a pool does
             future.set_exception(exc)
         return future
 
@@ -135,7 +135,7 @@ def _write_one(case: Case, writer: Peer, reason: str | None, workdir: Path) -> _
         return _Written("ok", url=writer.write(case.model(), target, dict(case.options)))
     except CannotExpress as exc:
         return _Written("skipped", str(exc))
-    except Exception as exc:  # noqa: BLE001  (a writer that fails fails every cell of its row)
+    except Exception as exc:  # a writer that fails fails every cell of its row
         detail = str(getattr(exc, "detail", "")).replace(str(workdir), "<work>")
         return _Written("fails", "writer failed: " + _one_line(exc, workdir), detail=detail)
 
@@ -222,14 +222,14 @@ def _read_cell(case: Case, intended: Dataset, writer: Peer, reader: Peer, url: s
     started = time.perf_counter()
     try:
         seen, detail = reader.read_detailed(url)
-    except Exception as exc:  # noqa: BLE001  (the peer raised or exited non-zero: that is the finding)
+    except Exception as exc:  # the peer raised or exited non-zero: that is the finding
         detail = str(getattr(exc, "detail", "")).replace(str(workdir), "<work>")
         return Cell(case.id, writer.id, reader.id, "fails", [], _one_line(exc, workdir), detail,
                     time.perf_counter() - started), None
     differences = compare(intended, seen, view_params(writer, reader))
     if len(differences) > MAX_DIFFERENCES:
         # the first ones name the problem; the rest may be a peer's uninitialised memory (not reproducible)
-        differences = differences[:MAX_DIFFERENCES] + [f"… and {len(differences) - MAX_DIFFERENCES} more differences"]
+        differences = [*differences[:MAX_DIFFERENCES], f"… and {len(differences) - MAX_DIFFERENCES} more differences"]
     extra = seen.root.attributes.get("__gdal_errors__")
     message = extra.value.replace(str(workdir), "<work>") if extra is not None else ""
     return Cell(case.id, writer.id, reader.id, "deviates" if differences else "pass", differences, message,

@@ -141,7 +141,8 @@ def rules_md(doc: dict[str, Any]) -> str:
               "evidence), n/a not applicable, – skipped."), "",
              "| rule | " + " | ".join(impls) + " |", "|---|" + "---|" * len(impls)]
     for rule in doc["rules"]:
-        lines.append(f"| {rule['id']} | " + " | ".join(SYMBOLS[by_key[(rule['id'], i)]['status']] for i in impls) + " |")
+        symbols = " | ".join(SYMBOLS[by_key[(rule['id'], i)]['status']] for i in impls)
+        lines.append(f"| {rule['id']} | {symbols} |")
     lines += ["", "## Rules and evidence", ""]
     for rule in doc["rules"]:
         lines += [f"### {rule['id']}: {rule['statement']}", "", f"Source: {rule['source']}.", ""]
@@ -255,12 +256,15 @@ def interop_html(doc: dict[str, Any]) -> str:
              "run of that peer. Click a coloured cell for the exact canonical-model difference, each line worded "
              f"by its side (the writer was given the case's intended model). {html.escape(KNOWN_NOTE)}.</p>"),
             "<table><tr><th>implementation</th><th>version</th></tr>" +
-            "".join(f"<tr><th class=\"w\">{html.escape(i['id'])}</th><td>{html.escape(i['version'] or 'missing: ' + i.get('reason', ''))}</td></tr>"
+            "".join(f"<tr><th class=\"w\">{html.escape(i['id'])}</th>"
+                    f"<td>{html.escape(i['version'] or 'missing: ' + i.get('reason', ''))}</td></tr>"
                     for i in impls) + "</table>"]
     details: list[str] = []
     for case in doc["cases"]:
-        body.append(f"<h2 id=\"{_anchor(case['id'])}\">{html.escape(case['id'])}</h2><p>{html.escape(case['title'])}</p>")
-        rows = ["<table><tr><th>writer \\ reader</th>" + "".join(f"<th>{html.escape(r)}</th>" for r in readers) + "</tr>"]
+        body.append(f"<h2 id=\"{_anchor(case['id'])}\">{html.escape(case['id'])}</h2>"
+                    f"<p>{html.escape(case['title'])}</p>")
+        rows = ["<table><tr><th>writer \\ reader</th>" + "".join(f"<th>{html.escape(r)}</th>" for r in readers)
+                + "</tr>"]
         for w in _writers_of(doc, case["id"], writers):
             tds = []
             for r in readers:
@@ -292,15 +296,19 @@ def rules_html(doc: dict[str, Any]) -> str:
     by_key = {(r["rule"], r["implementation"]): r for r in doc["results"]}
     rows = ["<table><tr><th>rule</th>" + "".join(f"<th>{html.escape(i)}</th>" for i in impls) + "</tr>"]
     for rule in doc["rules"]:
-        tds = "".join(_cell_html(by_key[(rule["id"], i)]["status"], _anchor(rule["id"], i), by_key[(rule["id"], i)]["evidence"])
+        tds = "".join(_cell_html(by_key[(rule["id"], i)]["status"], _anchor(rule["id"], i),
+                                 by_key[(rule["id"], i)]["evidence"])
                       for i in impls)
-        rows.append(f'<tr><th class="w" title="{html.escape(rule["statement"])}">{html.escape(rule["id"])}</th>{tds}</tr>')
+        rows.append(f'<tr><th class="w" title="{html.escape(rule["statement"])}">'
+                    f'{html.escape(rule["id"])}</th>{tds}</tr>')
     details = []
     for rule in doc["rules"]:
-        details.append(f"<h3>{html.escape(rule['id'])}: {html.escape(rule['statement'])}</h3><p>{html.escape(rule['source'])}</p><ul>")
+        details.append(f"<h3>{html.escape(rule['id'])}: {html.escape(rule['statement'])}</h3>"
+                       f"<p>{html.escape(rule['source'])}</p><ul>")
         for i in impls:
             r = by_key[(rule["id"], i)]
-            details.append(f'<li id="{_anchor(rule["id"], i)}"><b>{html.escape(i)}</b> {r["status"]}: {html.escape(r["evidence"])}</li>')
+            details.append(f'<li id="{_anchor(rule["id"], i)}"><b>{html.escape(i)}</b> '
+                           f'{r["status"]}: {html.escape(r["evidence"])}</li>')
         details.append("</ul>")
     body = ["<h1>NCZarr spec rules × implementations</h1>", f"<p>Generated {html.escape(doc['generated'])}.</p>",
             _legend(("follows", "deviates", "not-applicable", "skipped")), "".join(rows) + "</table>",

@@ -122,7 +122,9 @@ def _d_write(case: str, check: Callable[[dict[str, Any], dict[str, Any]], str | 
             return "skipped", f"case {case}: nothing written"
         problem = check(zattrs, _types(ctx, case, peer.id))
         seen = {k: v for k, v in zattrs.items() if not k.startswith("_")}
-        return ("deviates", f"case {case}: {problem}") if problem else ("follows", f"case {case}: wrote {json.dumps(seen)}")
+        if problem:
+            return "deviates", f"case {case}: {problem}"
+        return "follows", f"case {case}: wrote {json.dumps(seen)}"
     return evaluate
 
 
@@ -138,7 +140,8 @@ def _check_write2(z: dict[str, Any], t: dict[str, Any]) -> str | None:
     pi, f = z.get("pi"), z.get("f")
     if pi != [3.141592653589793, 1e-300]:
         return f"double attribute [3.141592653589793, 1e-300] written as {pi!r}"
-    if not isinstance(f, list) or [float(np.float32(v)) for v in f] != [float(np.float32(0.1)), float(np.float32(1.0000001))]:
+    expected = [float(np.float32(0.1)), float(np.float32(1.0000001))]
+    if not isinstance(f, list) or [float(np.float32(v)) for v in f] != expected:
         return f"float attribute [0.1, 1.0000001] written as {f!r}"
     return None
 
@@ -216,7 +219,7 @@ def _d_read(rule_id: str) -> Evaluate:
         probes = READ_CASES[rule_id]
         try:
             attrs = peer.read(str(_read_store(ctx, rule_id))).root.attributes
-        except Exception as exc:  # noqa: BLE001  (a reader failing on the rule's store is the finding)
+        except Exception as exc:  # a reader failing on the rule's store is the finding
             what = "; ".join(f"{json.dumps(v)} typed {d}" for _, v, d, _, _ in probes)
             return "deviates", f"{what}: reading failed: {type(exc).__name__}: {exc}"
         seen = [_read_probe(attrs.get(name), value, dtype, nctype, expected)
@@ -346,10 +349,11 @@ def _z_infer(ctx: RuleContext, peer: Peer) -> tuple[str, str]:
     try:
         model = peer.read(str(ctx.built("Z.infer", make)))
         a, b = model.root.variables["a"], model.root.variables["b"]
-    except Exception as exc:  # noqa: BLE001  (a reader failing on the rule's store is the finding)
+    except Exception as exc:  # a reader failing on the rule's store is the finding
         return "deviates", f"pure-Zarr a(5,4), b(4): reading failed: {type(exc).__name__}: {exc}"
     ok = a.dimensions[1] == b.dimensions[0] and a.dimensions[0] != a.dimensions[1]
-    return ("follows" if ok else "deviates"), f"pure-Zarr a(5,4), b(4) read with dimensions {a.dimensions}, {b.dimensions}"
+    return (("follows" if ok else "deviates"),
+            f"pure-Zarr a(5,4), b(4) read with dimensions {a.dimensions}, {b.dimensions}")
 
 
 SPEC_RULES: list[SpecRule] = [
@@ -380,8 +384,8 @@ SPEC_RULES: list[SpecRule] = [
     SpecRule("X.dims", 'nczarr.md "XArray"',
              "_ARRAY_DIMENSIONS is written for root-group variables whose dimensions are all in the root group, "
              "and only for them", _x_dims),
-    SpecRule("Z.scalar", "nczarr.md \"The NCZarr Data Model\"", "a netCDF scalar is stored as a Zarr array of shape [1]",
-             _z_scalar),
+    SpecRule("Z.scalar", "nczarr.md \"The NCZarr Data Model\"",
+             "a netCDF scalar is stored as a Zarr array of shape [1]", _z_scalar),
     SpecRule("Z.fill", "Zarr v2 spec \"fill_value\"", "fill_value encodes the variable's fill exactly "
              "(the _FillValue, else the netCDF default fill)", _z_fill),
     SpecRule("Z.infer", "nczarr.md \"Translation\"", "a pure-Zarr array without _ARRAY_DIMENSIONS gets one shared "
@@ -437,7 +441,7 @@ def evaluate_rules(run: MatrixRun, rules: list[SpecRule] | None = None) -> list[
                 continue
             try:
                 status, evidence = rule.evaluate(ctx, peer)
-            except Exception as exc:  # noqa: BLE001  (a rule that cannot evaluate is reported, not raised)
+            except Exception as exc:  # a rule that cannot evaluate is reported, not raised
                 status, evidence = "deviates", f"evaluation failed: {type(exc).__name__}: {exc}"
             why = DOCUMENTED_DEVIATIONS.get((rule.id, peer.id))
             if why is not None and status == "deviates":

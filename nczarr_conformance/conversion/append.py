@@ -147,7 +147,7 @@ def check_coordinates(dim: str, files: list[tuple[str, np.ndarray]], *, stored: 
                              f"{a[-1].item()})")
     if stored is not None and stored.size:
         _check_after(dim, pieces, stored)
-        pieces = [(store, stored)] + pieces
+        pieces = [(store, stored), *pieces]
     _check_gaps(dim, pieces, store, allow_gaps)
     return order
 
@@ -332,8 +332,9 @@ def _check_unchanged(reader: DatasetReader, vkey: str, ncvar: Any) -> None:
     stored = reader.read_variable(vkey)
     incoming = nc4.read_values(ncvar)
     same = stored.shape == incoming.shape and (
-        stored.dtype == object and stored.tolist() == incoming.tolist() or
-        stored.dtype != object and np.asarray(stored).tobytes() == np.asarray(incoming).astype(stored.dtype).tobytes())
+        (stored.dtype == object and stored.tolist() == incoming.tolist())
+        or (stored.dtype != object
+            and np.asarray(stored).tobytes() == np.asarray(incoming).astype(stored.dtype).tobytes()))
     if not same:
         raise UsageError(f"{vkey}: does not use the appended dimension but its values differ in the new file")
 
@@ -349,7 +350,7 @@ def _check_values(reader: DatasetReader, vkey: str, axis: int, ncvar: Any) -> No
         return
     rows = max(1, STRING_SLAB // max(1, math.prod(shape[1:])))
     for start in range(0, shape[0], rows):
-        region = (slice(start, min(start + rows, shape[0])),) + tuple(slice(0, n) for n in shape[1:])
+        region = (slice(start, min(start + rows, shape[0])), *(slice(0, n) for n in shape[1:]))
         _to_storage(nc4.read_values(ncvar, region), "string", info.storage.numpy, vkey)
 
 
@@ -364,7 +365,7 @@ def _affected_chunks(reader: DatasetReader, vkey: str, axis: int, old_len: int,
     info = reader.arrays[vkey]
     shape = list(info.zshape)
     shape[axis] = old_len + n_new
-    grid = [math.ceil(s / c) if s else 0 for s, c in zip(shape, info.chunks)]
+    grid = [math.ceil(s / c) if s else 0 for s, c in zip(shape, info.chunks, strict=True)]
     first = old_len // info.chunks[axis]
     ranges = [range(first, g) if i == axis else range(g) for i, g in enumerate(grid)]
     return [(info.chunk_key(index), index) for index in itertools.product(*ranges)]
@@ -378,17 +379,17 @@ def _merged_chunk(reader: DatasetReader, vkey: str, axis: int, index: tuple[int,
     total = old_len + n_new
     shape = list(info.zshape)
     shape[axis] = total
-    lo = [i * c for i, c in zip(index, info.chunks)]
-    hi = [min(l + c, s) for l, c, s in zip(lo, info.chunks, shape)]
+    lo = [i * c for i, c in zip(index, info.chunks, strict=True)]
+    hi = [min(start + c, s) for start, c, s in zip(lo, info.chunks, shape, strict=True)]
     start_new = max(lo[axis], old_len)
     if start_new >= hi[axis]:
         return chunk
-    src_region = tuple(slice(start_new - old_len, hi[axis] - old_len) if i == axis else slice(l, h)
-                       for i, (l, h) in enumerate(zip(lo, hi)))
+    src_region = tuple(slice(start_new - old_len, hi[axis] - old_len) if i == axis else slice(start, stop)
+                       for i, (start, stop) in enumerate(zip(lo, hi, strict=True)))
     values = nc4.read_values(ncvar, src_region)
     block = _to_storage(values, info.storage.nctype, info.storage.numpy, vkey)
-    dst = tuple(slice(start_new - lo[axis], hi[axis] - lo[axis]) if i == axis else slice(0, h - l)
-                for i, (l, h) in enumerate(zip(lo, hi)))
+    dst = tuple(slice(start_new - lo[axis], hi[axis] - lo[axis]) if i == axis else slice(0, stop - start)
+                for i, (start, stop) in enumerate(zip(lo, hi, strict=True)))
     if info.order == "F":
         chunk = np.asfortranarray(chunk)
     chunk[dst] = block

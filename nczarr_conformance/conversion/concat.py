@@ -293,8 +293,8 @@ class Task:
             index = [int(i) for i in name.split(".")]
         except ValueError:
             return False
-        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
-        if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid)):
+        grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks, strict=True)]
+        if len(index) != len(grid) or not all(0 <= i < g for i, g in zip(index, grid, strict=True)):
             return False
         axis = self.along.get(plan.key)
         return self.whole if axis is None else index[axis] in rows[plan.key]
@@ -315,9 +315,9 @@ def _owned_rows(offset: int, length: int, total: int, c: int) -> set[int]:
     return {k for k in range(first, last + 1) if offset <= k * c and min((k + 1) * c, total) <= offset + length}
 
 
-def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: dict[str, ArrayPlan], along: dict[str, int],
-               part: PartSpec, *, flavor: str, xarray: bool, direct: bool, base: StoreSpec | None = None,
-               old_len: int = 0) -> list[Task]:
+def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: dict[str, ArrayPlan],
+               along: dict[str, int], part: PartSpec, *, flavor: str, xarray: bool, direct: bool,
+               base: StoreSpec | None = None, old_len: int = 0) -> list[Task]:
     """One task per file, plus one per chunk row that straddles files (or the store appended to and a file)."""
     tasks: list[Task] = []
     straddle: dict[tuple[str, int], list[Source]] = {}
@@ -466,7 +466,7 @@ def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: A
             def select(index: tuple[int, ...], axis: int = axis, shift: int = shift,
                        owned: set[int] = owned) -> tuple[int, ...] | None:
                 k = index[axis] + shift
-                return index[:axis] + (k,) + index[axis + 1:] if k in owned else None
+                return (*index[:axis], k, *index[axis + 1:]) if k in owned else None
 
             writer._write_chunks(replace(plan, zshape=tuple(zshape)), select)
     finally:
@@ -484,7 +484,7 @@ def _assemble(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
     pipeline = Pipeline(plan.compressor, plan.filters, plan.storage.itemsize)
     fill_chunk = np.full(plan.chunks, plan.fill_storage, dtype=plan.storage)
     skip_fill = plan.storage.byteorder != ">" and not plan.var.no_fill
-    grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks)]
+    grid = [math.ceil(s / c) for s, c in zip(plan.zshape, plan.chunks, strict=True)]
     ranges = [range(k, k + 1) if i == axis else range(g) for i, g in enumerate(grid)]
     reader = None
     if base is not None and any(src.path == "" for src in sources):
@@ -519,7 +519,7 @@ def _assemble_rows(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
             _, variables, _ = nc_of(src.path)
             region = tuple(slice(src.start, src.stop) if i == axis else
                            slice(j * c, min((j + 1) * c, s))
-                           for i, (j, c, s) in enumerate(zip(index, plan.chunks, plan.zshape)))
+                           for i, (j, c, s) in enumerate(zip(index, plan.chunks, plan.zshape, strict=True)))
             block = _to_storage(nc4.read_values(variables[plan.key], region), plan.var.type, plan.storage, plan.key)
             dst = tuple(slice(src.at, src.at + src.stop - src.start) if i == axis else slice(0, r.stop - r.start)
                         for i, r in enumerate(region))
@@ -642,7 +642,6 @@ class S3Target(Target):
 
         self.store = S3Store.from_spec(spec, "a" if append else "w", overwrite)
         self.store._begin()  # the marker first (and an overwrite's old metadata gone) before any worker PUT
-        bucket, _, prefix = spec.path.partition("/")
         self.part = PartSpec("s3", f"{self.store.bucket}/{self.store.prefix}", endpoint=_s3_endpoint(spec),
                              profile=spec.params.get("aws.profile") or spec.params.get("awsprofile"),
                              region=spec.params.get("aws.region"))
@@ -748,14 +747,15 @@ def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool, *, cons
         with nc4.LOCK:
             dataset = Dataset(_header(nc, "/", variables))
         writer = DatasetWriter(dataset, MemoryStore(), flavor=flavor, xarray=xarray, consolidate=consolidate,
-                               char_as=char_as, source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
+                               char_as=char_as,
+                               source=lambda akey, var, region: nc4.read_values(variables[akey], region or None))
         writer.validate()
         writer.plan()
     finally:
         with nc4.LOCK:
             nc.close()
     dataset.find_dimension(first.dim).size = total
-    for vkey, plan in writer.plans.items():
+    for plan in writer.plans.values():
         if first.dim in plan.var.dimensions:
             axis = plan.var.dimensions.index(first.dim)
             shape = list(plan.zshape)
@@ -874,7 +874,7 @@ def _drain(client: Any, ours: set[Any], timeout: float = DRAIN_SECONDS) -> None:
     while time.monotonic() < deadline:
         try:
             running = client.call_stack()  # {worker: {key: stack}} of every task running now
-        except Exception:  # noqa: BLE001 - a client going away runs nothing of ours any more
+        except Exception:  # a client going away runs nothing of ours any more
             return
         if not any(key in ours for stacks in running.values() for key in stacks):
             return
@@ -935,10 +935,10 @@ class _Base:
                 if info.order != "C" or info.separator != ".":
                     raise UsageError(f"{vkey}: order {info.order}, chunk keys with {info.separator!r}: append the "
                                      "files one at a time")
-            elif vkey in first.fingerprints:
-                if _fingerprint(self.reader.read_variable(vkey)) != first.fingerprints[vkey]:
-                    raise UsageError(f"{first.path}: {vkey} does not use {self.dim} but its values differ from the "
-                                     "store's")
+            elif (vkey in first.fingerprints
+                  and _fingerprint(self.reader.read_variable(vkey)) != first.fingerprints[vkey]):
+                raise UsageError(f"{first.path}: {vkey} does not use {self.dim} but its values differ from the "
+                                 "store's")
 
     def coordinate(self) -> np.ndarray | None:
         """The store's coordinate values along its dimension (None when it has no coordinate variable)."""

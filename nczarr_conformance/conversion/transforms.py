@@ -352,7 +352,7 @@ def _check_names(t: Transforms, dataset: Dataset, where: str) -> None:
         if vc.lengths is not None and len(vc.lengths) != len(var.shape):
             raise UsageError(f"{where}: -c {vc.spec}: {fqn} has {len(var.shape)} dimensions, "
                              f"not {len(vc.lengths)}")
-        for length, ref, size in zip(vc.lengths or (), var.dimensions, var.shape):
+        for length, ref, size in zip(vc.lengths or (), var.dimensions, var.shape, strict=False):
             if not dims[ref].unlimited and 0 < size < length:
                 raise UsageError(f"{where}: -c {vc.spec}: chunk length {length} exceeds dimension {ref} ({size})")
     for fqn, dc in t.dim_chunks.items():

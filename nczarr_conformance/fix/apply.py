@@ -35,6 +35,7 @@ renamed, a sibling prefix on S3).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -333,10 +334,8 @@ class ZipSession(Session):
         self.writer.commit()
         self.done = True
         self.zip.close()
-        try:
+        with contextlib.suppress(OSError):
             os.chmod(self.real, self.mode)  # the zip keeps its permissions (the writer gives the umask's)
-        except OSError:
-            pass
 
     def abort(self) -> None:
         self.writer.abort()

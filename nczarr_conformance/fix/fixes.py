@@ -34,7 +34,7 @@ def _itemsize(dtype: Any) -> int | None:
 
 @fix("NCZ-FIX-SHUFFLE-ELEMENTSIZE", readers=("zarr-python", "xarray", "gdal"), cures=("NCZ-INTEROP-SHUFFLE0",))
 def shuffle_elementsize(ctx: FixContext) -> Iterator[Change]:
-    """A shuffle filter with elementsize 0 (netcdf-c's) gets the array's element size: numcodecs reads 0 as "no shuffle". Metadata only."""
+    """A shuffle filter with elementsize 0 (netcdf-c's) gets the array's element size: numcodecs reads 0 as "no shuffle". Metadata only."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-SHUFFLE-ELEMENTSIZE"]
     for node in ctx.arrays():
         doc = ctx.zarray(node)
@@ -43,14 +43,15 @@ def shuffle_elementsize(ctx: FixContext) -> Iterator[Change]:
         if not isinstance(filters, list) or size is None:
             continue
         for cfg in filters:
-            if isinstance(cfg, dict) and cfg.get("id") == "shuffle" and str(cfg.get("elementsize", 0)).strip() in ("0", ""):
+            if (isinstance(cfg, dict) and cfg.get("id") == "shuffle"
+                    and str(cfg.get("elementsize", 0)).strip() in ("0", "")):
                 cfg["elementsize"] = size
                 yield me.change(keys.join(node, ".zarray"), f"shuffle elementsize 0 → {size} (the element size)")
 
 
 @fix("NCZ-FIX-BYTE-DTYPE", readers=("zarr-python", "xarray"), cures=("NCZ-INTEROP-ZARR-I1",))
 def byte_dtype(ctx: FixContext) -> Iterator[Change]:
-    """A one-byte integer dtype with a byte order (netcdf-c's <i1, <u1) is spelled |i1, |u1: zarr-python 3 rejects the ordered form. Metadata only."""
+    """A one-byte integer dtype with a byte order (netcdf-c's <i1, <u1) is spelled |i1, |u1: zarr-python 3 rejects the ordered form. Metadata only."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-BYTE-DTYPE"]
     for node in ctx.arrays():
         doc = ctx.zarray(node)
@@ -95,7 +96,7 @@ def _same(a: Any, b: Any) -> bool:
 @fix("NCZ-FIX-FILL-EXACT", readers=("zarr-python", "xarray", "gdal", "tensorstore"),
      cures=("NCZ-FILL-ATTR", "NCZ-FILL-ROUNDED"))
 def fill_exact(ctx: FixContext) -> Iterator[Change]:
-    """A fill_value that is not the variable's fill gets it exactly: from the _FillValue attribute, else the netCDF default (netcdf-c 4.10.1 writes %g: 9.96921e+36). Metadata only."""
+    """A fill_value that is not the variable's fill gets it exactly: from the _FillValue attribute, else the netCDF default (netcdf-c 4.10.1 writes %g: 9.96921e+36). Metadata only."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-FILL-EXACT"]
     for node in ctx.arrays():
         doc = ctx.zarray(node)
@@ -125,7 +126,7 @@ def fill_exact(ctx: FixContext) -> Iterator[Change]:
 
 @fix("NCZ-FIX-STRING-FILL", readers=("tensorstore",), cures=("NCZ-INTEROP-TS-STRINGFILL",))
 def string_fill(ctx: FixContext) -> Iterator[Change]:
-    """A char or string array's fill_value "" (netcdf-c's) becomes null: TensorStore wants base64 bytes there, and netcdf-c reads null as the same empty fill. Metadata only."""
+    """A char or string array's fill_value "" (netcdf-c's) becomes null: TensorStore wants base64 bytes there, and netcdf-c reads null as the same empty fill. Metadata only."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-STRING-FILL"]
     for node in ctx.arrays():
         doc = ctx.zarray(node)
@@ -137,7 +138,7 @@ def string_fill(ctx: FixContext) -> Iterator[Change]:
 
 @fix("NCZ-FIX-NO-FILTERS", readers=("tensorstore",), cures=("NCZ-INTEROP-TS-FILTERS",), rewrites_chunks=True)
 def no_filters(ctx: FixContext) -> Iterator[Change]:
-    """An array with filters (netcdf-c's shuffle) is re-encoded with its compressor alone: TensorStore refuses every filter. Rewrites that array's chunks."""
+    """An array with filters (netcdf-c's shuffle) is re-encoded with its compressor alone: TensorStore refuses every filter. Rewrites that array's chunks."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-NO-FILTERS"]
     for node in ctx.arrays():
         doc = ctx.zarray(node)
@@ -151,12 +152,13 @@ def no_filters(ctx: FixContext) -> Iterator[Change]:
         ctx.recode[node] = doc
         names = ", ".join(str(f.get("id")) if isinstance(f, dict) else repr(f) for f in filters)
         doc["filters"] = None
-        yield me.change(keys.join(node, ".zarray"), f"filters [{names}] → null; chunks re-encoded with the compressor alone")
+        yield me.change(keys.join(node, ".zarray"),
+                        f"filters [{names}] → null; chunks re-encoded with the compressor alone")
 
 
 @fix("NCZ-FIX-CHAR-ATTR", readers=("zarr-python", "xarray", "gdal"), cures=("NCZ-INTEROP-C410-JSONCHAR",))
 def char_attr(ctx: FixContext) -> Iterator[Change]:
-    """A char attribute stored as JSON that is not a string (App. D case 3: 42, true, [1,2]) is stored as its text: Zarr readers then read text, and netcdf-c 4.10.1 reads all of it (not one character). Metadata only."""
+    """A char attribute stored as JSON that is not a string (App. D case 3: 42, true, [1,2]) is stored as its text: Zarr readers then read text, and netcdf-c 4.10.1 reads all of it (not one character). Metadata only."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-CHAR-ATTR"]
     for node in sorted({keys.parent(k) for k in ctx.docs if keys.basename(k) == ".zattrs"}):
         attrs = ctx.zattrs(node)
@@ -171,7 +173,7 @@ def char_attr(ctx: FixContext) -> Iterator[Change]:
 
 @fix("NCZ-FIX-ARRAY-DIMENSIONS", readers=("xarray", "gdal"), cures=("NCZ-INTEROP-XARRAY-NODIMS",))
 def array_dimensions(ctx: FixContext) -> Iterator[Change]:
-    """Every array gets _ARRAY_DIMENSIONS: its NCZarr dimension names (as netcdf-c 4.10.1 writes them), or in pure Zarr the _Anonymous_Dim_<size> names netcdf-c reads; xarray opens no group without them (it falls back only on 4.8-4.9.0's _NCZARR_ARRAY). Metadata only."""
+    """Every array gets _ARRAY_DIMENSIONS: its NCZarr dimension names (as netcdf-c 4.10.1 writes them), or in pure Zarr the _Anonymous_Dim_<size> names netcdf-c reads; xarray opens no group without them (it falls back only on 4.8-4.9.0's _NCZARR_ARRAY). Metadata only."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-ARRAY-DIMENSIONS"]
     if ctx.flavor == "nczarr-v1":
         return
@@ -240,7 +242,7 @@ def refused_entry(ctx: FixContext) -> str | None:
 
 @fix("NCZ-FIX-CONSOLIDATE", readers=("zarr-python", "xarray"), cures=("NCZ-CONSOLIDATED-MATCH",), always=True)
 def consolidate(ctx: FixContext) -> Iterator[Change]:
-    """/.zmetadata holds every metadata object as the other fixes leave it: a stale one is always replaced, a missing one written for zarr-python and xarray (one GET opens the dataset; xarray warns without it); none where zarr-python would then refuse the whole group (the writer's rule: a >S1 array, a text string fill, a NaN fill on integers), and a stale one there is removed. Runs last."""
+    """/.zmetadata holds every metadata object as the other fixes leave it: a stale one is always replaced, a missing one written for zarr-python and xarray (one GET opens the dataset; xarray warns without it); none where zarr-python would then refuse the whole group (the writer's rule: a >S1 array, a text string fill, a NaN fill on integers), and a stale one there is removed. Runs last."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-CONSOLIDATE"]
     if "/.zgroup" not in ctx.docs:
         return
@@ -255,8 +257,9 @@ def consolidate(ctx: FixContext) -> Iterator[Change]:
     if refused is not None:
         if old is not None:
             del ctx.docs["/.zmetadata"]
-            yield me.change("/.zmetadata", f"stale, and zarr-python would refuse the whole group through it ({refused}):"
-                                           " removed; without it zarr-python reads every other array, netcdf-c ignores it")
+            yield me.change("/.zmetadata",
+                            f"stale, and zarr-python would refuse the whole group through it ({refused}): removed; "
+                            "without it zarr-python reads every other array, netcdf-c ignores it")
         elif ctx.targets & set(me.readers):
             ctx.notes.append(f"{me.id} /.zmetadata: not written: zarr-python would refuse the whole group through it "
                              f"({refused}); without it, it reads every other array (the writer's rule)")

@@ -9,7 +9,8 @@ does not share the fix's assumptions.
 Bounded: the check reads a *probe*, a private temporary directory (beside a local store, never in
 it; for S3 and ``--out`` in the system's temporary directory) holding every metadata object and the
 first chunk of each array (at most :data:`SAMPLE_BYTES` stored bytes per chunk,
-:data:`TOTAL_SAMPLE_BYTES` in all), once as stored and once as edited (re-encoded chunks re-encoded). Each reader opens it and reads each array's first chunk region. The readers are the
+:data:`TOTAL_SAMPLE_BYTES` in all), once as stored and once as edited (re-encoded chunks
+re-encoded). Each reader opens it and reads each array's first chunk region. The readers are the
 ones at hand in Python: ours, zarr-python when the fix targets zarr-python or xarray (which reads
 through it), and netCDF4-python (netcdf-c 4.10, which must read every fixed store right). netcdf-c
 runs in one child process reading both probes (``python -m nczarr_conformance.fix.verify``): on
@@ -252,7 +253,7 @@ def _region(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[slice, ...
     """The first chunk's region in ``shape`` (the whole axis where the chunking does not fit)."""
     if len(chunks) != len(shape):
         chunks = tuple(1 for _ in shape)
-    return tuple(slice(0, min(int(s), max(int(c), 1))) for s, c in zip(shape, chunks))
+    return tuple(slice(0, min(int(s), max(int(c), 1))) for s, c in zip(shape, chunks, strict=True))
 
 
 def _explain(exc: BaseException, root: Path | None = None) -> str:
@@ -270,7 +271,7 @@ def _each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Path) 
     for akey in arrays:
         try:
             out[akey] = Reading(values=np.asarray(read_one(akey)))
-        except Exception as exc:  # noqa: BLE001 - every reader raises its own types; each is a finding here
+        except Exception as exc:  # every reader raises its own types; each is a finding here
             out[akey] = Reading(error=_explain(exc, root))
     return out
 
@@ -297,7 +298,7 @@ def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
     mode = "zarr" if flavor == "zarr" else "nczarr"
     try:
         nc = nc4.open_nc(to_file_url(str(root), "file", mode))
-    except Exception as exc:  # noqa: BLE001 - netCDF4's RuntimeError, OSError…: the reader could not open it
+    except Exception as exc:  # netCDF4's RuntimeError, OSError…: the reader could not open it
         return {a: Reading(error=_explain(exc, root)) for a in arrays}
     try:
         def one(akey: str) -> np.ndarray:
@@ -324,7 +325,7 @@ def read_zarr_python(root: Path, arrays: list[str], flavor: str) -> Readings:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             group = zarr.open_group(str(root), mode="r", zarr_format=2)
-    except Exception as exc:  # noqa: BLE001 - zarr-python raises ValueError, TypeError, KeyError…
+    except Exception as exc:  # zarr-python raises ValueError, TypeError, KeyError…
         return {a: Reading(error=_explain(exc, root)) for a in arrays}
 
     def one(akey: str) -> np.ndarray:
@@ -430,7 +431,7 @@ def same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     if x.shape != y.shape:
         return False
     if x.dtype.kind == "O" or y.dtype.kind == "O":
-        return bool(x.dtype.kind == y.dtype.kind and all(p == q for p, q in zip(x.tolist(), y.tolist())))
+        return bool(x.dtype.kind == y.dtype.kind and all(p == q for p, q in zip(x.tolist(), y.tolist(), strict=True)))
     try:
         return bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc" and y.dtype.kind in "fc"))
     except TypeError:

@@ -79,7 +79,7 @@ class ArrayInfo:
 
     @property
     def grid(self) -> tuple[int, ...]:
-        return tuple(math.ceil(s / c) if s else 0 for s, c in zip(self.zshape, self.chunks))
+        return tuple(math.ceil(s / c) if s else 0 for s, c in zip(self.zshape, self.chunks, strict=True))
 
     def chunk_key(self, index: tuple[int, ...]) -> str:
         if not index:
@@ -157,7 +157,7 @@ class UnavailablePipeline(Pipeline):
 
 def _missing_codec(zarray: dict[str, Any]) -> str:
     """The id of the first codec of ``zarray``'s chain that cannot be built here."""
-    configs = list(zarray.get("filters") or []) + [zarray.get("compressor")]
+    configs = [*(zarray.get("filters") or []), zarray.get("compressor")]
     for config in configs:
         try:
             build_codec(config, 1)
@@ -193,7 +193,8 @@ def decode_fill(value: Any, st: StorageType, *, base64_strings: bool) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         raise FormatError(f"fill_value {value!r} is not a {st.nctype}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not value.is_integer())):
         raise FormatError(f"fill_value {value!r} is not an integer")
     info = np.iinfo(st.numpy)
     if not info.min <= int(value) <= info.max:
@@ -226,7 +227,7 @@ class ChunkReader:
         if len(selection) != len(zshape):
             raise ValueError(f"{info.key}: {len(selection)}-d selection of a {len(zshape)}-d array")
         out = []
-        for sel, size in zip(selection, zshape):
+        for sel, size in zip(selection, zshape, strict=True):
             start, stop, step = sel.indices(size)
             if step != 1:
                 raise ValueError(f"{info.key}: strided selections are not supported")
@@ -241,13 +242,13 @@ class ChunkReader:
         out[...] = info.fill
         if not all(shape):
             return out
-        ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(selection, chunks)]
+        ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(selection, chunks, strict=True)]
         for index in itertools.product(*ranges):
             block = self.read_chunk(info, index if info.zshape else ())
             if block is None:
                 continue
             src, dst = [], []
-            for i, c, s in zip(index, chunks, selection):
+            for i, c, s in zip(index, chunks, selection, strict=True):
                 lo, hi = max(s.start, i * c), min(s.stop, (i + 1) * c)
                 src.append(slice(lo - i * c, hi - i * c))
                 dst.append(slice(lo - s.start, hi - s.start))
@@ -285,7 +286,8 @@ class ChunkReader:
             yield (), self.read_region(akey, ())
             return
         for index in info.chunk_indices():
-            region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, info.chunks, info.zshape))
+            region = tuple(slice(i * c, min((i + 1) * c, s))
+                           for i, c, s in zip(index, info.chunks, info.zshape, strict=True))
             yield region, self._to_model_values(self._region_raw(info, region), info)
 
     def iter_slabs(self, akey: str, max_bytes: int = SLAB_BYTES) -> Iterator[tuple[tuple[slice, ...], np.ndarray]]:
@@ -311,8 +313,8 @@ class ChunkReader:
         step = max(1, max_bytes // row)
         for outer in itertools.product(*(range(n) for n in shape[:k])):
             for start in range(0, shape[k], step):
-                region = (tuple(slice(i, i + 1) for i in outer) + (slice(start, min(start + step, shape[k])),)
-                          + tuple(slice(0, n) for n in shape[k + 1:]))
+                region = (*(slice(i, i + 1) for i in outer), slice(start, min(start + step, shape[k])),
+                          *(slice(0, n) for n in shape[k + 1:]))
                 yield region, self.read_region(akey, region)
 
     def read_variable(self, akey: str) -> np.ndarray:
@@ -557,7 +559,7 @@ class DatasetReader(ChunkReader):
         groups = self._groups_by_key()
         for gkey, group in groups.items():
             for vname, var in group.variables.items():
-                for ref, size in zip(var.dimensions, var.shape):
+                for ref, size in zip(var.dimensions, var.shape, strict=True):
                     owner, name = keys.parent(ref), keys.basename(ref)
                     dim = groups.get(owner, Group()).dimensions.get(name)
                     if dim is None:
@@ -573,7 +575,7 @@ class DatasetReader(ChunkReader):
         for gkey, group in groups.items():
             for vname, var in group.variables.items():
                 resolved = []
-                for placeholder, size in zip(var.dimensions, var.shape):
+                for placeholder, size in zip(var.dimensions, var.shape, strict=True):
                     _, where, name = placeholder.split("@", 2)
                     resolved.append(self._define_dim(groups, where, name, size, keys.join(gkey, vname)))
                 var.dimensions = resolved

@@ -63,7 +63,7 @@ def normalize(key: Any, shape: Sequence[int], where: str = "") -> tuple[Axis, ..
     if len(items) > len(shape):
         raise IndexError(f"{where}: {len(items)} indices for {len(shape)} dimensions")
     items += [slice(None)] * (len(shape) - len(items))
-    return tuple(_axis(item, size, dim, where) for dim, (item, size) in enumerate(zip(items, shape)))
+    return tuple(_axis(item, size, dim, where) for dim, (item, size) in enumerate(zip(items, shape, strict=True)))
 
 
 def _positions(axis: Axis) -> np.ndarray:
@@ -94,7 +94,7 @@ def _by_chunk(positions: np.ndarray, chunk: int) -> list[tuple[int, Place, Place
     order = np.argsort(owner, kind="stable")
     found, starts = np.unique(owner[order], return_index=True)
     out: list[tuple[int, Place, Place]] = []
-    for c, dest in zip(found.tolist(), np.split(order, starts[1:])):
+    for c, dest in zip(found.tolist(), np.split(order, starts[1:]), strict=True):
         out.append((int(c), _as_slice(dest), _as_slice(positions[dest] - c * chunk)))
     return out
 
@@ -104,7 +104,7 @@ def _place(parts: tuple[tuple[int, Place, Place], ...], which: int, extent: tupl
     places = [p[which] for p in parts]
     if all(isinstance(p, slice) for p in places):
         return tuple(places)
-    vectors = [np.arange(n)[p] if isinstance(p, slice) else p for p, n in zip(places, extent)]
+    vectors = [np.arange(n)[p] if isinstance(p, slice) else p for p, n in zip(places, extent, strict=True)]
     return np.ix_(*vectors)
 
 
@@ -124,7 +124,7 @@ def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
     out = np.empty(shape, dtype=info.storage.numpy)
     out[...] = info.fill
     if all(shape):  # within the budget, so no vector is longer than the selection's element count
-        per_dim = [_by_chunk(_positions(a), c) for a, c in zip(axes, info.chunks)]
+        per_dim = [_by_chunk(_positions(a), c) for a, c in zip(axes, info.chunks, strict=True)]
         for parts in itertools.product(*per_dim):
             block = reader.read_chunk(info, tuple(p[0] for p in parts))
             if block is not None:

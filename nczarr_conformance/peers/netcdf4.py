@@ -47,7 +47,7 @@ def _write_group(nc: Any, group: Group, dims_by_path: dict[str, Any], path: str,
                 # HDF5 refuses chunks larger than a fixed dimension; Zarr allows them
                 kwargs["chunksizes"] = tuple(
                     c if dims_by_path[d].isunlimited() else max(1, min(c, size))
-                    for c, d, size in zip(var.chunks, var.dimensions, var.shape))
+                    for c, d, size in zip(var.chunks, var.dimensions, var.shape, strict=False))
             else:
                 kwargs["contiguous"] = not any(dims_by_path[d].isunlimited() for d in var.dimensions)
         kwargs["shuffle"] = False  # netCDF4-python shuffles by default whenever zlib is on

@@ -29,7 +29,7 @@ def _peers_of(target: Any, source: str) -> list[Peer]:
             made = target()
         except UsageError:
             raise
-        except Exception as exc:  # noqa: BLE001  (whatever the plugin raised: one line, exit 2)
+        except Exception as exc:  # whatever the plugin raised: one line, exit 2
             raise UsageError(f"{source}: making its peers failed: {' '.join(f'{type(exc).__name__}: {exc}'.split())}"
                              ) from None
     items = [made] if isinstance(made, Peer) else list(made) if isinstance(made, Iterable) else [made]

@@ -99,8 +99,9 @@ class StoreSource(DumpSource):
                 block = reader.read_chunk(info, (i0, *tail))
                 if block is None:
                     continue
-                sel = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(tail, info.chunks[1:], rest))
-                src = (slice(0, hi - lo),) + tuple(slice(0, s.stop - s.start) for s in sel)
+                sel = tuple(slice(i * c, min((i + 1) * c, s))
+                            for i, c, s in zip(tail, info.chunks[1:], rest, strict=True))
+                src = (slice(0, hi - lo), *(slice(0, s.stop - s.start) for s in sel))
                 out[(slice(None), *sel)] = block[src]
             yield DatasetReader._to_model_values(out, info)
 
@@ -148,7 +149,8 @@ class NetcdfFileSource(DumpSource):
         if not var.shape:
             yield netcdf4.read_values(ncvar)
             return
-        row_bytes = max(1, math.prod(var.shape[1:]) * (np.dtype(ncvar.dtype).itemsize if ncvar.dtype is not str else 64))
+        itemsize = np.dtype(ncvar.dtype).itemsize if ncvar.dtype is not str else 64
+        row_bytes = max(1, math.prod(var.shape[1:]) * itemsize)
         step = var.chunks[0] if var.chunks else max(1, self.ROW_BUDGET // row_bytes)
         for lo in range(0, var.shape[0], step):
             yield netcdf4.read_values(ncvar, (slice(lo, min(lo + step, var.shape[0])),))

@@ -157,7 +157,7 @@ class DirectChunks:
             copyable = self._copyable(plan, dataset)
 
         def read(index: tuple[int, ...]) -> bytes | None:
-            where = stored.get(tuple(i * c for i, c in zip(index, plan.chunks)))
+            where = stored.get(tuple(i * c for i, c in zip(index, plan.chunks, strict=True)))
             if where is None:
                 return unstored
             if not copyable or where.filter_mask != 0:
@@ -169,7 +169,7 @@ class DirectChunks:
                                   f"{len(payload)} of {where.size} bytes")
                 return payload
             with self.lock:
-                _, data = dataset.id.read_direct_chunk(tuple(i * c for i, c in zip(index, plan.chunks)))
+                _, data = dataset.id.read_direct_chunk(tuple(i * c for i, c in zip(index, plan.chunks, strict=True)))
             return bytes(data)
 
         return read

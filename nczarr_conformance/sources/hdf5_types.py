@@ -87,7 +87,8 @@ FATAL = "fatal"  # cannot open (or crashes closing) the file while the object is
 MISREAD = "misread"  # shows it, and reading it crashes or fails, or the model cannot take what it shows
 HIDDEN = "hidden"  # hides it: nothing to leave out, only to say
 SHOWN = "shown"  # shows it as a user-defined type (compound, vlen, enum, opaque): the model has none
-NOTED = "noted"  # holds no variable's values (a type definition, an attribute netCDF-4 keeps to itself): named, never refused
+# holds no variable's values (a type definition, an attribute netCDF-4 keeps to itself): named, never refused
+NOTED = "noted"
 
 
 @dataclass(frozen=True)
@@ -462,7 +463,8 @@ def _walk(group: Any, path: str, out: Scan, seen: set[Any]) -> None:
             obj = group[name]
         except (KeyError, OSError, ValueError):
             kind = "external link" if isinstance(link, h5py.ExternalLink) else "soft link"
-            target = f"{link.filename}:{link.path}" if isinstance(link, h5py.ExternalLink) else getattr(link, "path", "?")
+            target = (f"{link.filename}:{link.path}" if isinstance(link, h5py.ExternalLink)
+                      else getattr(link, "path", "?"))
             out.findings.append(Finding(where, None, f"{kind} to {target} that does not resolve", NO_OPEN, FATAL))
             continue
         if isinstance(obj, h5py.Dataset):

@@ -161,7 +161,7 @@ class Store(ABC):
         if not self.writable:
             raise StoreError(f"{self!r} is read-only")
 
-    def metadata_read(self) -> None:
+    def metadata_read(self) -> None:  # noqa: B027  (optional hook: a no-op unless the store checks)
         """A reader has read every metadata object it needs (the dataset's structure).
 
         A store that cannot hold a reader to one tree (S3) checks here, once, that those
@@ -187,13 +187,13 @@ class Store(ABC):
             raise StoreError(f"{self!r}: cannot tell whether it holds the dataset another process opened "
                              f"({pin[0]!r} pinned there)")
 
-    def commit(self) -> None:
+    def commit(self) -> None:  # noqa: B027  (optional hook: read stores have nothing to commit)
         """Make what was written visible at the target; a no-op for read stores."""
 
-    def abort(self) -> None:
+    def abort(self) -> None:  # noqa: B027  (optional hook: read stores have nothing to throw away)
         """Throw away everything written since opening."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (optional hook: a store without resources has nothing to release)
         """Release resources of a read store."""
 
     def __enter__(self) -> Self:

@@ -337,10 +337,8 @@ def _open_inside(root: Path, parts: list[str], *, directory: bool = False, root_
     the user named it. ``root_fd``, when given, is the root already opened (a reader's
     pinned tree), used instead of looking ``root`` up again.
     """
-    if root_fd is not None:
-        current = os.dup(root_fd)
-    else:
-        current = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    current = (os.dup(root_fd) if root_fd is not None
+               else os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
     try:
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
@@ -371,7 +369,8 @@ def _identity(info: os.stat_result) -> tuple[int, int]:
 
 def _why(exc: OSError) -> str:
     if exc.errno == errno.ELOOP:
-        return f"{exc.filename or 'a path component'} is a symbolic link; objects must be regular files inside the store"
+        return (f"{exc.filename or 'a path component'} is a symbolic link; "
+                "objects must be regular files inside the store")
     return exc.strerror or str(exc)
 
 

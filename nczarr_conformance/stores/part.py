@@ -10,6 +10,7 @@ small picklable :class:`PartSpec` sent with the task.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -86,10 +87,8 @@ class DirectoryPart(_Part):
             where = self.root
             for part in parts[:-1]:  # never parents=True: the root must still be there
                 where = where / part
-                try:
+                with contextlib.suppress(FileExistsError):
                     where.mkdir()
-                except FileExistsError:
-                    pass
             # an append's tree holds hard links to the old store's files: replaced, never written into
             write_object(path, data, 0o666 & ~self.umask, in_place=self.in_place)
         except FileNotFoundError as exc:

@@ -19,9 +19,9 @@ Writing, and why in this order (S3 has no rename, so readers see each PUT at onc
   (host, PID, command and mode of the writer), PUT only if no other writer's marker is there
   (``If-None-Match``) or only over the dead writer's marker just read (``If-Match``): one
   writer at a time, the second refused in one line naming the first (see ``_open_for_writing``
-  for a dead writer's marker). At the first chunk PUT an overwrite deletes the old dataset's root metadata (``.zmetadata``, ``.zgroup``,
-  ``.zattrs``, then every other metadata object), so during the write the prefix reads as
-  "no dataset", never as old metadata over new chunks.
+  for a dead writer's marker). At the first chunk PUT an overwrite deletes the old dataset's
+  root metadata (``.zmetadata``, ``.zgroup``, ``.zattrs``, then every other metadata object),
+  so during the write the prefix reads as "no dataset", never as old metadata over new chunks.
 * Chunks are PUT as they come, many at once (see s3_upload.py: a bounded pool, a byte
   budget, multipart above 16 MiB); metadata objects are held back and PUT at ``commit()``
   once every chunk is up, after the old dataset's objects that were not rewritten are
@@ -56,6 +56,7 @@ body after every retry is :class:`StoreUnavailableError`: nczarr-check's "could 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -322,10 +323,8 @@ class S3Store(Store):
 
     def _unclaim(self) -> None:
         """Delete the marker (best effort: a marker left over a complete dataset is harmless now)."""
-        try:
+        with contextlib.suppress(StoreError):
             self._delete_many([safety.S3_MARKER])
-        except StoreError:
-            pass
 
     def _release(self) -> None:
         """Let the claim go (once): after the commit or the abort, or a failed open."""
@@ -562,7 +561,7 @@ class S3Store(Store):
         """An upload's failure as the one line to report (anything unexpected as it is)."""
         try:
             return self._fail(exc, f"put {self._key(name)}")
-        except Exception as other:  # noqa: BLE001  (_fail re-raises what it cannot word: reported as it is)
+        except Exception as other:  # _fail re-raises what it cannot word: reported as it is
             return other
 
     def _put_now(self, key: str, data: bytes) -> None:

@@ -19,6 +19,7 @@ in the bucket (an abort deletes what was put only once that holds).
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
 from collections.abc import Callable
@@ -226,9 +227,7 @@ class Uploader:
         self._finish(state.size, error)
 
     def _abort(self, name: str, upload_id: str) -> None:
-        try:
+        with contextlib.suppress(Exception):  # best effort: the write's own error is the one worth reporting
             self.client.abort_multipart_upload(Bucket=self.bucket, Key=name, UploadId=upload_id)
-        except Exception:
-            pass  # best effort: the write's own error is the one worth reporting
         with self._cond:
             self._open.pop(upload_id, None)

@@ -2,11 +2,12 @@
 
 A netCDF file handed to nczarr-check or a GRIB file handed to nczarr-dump would otherwise fail
 as "not a directory" or "no dataset here"; these checks name the thing and the fix in one line
-(a Zarr v3 store is read: ``zarr3.reader.open_reader`` takes it when a root ``zarr.json`` is there). Every command asks here (one wording):
-nc2nczarr, ``--append``/``--concat`` and ``nczarr-dump IN.nc`` through sources/netcdf4.py's
-``open_nc`` (:func:`foreign_file_error` before netCDF4-python opens a file,
-:func:`plain_hdf5_error` when it could not), nczarr-check, nczarr-fix and ``open`` through
-:func:`netcdf_file_error`, and nc2nczarr's output through :func:`output_error`.
+(a Zarr v3 store is read: ``zarr3.reader.open_reader`` takes it when a root ``zarr.json`` is
+there). Every command asks here (one wording): nc2nczarr, ``--append``/``--concat`` and
+``nczarr-dump IN.nc`` through sources/netcdf4.py's ``open_nc`` (:func:`foreign_file_error`
+before netCDF4-python opens a file, :func:`plain_hdf5_error` when it could not), nczarr-check,
+nczarr-fix and ``open`` through :func:`netcdf_file_error`, and nc2nczarr's output through
+:func:`output_error`.
 
 What is recognised, by its first bytes: GRIB (``GRIB``), HDF4 (``0e 03 13 01``), text (CDL
 when it reads ``netcdf NAME {``), HDF5 (its signature at 0, 512, 1024… bytes: a user block

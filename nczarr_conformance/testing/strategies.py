@@ -27,7 +27,7 @@ from nczarr_conformance.nczarr.dtypes import (
 )
 from nczarr_conformance.testing.samples import JSON_LOOKING
 
-__all__ = ["names", "long_strings", "values", "attributes", "attribute_sets", "datasets", "corners"]
+__all__ = ["attribute_sets", "attributes", "corners", "datasets", "long_strings", "names", "values"]
 
 #: letters and digits plus a few precomposed non-ASCII letters: netCDF names are NFC UTF-8
 NAME_FIRST = "abcxyzABZ" + "éßΩж"
@@ -123,7 +123,8 @@ def variable_for(draw: st.DrawFn, visible: dict[str, Dimension]) -> Variable:
     fill: Any = None
     if draw(st.booleans()):
         if nctype == "char":
-            fill = draw(st.sampled_from([b"\x00", b" ", b"_", b"x"]))  # ASCII only: a non-ASCII char fill is ambiguous (issue 13 report)
+            # ASCII only: a non-ASCII char fill is ambiguous (issue 13 report)
+            fill = draw(st.sampled_from([b"\x00", b" ", b"_", b"x"]))
             fill_attr = Attribute("char", fill.decode("latin-1"))
         elif nctype == "string":
             fill = draw(st.sampled_from(["", "fill", "日本語", "N/A"]))
@@ -207,7 +208,7 @@ def _settle_unlimited(dataset: Dataset) -> Dataset:
                     changed = True
                     for v in variables:
                         if fqn in v.dimensions:
-                            v.shape = tuple(0 if d == fqn else s for d, s in zip(v.dimensions, v.shape))
+                            v.shape = tuple(0 if d == fqn else s for d, s in zip(v.dimensions, v.shape, strict=True))
                             v.data = np.asarray(v.data).reshape(-1)[:0].reshape(v.shape)
     return dataset
 
