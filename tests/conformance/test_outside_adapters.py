@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
+from nczarr_conformance.conformance import gate
 from nczarr_conformance.conformance.cases import BY_ID
-from nczarr_conformance.conformance.matrix import one_cell
+from nczarr_conformance.conformance.matrix import one_cell, run_matrix
 from nczarr_conformance.peers.base import PEERS
 from nczarr_conformance.peers.command import (
     CONFIG_NAME,
@@ -66,3 +67,15 @@ def test_zarrita_reverses_big_endian_char_bytes(tmp_path):
     cell = one_cell(BY_ID["char-var"], PEERS["ours"], configured("zarrita"), tmp_path)
     first = [d for d in cell.differences if d.startswith("/arrays//c[0]: ")]
     still_wrong(first, wrong=['/arrays//c[0]: "a" != "\\u0000"'], right=[])
+
+
+def test_gate_evidence_of_a_peer_the_run_does_not_have_is_not_held_against_ours(tmp_path):
+    """netcdf-c 4.9.0 is declared in nczarr-conformance.toml, so a run without that config has no netcdf-c-4.9: a
+    known fault whose evidence is netcdf-c 4.9.0's output (ours-nczarr-2-upper → netcdf-c-4.10, char-var) cannot
+    be checked there, and is excused as for a peer not installed, not turned into an error of ours."""
+    run = run_matrix(tmp_path / "m", cases=[BY_ID["char-var"]],
+                     peer_ids=["ours", "ours-nczarr-2-upper", "netcdf-c-4.10"])
+    assert "netcdf-c-4.9" not in {i["id"] for i in run.implementations}
+    assert [v.key for v in gate.violations(run)] == [("writer", "char-var", "ours-nczarr-2-upper", "netcdf-c-4.10")]
+    errors, excused = gate.explain(run)
+    assert errors == [] and len(excused) == 1
