@@ -1,4 +1,6 @@
-"""Adapters around every implementation the matrix grades (ids per docs/contracts/interop-report.md)."""
+"""Adapters around the implementations the matrix grades from this package (ids per
+docs/contracts/interop-report.md); the ones nobody here wrote, Debian's netcdf-c 4.9.0 tools among them,
+join through command adapters in nczarr-conformance.toml (peers/command.py, adapters/)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +13,6 @@ import numpy as np
 
 from nczarr_conformance import __version__
 from nczarr_conformance.access.dataset import open_dataset
-from nczarr_conformance.cdl.parse import parse_cdl
 from nczarr_conformance.errors import UnsupportedError
 from nczarr_conformance.model import (
     Attribute,
@@ -42,7 +43,8 @@ class Ours(Peer):
         self.id = peer_id
         self.name = f"nczarr_conformance ({flavor})"
         # the 4.8-4.9.0 layout predates Appendices D and E; the pure-Zarr flavor still writes netCDF's fills
-        self.capabilities = {"zarr": PURE_ZARR | {"netcdf-fill"}, "nczarr-2-upper": ALL - {"appendix-d"}}.get(flavor, ALL)
+        self.capabilities = {"zarr": PURE_ZARR | {"netcdf-fill"},
+                             "nczarr-2-upper": ALL - {"appendix-d"}}.get(flavor, ALL)
         self.reads = flavor == "nczarr-4.10"
 
     def version(self) -> str:
@@ -94,52 +96,6 @@ class NetCDFC410Fixed(NetCDFC410):
             url = super().write(dataset, target, options)
             fix_store(url, backup=False)
         return url
-
-
-class NetCDFC490(Peer):
-    """Debian's netcdf-c 4.9.0 command line: ncgen writes from the CDL ncdump prints, ncdump reads (its CDL
-    is parsed)."""
-
-    id, name, reads, writes = "netcdf-c-4.9", "netcdf-c ncgen/ncdump", True, True
-    capabilities = ALL - {"appendix-d"}  # 4.9.0 writes the 4.8-4.9.0 layout
-
-    def available(self) -> str | None:
-        return _tool("ncgen") or _tool("ncdump")
-
-    def version(self) -> str:
-        out = subprocess.run(["ncdump"], check=False, capture_output=True, text=True).stderr
-        for word in out.split():
-            if word[:1].isdigit() and word.count(".") >= 2:
-                return word.rstrip(")")
-        return "4.9"
-
-    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
-        """ncgen 4.9.0 builds the store from CDL that ncdump 4.9.0 itself printed of the case, written
-        to an HDF5 file by netCDF4-python: no CDL of ours decides what netcdf-c 4.9.0 writes."""
-        reject_options(options, self.id)
-        source = target.parent / f"{target.name}.nc"
-        nc4.write(dataset, str(source))
-        printed = subprocess.run(["ncdump", "-p", "9,17", str(source)], check=False, capture_output=True, timeout=120)
-        if printed.returncode != 0:
-            lines = printed.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit {printed.returncode}"]
-            raise RuntimeError(f"ncdump of the case's netCDF-4 file exit {printed.returncode}: {lines[0]}")
-        cdl = target.parent / f"{target.name}.cdl"
-        cdl.write_bytes(printed.stdout)
-        url = to_file_url(str(target), "file")
-        done = subprocess.run(["ncgen", "-4", "-b", "-o", url, str(cdl)], check=False, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            lines = (done.stderr or done.stdout).strip().splitlines() or [f"signal {-done.returncode}"]
-            raise RuntimeError(f"ncgen exit {done.returncode}: {lines[0]}")
-        return str(target)
-
-    def read(self, url: str) -> Dataset:
-        url = url if "#" in url else to_file_url(url, "file")
-        done = subprocess.run(["ncdump", "-p", "9,17", url], check=False, capture_output=True, timeout=120)
-        if done.returncode != 0:
-            lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            reason = lines[0] if lines else (f"killed by signal {-done.returncode}" if done.returncode < 0 else "")
-            raise RuntimeError(f"ncdump exit {done.returncode}: {reason or 'no message'}")
-        return parse_cdl(done.stdout.decode("utf-8", "surrogateescape"))[1]
 
 
 #: numpy dtype of a JSON number list → the netCDF type it names (for the zarr view, which compares values)
@@ -260,7 +216,8 @@ class ZarrPython(PythonPackagePeer):
                     filters = [numcodecs.Shuffle(elementsize=data.dtype.itemsize)]
             kwargs: dict[str, Any] = {"shape": data.shape, "dtype": data.dtype, "order": options.get("order", "C"),
                                       "chunks": tuple(var.chunks) if var.chunks else data.shape or (),
-                                      "fill_value": fill if fill is not None and var.type not in ("char", "string") else None,
+                                      "fill_value": (fill if fill is not None and var.type not in ("char", "string")
+                                                     else None),
                                       "compressors": compressor, "filters": filters}
             if options.get("separator"):
                 kwargs["chunk_key_encoding"] = {"name": "v2", "separator": options["separator"]}
@@ -349,7 +306,7 @@ class Xarray(PythonPackagePeer):
                 # first failing array in name order instead, so the report is reproducible
                 try:
                     ZarrPython().read(url)
-                except Exception as first:  # noqa: BLE001  (any failure: its text names the array)
+                except Exception as first:  # any failure: its text names the array
                     raise type(exc)(f"{first}") from exc
                 raise
         group = Group(attributes=_untyped_attributes(dict(ds.attrs)))
@@ -376,7 +333,7 @@ class XarrayDatatree(PythonPackagePeer):
             except Exception as exc:  # name the first failing array in name order, as Xarray.read does
                 try:
                     ZarrPython().read(url)
-                except Exception as first:  # noqa: BLE001  (any failure: its text names the array)
+                except Exception as first:  # any failure: its text names the array
                     raise type(exc)(f"{first}") from exc
                 raise
         return Dataset(self._group(tree))
@@ -406,9 +363,11 @@ class Gdal(Peer):
         return out[1].rstrip(",") if len(out) > 1 else ""
 
     def read(self, url: str) -> Dataset:
-        done = subprocess.run(["gdalmdiminfo", "-detailed", url], check=False, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(["gdalmdiminfo", "-detailed", url], check=False, capture_output=True, text=True,
+                              timeout=120)
         if done.returncode != 0 or not done.stdout.strip():
-            raise RuntimeError(f"gdalmdiminfo exit {done.returncode}: {done.stderr.strip().splitlines()[0] if done.stderr.strip() else ''}")
+            said = done.stderr.strip()
+            raise RuntimeError(f"gdalmdiminfo exit {done.returncode}: {said.splitlines()[0] if said else ''}")
         errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
         doc = json.loads(done.stdout)
         dataset = Dataset(self._group(doc))
@@ -464,7 +423,7 @@ class TensorStore(PythonPackagePeer):
 
 for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2", "ours-nczarr-2"),
               Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
-              NetCDFC410(), NetCDFC410Fixed(), NetCDFC490(), ZarrPython(), Xarray(), XarrayDatatree(), Gdal(),
+              NetCDFC410(), NetCDFC410Fixed(), ZarrPython(), Xarray(), XarrayDatatree(), Gdal(),
               TensorStore()):
     register(_peer)
 

@@ -1,36 +1,43 @@
-"""The matrix's peer adapters (peers/implementations.py) use the peers' own tools, not code under test:
-netcdf-c 4.9.0 writes from the CDL its ncdump printed, zarr-python lists and types with its own API."""
+"""The matrix's peer adapters use the peers' own tools, not code under test: netcdf-c 4.9.0 (a command adapter,
+nczarr-conformance.toml) writes from the CDL its ncdump printed, zarr-python lists and types with its own API."""
 from __future__ import annotations
 
+import ast
 import subprocess
 
 import pytest
 
 from nczarr_conformance.conformance.cases import BY_ID, V1_LABEL
 from nczarr_conformance.peers.base import PEERS
+from nczarr_conformance.peers.command import CONFIG_NAME, build, load_config
 from nczarr_conformance.peers.implementations import (
     CORPUS_CASES,
-    NetCDFC490,
     ZarrPython,
 )
-from tests.conftest import require_tool
+from tests.conftest import REPO, require_tool
 
 pytestmark = pytest.mark.peer
 
 
-def test_490_writer_feeds_ncgen_what_ncdump_printed(tmp_path, monkeypatch):
-    import nczarr_conformance.cdl.writer as cdl
-
-    def no_cdl_of_ours(*args, **kwargs):
-        raise AssertionError("the 4.9.0 writer must not take our CDL")
-
-    monkeypatch.setattr(cdl, "to_cdl", no_cdl_of_ours)
+def test_490_writer_feeds_ncgen_what_ncdump_printed(tmp_path):
+    """The writer runs in a process of its own with no CDL of ours at hand: the CDL ncgen got is, byte for byte,
+    what ncdump 4.9.0 prints of the netCDF-4 file of the case, and the store is ncgen's."""
     require_tool("ncgen")
-    NetCDFC490().write(BY_ID["big-endian"].model(), tmp_path / "w", {})
+    (peer,) = [p for p in build(load_config(REPO / CONFIG_NAME)) if p.id == "netcdf-c-4.9"]
+    peer.write(BY_ID["big-endian"].model(), tmp_path / "w", {})
     printed = subprocess.run([require_tool("ncdump"), "-p", "9,17", str(tmp_path / "w.nc")], capture_output=True,
                              check=True, timeout=120).stdout
     assert (tmp_path / "w.cdl").read_bytes() == printed
     assert (tmp_path / "w" / ".zgroup").exists()
+
+
+@pytest.mark.parametrize("script", sorted(p.relative_to(REPO).as_posix() for p in (REPO / "adapters").rglob("*.py")))
+def test_adapters_import_nothing_of_ours(script):
+    """What is graded through adapters/ is the outside tool, never this package: no script imports it."""
+    tree = ast.parse((REPO / script).read_text(encoding="utf-8"))
+    imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    assert [m for m in imported if m.split(".")[0] in ("nczarr_conformance", "tests")] == []
 
 
 def test_zarr_python_reader_lists_and_types_with_zarr_python(tmp_path, monkeypatch):
