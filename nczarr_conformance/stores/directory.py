@@ -16,6 +16,7 @@ through a temporary file renamed over it: atomic per object, no transaction.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -124,15 +125,15 @@ class DirectoryStore(Store):
     def _path(self, key: str) -> Path:
         return self.root.joinpath(*keys.split(key))
 
-    def _get(self, key: str, limit: int | None = None) -> bytes | None:
-        """Read through no symlink and from nothing but a regular file, at most ``limit`` bytes.
+    @contextlib.contextmanager
+    def _regular_file(self, key: str) -> Iterator[tuple[int, os.stat_result] | None]:
+        """The object's file descriptor and status, opened through no symlink and only if it is a regular file;
+        None when there is no object (nothing there, or a directory: the key names a group's folder).
 
-        Each path component is opened relative to the previous one with O_NOFOLLOW, so a
-        symlink anywhere below the root (to a file outside the store, to /dev/zero) is
-        refused rather than followed; O_NONBLOCK keeps a FIFO from blocking the open, and
-        fstat refuses anything but a regular file before a byte is read.
-        """
-        limit = sys.maxsize if limit is None else limit
+        Each path component is opened relative to the previous one with O_NOFOLLOW, so a symlink anywhere
+        below the root (to a file outside the store, to /dev/zero) is refused rather than followed;
+        O_NONBLOCK keeps a FIFO from blocking the open, and fstat refuses anything but a regular file before
+        a byte is read. A missing object checks that the store was not replaced meanwhile."""
         path = self._path(key)
         try:
             fd = _open_inside(self.root, keys.split(key), root_fd=self._root_fd)
@@ -140,14 +141,30 @@ class DirectoryStore(Store):
             raise StoreError(f"{path}: {_why(exc)}") from exc
         if fd is None:
             self._check_generation(key)
-            return None
+            yield None
+            return
         try:
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
                 self._check_generation(key)
-                return None
+                yield None
+                return
             if not stat.S_ISREG(info.st_mode):
                 raise StoreError(f"{path}: {_kind(info.st_mode)}, not a regular file; refused")
+            yield fd, info
+        except OSError as exc:
+            raise StoreError(f"{path}: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
+
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        """Read from a regular file inside the store (:meth:`_regular_file`), at most ``limit`` bytes."""
+        limit = sys.maxsize if limit is None else limit
+        with self._regular_file(key) as opened:
+            if opened is None:
+                return None
+            fd, info = opened
+            path = self._path(key)
             if info.st_size > limit:
                 raise limits.too_big(str(path), info.st_size, limit)
             pieces: list[bytes] = []
@@ -161,33 +178,15 @@ class DirectoryStore(Store):
             if total > limit:  # it grew while we read
                 raise limits.too_big(str(path), None, limit)
             return b"".join(pieces)
-        except OSError as exc:
-            raise StoreError(f"{path}: {exc.strerror}") from exc
-        finally:
-            os.close(fd)
 
     def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
         """Ranged read (pread) through the same no-symlink, regular-file-only open as :meth:`_get`."""
-        path = self._path(key)
-        try:
-            fd = _open_inside(self.root, keys.split(key), root_fd=self._root_fd)
-        except OSError as exc:
-            raise StoreError(f"{path}: {_why(exc)}") from exc
-        if fd is None:
-            self._check_generation(key)
-            return None
-        try:
-            info = os.fstat(fd)
-            if stat.S_ISDIR(info.st_mode):
+        with self._regular_file(key) as opened:
+            if opened is None:
                 return None
-            if not stat.S_ISREG(info.st_mode):
-                raise StoreError(f"{path}: {_kind(info.st_mode)}, not a regular file; refused")
+            fd, info = opened
             first, count = resolve_range(info.st_size, start, length)
             return os.pread(fd, count, first) if count else b"", info.st_size
-        except OSError as exc:
-            raise StoreError(f"{path}: {exc.strerror}") from exc
-        finally:
-            os.close(fd)
 
     def _put(self, key: str, data: bytes) -> None:
         path = self._path(key)
