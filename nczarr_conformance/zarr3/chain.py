@@ -262,6 +262,10 @@ class Sharding:
             raise FormatError(f"{shard_key}: inner chunk {list(position)} cut short")
         return got[0]
 
+    def decode_index(self, raw: bytes, where: str) -> np.ndarray:
+        """The index table (``per_shard`` + (2,): offset, length) of a shard's index bytes, checksum verified."""
+        return self._index(raw, where)
+
     def _index(self, raw: bytes, where: str) -> np.ndarray:
         body = raw
         if self.index_crc:
