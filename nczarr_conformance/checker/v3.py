@@ -187,7 +187,7 @@ def _common_problems(doc: dict[str, Any]) -> Iterator[str]:
     fmt = doc.get("zarr_format")
     if "zarr_format" not in doc:
         yield "zarr_format is missing; it must be 3"
-    elif fmt != 3 or isinstance(fmt, bool):
+    elif not isinstance(fmt, int) or isinstance(fmt, bool) or fmt != 3:
         yield f"zarr_format {json.dumps(fmt)}: it must be the integer 3"
     if doc.get("node_type") not in ("array", "group"):
         yield f"node_type {json.dumps(doc.get('node_type'))}: it must be \"array\" or \"group\""
