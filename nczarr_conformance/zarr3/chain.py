@@ -205,7 +205,10 @@ class Sharding:
             raise FormatError(f"{where}: inner chunk_shape {list(inner_shape)} does not divide the shard shape "
                               f"{list(shard_shape)}")
         inner = build_chain(config.get("codecs"), dtype, inner_shape, f"{where} (inner codecs)", inner=True)
-        index = [_name_config(c, where) for c in (config.get("index_codecs") or [])]
+        index_codecs = config.get("index_codecs")
+        if not isinstance(index_codecs, list):  # the spec: "an array of objects"; a string or object iterates
+            raise FormatError(f"{where}: index_codecs {index_codecs!r} must be a list of codecs")
+        index = [_name_config(c, where) for c in index_codecs]
         names = [n for n, _ in index]
         if names not in (["bytes"], ["bytes", "crc32c"]):
             raise UnsupportedError(f"{where}: index_codecs {names}: only bytes [+ crc32c] are read")
