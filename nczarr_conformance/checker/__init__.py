@@ -17,6 +17,7 @@ from nczarr_conformance.checker import (  # noqa: F401  (registers the rules)
     layout,
     metadata,
     readers,
+    v3,
     zarr3,
 )
 from nczarr_conformance.checker.context import CheckContext

@@ -2,8 +2,8 @@
 
 The v2 rule families do not apply to a v3 store (their objects are not there); a v3 store is
 checked by these rules alone: it reads with our reader (every variable's data with ``--deep``),
-and the interop prediction that no released netcdf-c reads it. The v3 rules of the issue's later
-slices (schema, codec chains, shard indexes, consolidated staleness) join this family.
+and the interop prediction that no released netcdf-c reads it; checker/v3.py's rules check its metadata
+schema, codec chains, shard indexes (``--deep``) and consolidated metadata.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from nczarr_conformance.zarr3.metadata import FLAVOR
 from nczarr_conformance.zarr3.reader import V3Reader
 
 #: the rules a Zarr v3 store is checked by (nczarr-check runs only these on one)
-V3_RULES = ("NCZ-V3-READ", "NCZ-V3-INTEROP-NETCDFC")
+V3_RULES = ("NCZ-V3-READ", "NCZ-V3-SCHEMA", "NCZ-V3-CODECS", "NCZ-V3-SHARD", "NCZ-V3-CONSOLIDATED",
+            "NCZ-V3-INTEROP-NETCDFC")
 
 
 @rule("NCZ-V3-READ", Severity.ERROR, source="Zarr v3 core spec; zarr-python 3.1 (tests/zarr3/)")

@@ -205,7 +205,10 @@ class Sharding:
             raise FormatError(f"{where}: inner chunk_shape {list(inner_shape)} does not divide the shard shape "
                               f"{list(shard_shape)}")
         inner = build_chain(config.get("codecs"), dtype, inner_shape, f"{where} (inner codecs)", inner=True)
-        index = [_name_config(c, where) for c in (config.get("index_codecs") or [])]
+        index_codecs = config.get("index_codecs")
+        if not isinstance(index_codecs, list):  # the spec: "an array of objects"; a string or object iterates
+            raise FormatError(f"{where}: index_codecs {index_codecs!r} must be a list of codecs")
+        index = [_name_config(c, where) for c in index_codecs]
         names = [n for n, _ in index]
         if names not in (["bytes"], ["bytes", "crc32c"]):
             raise UnsupportedError(f"{where}: index_codecs {names}: only bytes [+ crc32c] are read")
@@ -261,6 +264,10 @@ class Sharding:
         if got is None or len(got[0]) != length:
             raise FormatError(f"{shard_key}: inner chunk {list(position)} cut short")
         return got[0]
+
+    def decode_index(self, raw: bytes, where: str) -> np.ndarray:
+        """The index table (``per_shard`` + (2,): offset, length) of a shard's index bytes, checksum verified."""
+        return self._index(raw, where)
 
     def _index(self, raw: bytes, where: str) -> np.ndarray:
         body = raw

@@ -119,3 +119,13 @@ def test_bad_metadata_is_one_line(tmp_path, change, message):
     _edit(tmp_path / "s.zarr", change)
     line = assert_one_line_failure(run("-h", str(tmp_path / "s.zarr"), module="dump"))
     assert message in line and line.startswith("nczarr-dump: ")
+
+
+@pytest.mark.parametrize("index_codecs", [1, "bytes", {"name": "bytes"}])
+def test_index_codecs_not_a_list_is_one_line(tmp_path, index_codecs):
+    """Found by fuzzing nczarr-check's v3 rules: an ``index_codecs`` that is no list raised TypeError (a traceback
+    in nczarr-dump, NCZ-CHECK-CRASH in nczarr-check); the sharding spec has it "an array of objects"."""
+    _sharded(tmp_path / "s.zarr")
+    _edit(tmp_path / "s.zarr", lambda d: d["codecs"][0]["configuration"].update(index_codecs=index_codecs))
+    line = assert_one_line_failure(run(str(tmp_path / "s.zarr"), module="dump"))
+    assert line.startswith("nczarr-dump: ") and "/v/zarr.json: index_codecs" in line and "must be a list" in line
