@@ -56,12 +56,16 @@ from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import StoreSpec
 
 BACKUP_MANIFEST = "/nczarr-fix-backup.json"
-_ROOT_LAST = {"/.zattrs": 1, "/.zarray": 2, "/.zgroup": 3, "/.zmetadata": 4}
+_ROOT_LAST = {"/.zattrs": 1, "/.zarray": 2, "/.zgroup": 3, "/.zmetadata": 4, "/zarr.json": 5}
 
 
 def write_order(plan: Plan) -> list[str]:
-    """Edited metadata keys, deepest first, the root's last and ``/.zmetadata`` at the very end."""
-    return sorted((e.key for e in plan.edits), key=lambda k: (_ROOT_LAST.get(k, 0), -len(keys.split(k)), k))
+    """Edited metadata keys, deepest first, the root's last and ``/.zmetadata`` at the very end; a
+    migration's removals (``--to-v3``: the v2 objects) after every ``zarr.json`` is written, so that
+    on S3 a cut batch leaves the v2 dataset whole."""
+    removed = {e.key for e in plan.edits if e.new is None and e.old is not None and "NCZ-FIX-TO-V3" in e.fixes}
+    return sorted((e.key for e in plan.edits),
+                  key=lambda k: (k in removed, _ROOT_LAST.get(k, 0), -len(keys.split(k)), k))
 
 
 def _stamp() -> str:
