@@ -69,7 +69,7 @@ def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, target
     """
     from nczarr_conformance.stores import lock_for_writing
 
-    way = _Way.migration(to_v3) if to_v3 is not None else _Way.fixes(parse_targets(targets))
+    way = _Way.migration(to_v3, url) if to_v3 is not None else _Way.fixes(parse_targets(targets))
     if out is not None or dry_run:
         return _fix_store(url, way, out=out, dry_run=dry_run, backup=backup)
     with lock_for_writing(url):
@@ -89,8 +89,14 @@ class _Way:
         return _Way(lambda store, can: make_plan(store, chosen, can_rewrite_chunks=can), check_readers)
 
     @staticmethod
-    def migration(flavor: str) -> _Way:
-        return _Way(lambda store, _can: plan_to_v3(store, flavor), check_migration)
+    def migration(flavor: str, url: str) -> _Way:
+        def plan(store: Store, _can: bool) -> Plan:
+            try:
+                return plan_to_v3(store, flavor)
+            except NczarrError as exc:  # the store's path first: the message names only the array
+                raise _unchanged(type(exc)(f"{url}: {exc}")) from exc
+
+        return _Way(plan, check_migration)
 
 
 def _fix_store(url: str, way: _Way, *, out: str | None, dry_run: bool, backup: bool) -> FixResult:

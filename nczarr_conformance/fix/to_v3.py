@@ -205,8 +205,9 @@ def plan_to_v3(store: Store, flavor: str = "zarr") -> Plan:
             if data is not None:
                 raw[key] = data
     if "/.zgroup" not in raw and "/.zarray" not in raw:
-        if "/zarr.json" in raw:
-            raise UsageError("already Zarr v3 (/zarr.json, no /.zgroup): nothing to migrate")
+        if "/zarr.json" in raw:  # a run that committed (a rerun after a kill lands here): nothing left to do
+            return Plan("zarr-v3", frozenset(READERS), [], [], [], ["already Zarr v3 (/zarr.json, no /.zgroup): "
+                                                                    "nothing to migrate"], list(all_keys), raw)
         raise FormatError("no dataset here: neither /.zgroup nor /.zarray exists")
     if "/.zgroup" not in raw:
         raise UnsupportedError("a single array at the root (no /.zgroup) is not migrated; only datasets (groups)")
