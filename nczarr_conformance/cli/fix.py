@@ -13,7 +13,7 @@ would read worse is refused.
 
 ``--to-v3 [--flavor zarr]`` migrates instead: the metadata of a Zarr v2 store (any NCZarr flavor,
 or pure Zarr) rewritten as pure Zarr v3, every chunk kept under its key byte for byte (chunk key
-encoding ``v2``), through the same in-place, ``--out`` and ``--dry-run`` paths; what cannot stay
+encoding ``v2``), through the fixes' in-place, ``--out`` and ``--dry-run`` paths; what cannot stay
 without re-encoding a chunk is refused (docs/nczarr-fix.md).
 
 Exit codes: 0 fixed, or nothing to fix; 1 ``--dry-run`` found edits to make (nothing

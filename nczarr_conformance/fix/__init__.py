@@ -60,7 +60,7 @@ def _text(lines: list[str]) -> str:
 def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, targets: str | None = None,
               backup: bool = True, to_v3: str | None = None) -> FixResult:
     """Fix the store at ``url`` in place, or into ``out``; ``dry_run`` only plans (see the CLI).
-    ``to_v3`` (a v3 flavor: ``zarr``): migrate it to Zarr v3 instead (:mod:`.to_v3`), through the same
+    ``to_v3`` (a v3 flavor: ``zarr``): migrate it to Zarr v3 instead (:mod:`.to_v3`), through the fixes'
     plan, reader check and apply path.
 
     In place, the store's writer lock is held from before the plan reads the store until the

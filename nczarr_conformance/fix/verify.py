@@ -103,7 +103,7 @@ def check_migration(store: Store, plan: Plan, where: str, *, beside: Path | None
     """``--to-v3``: refuse (UsageError, one line, nothing written) unless our v3 reader and zarr-python 3
     read every array's first chunk region of the migrated probe as netcdf-c (else our v2 reader) read it
     from the v2 one. netcdf-c reads no v3, so the readers before and after differ; the reference is
-    the same as for the fixes."""
+    the fixes' one."""
     arrays = sorted(keys.parent(k) for k in plan.all_keys if keys.basename(k) == ".zarray")
     with _probe_dirs(beside) as top:
         _write_probes(top, store, plan, _sample_keys(store, plan, arrays), where)
