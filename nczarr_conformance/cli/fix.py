@@ -11,6 +11,11 @@ the edits as a unified diff per object and writes nothing. Before writing, the s
 before and after the edits by our reader, zarr-python and netcdf-c; an edit one of them
 would read worse is refused.
 
+``--to-v3 [--flavor zarr]`` migrates instead: the metadata of a Zarr v2 store (any NCZarr flavor,
+or pure Zarr) rewritten as pure Zarr v3, every chunk kept under its key byte for byte (chunk key
+encoding ``v2``), through the fixes' in-place, ``--out`` and ``--dry-run`` paths; what cannot stay
+without re-encoding a chunk is refused (docs/nczarr-fix.md).
+
 Exit codes: 0 fixed, or nothing to fix; 1 ``--dry-run`` found edits to make (nothing
 written); 2 not done (bad usage, a store that cannot be opened or parsed, an output that
 exists or overlaps the input, an edit a reader would read worse, another writer replacing
@@ -35,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--for", dest="targets", metavar="READERS",
                    help=f"comma-separated readers to fix for (default: all of {','.join(READERS)})")
     p.add_argument("--no-backup", action="store_true", help="in place: do not keep a backup of the rewritten objects")
+    p.add_argument("--to-v3", action="store_true",
+                   help="migrate the store to Zarr v3 (metadata only, chunks kept byte for byte) instead of fixing it")
+    p.add_argument("--flavor", metavar="FLAVOR", help="with --to-v3: the v3 layout (zarr, the default)")
     p.add_argument("--list-fixes", action="store_true", help="print every fix: id, readers, what it does")
     return p
 
@@ -54,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.url and not args.list_fixes:
         parser.error("give a URL, or --list-fixes")
+    if args.to_v3 and args.targets:
+        parser.error("--for chooses fixes; --to-v3 migrates for every Zarr v3 reader")
+    if args.flavor and not args.to_v3:
+        parser.error("--flavor goes with --to-v3")
     if args.out and args.no_backup:
         parser.error("--no-backup is for in-place fixes; --out never touches the input")
 
@@ -64,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         from nczarr_conformance.fix import fix_store
 
         result = fix_store(args.url, out=args.out, dry_run=args.dry_run, targets=args.targets,
-                           backup=not args.no_backup)
+                           backup=not args.no_backup, to_v3=(args.flavor or "zarr") if args.to_v3 else None)
         sys.stdout.write(result.text)
         sys.stdout.flush()
         return 1 if args.dry_run and not result.plan.empty else 0

@@ -12,6 +12,7 @@ May import ``nczarr``, ``sources`` (the check that netcdf-c still reads a fixed 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,8 +36,10 @@ from nczarr_conformance.fix.plan import (
     render_diff,
 )
 from nczarr_conformance.fix.registry import FIXES, READERS, Change, Fix, for_rule
-from nczarr_conformance.fix.verify import check_readers
+from nczarr_conformance.fix.to_v3 import TO_V3, plan_to_v3
+from nczarr_conformance.fix.verify import check_migration, check_readers
 from nczarr_conformance.stores import open_store
+from nczarr_conformance.stores.base import Store
 from nczarr_conformance.stores.sniff import netcdf_file_error
 from nczarr_conformance.urls import StoreSpec, parse
 
@@ -55,8 +58,10 @@ def _text(lines: list[str]) -> str:
 
 
 def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, targets: str | None = None,
-              backup: bool = True) -> FixResult:
+              backup: bool = True, to_v3: str | None = None) -> FixResult:
     """Fix the store at ``url`` in place, or into ``out``; ``dry_run`` only plans (see the CLI).
+    ``to_v3`` (a v3 flavor: ``zarr``): migrate it to Zarr v3 instead (:mod:`.to_v3`), through the fixes'
+    plan, reader check and apply path.
 
     In place, the store's writer lock is held from before the plan reads the store until the
     edits are in: no other writer changes the store between the plan and the edits, and a
@@ -64,14 +69,37 @@ def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, target
     """
     from nczarr_conformance.stores import lock_for_writing
 
+    way = _Way.migration(to_v3, url) if to_v3 is not None else _Way.fixes(parse_targets(targets))
     if out is not None or dry_run:
-        return _fix_store(url, out=out, dry_run=dry_run, targets=targets, backup=backup)
+        return _fix_store(url, way, out=out, dry_run=dry_run, backup=backup)
     with lock_for_writing(url):
-        return _fix_store(url, out=out, dry_run=dry_run, targets=targets, backup=backup)
+        return _fix_store(url, way, out=out, dry_run=dry_run, backup=backup)
 
 
-def _fix_store(url: str, *, out: str | None, dry_run: bool, targets: str | None, backup: bool) -> FixResult:
-    chosen = parse_targets(targets)
+@dataclass(frozen=True)
+class _Way:
+    """How a run plans (``plan(store, can_rewrite_chunks)``) and checks the readers (``check``): the fixes,
+    or ``--to-v3``'s migration; the rest of the path (backup, apply, commit) is one."""
+
+    plan: Callable[[Store, bool], Plan]
+    check: Callable[..., None]
+
+    @staticmethod
+    def fixes(chosen: frozenset[str]) -> _Way:
+        return _Way(lambda store, can: make_plan(store, chosen, can_rewrite_chunks=can), check_readers)
+
+    @staticmethod
+    def migration(flavor: str, url: str) -> _Way:
+        def plan(store: Store, _can: bool) -> Plan:
+            try:
+                return plan_to_v3(store, flavor)
+            except NczarrError as exc:  # the store's path first: the message names only the array
+                raise _unchanged(type(exc)(f"{url}: {exc}")) from exc
+
+        return _Way(plan, check_migration)
+
+
+def _fix_store(url: str, way: _Way, *, out: str | None, dry_run: bool, backup: bool) -> FixResult:
     spec = parse(url)
     not_a_store = netcdf_file_error(spec, url)
     if not_a_store is not None:
@@ -81,12 +109,12 @@ def _fix_store(url: str, *, out: str | None, dry_run: bool, targets: str | None,
         refuse_unsafe_output(spec, out_spec)
     if dry_run or out_spec is not None:
         with open_store(spec) as source:
-            plan = make_plan(source, chosen, can_rewrite_chunks=not (out_spec is None and spec.kind == "s3"))
+            plan = way.plan(source, not (out_spec is None and spec.kind == "s3"))
             if out_spec is None:
                 text = render_diff(plan) + _text([f"note: {n}" for n in plan.notes])
                 return FixResult(plan, text or "nothing to fix\n")
             lines = list(iter_changes(plan))
-            check_readers(source, plan, url)
+            way.check(source, plan, url)
             write_copy(source, out_spec, plan)
         lines.append(f"fixed copy written: {out}")
         if not plan.empty:
@@ -95,27 +123,31 @@ def _fix_store(url: str, *, out: str | None, dry_run: bool, targets: str | None,
     remove_dead_leftovers(spec)  # a killed run's aside tree, temporary zip or unfinished backup
     if spec.kind == "file":  # a snapshot costs a link per object: first look whether there is anything to do
         with open_store(spec) as view:
-            first = make_plan(view, chosen)
+            first = way.plan(view, True)
         if first.empty:
             return FixResult(first, _text([*iter_changes(first), "nothing to fix"]))
-    return _fix_in_place(spec, chosen, backup)
+    return _fix_in_place(spec, way, backup)
 
 
 def _summary(plan: Plan) -> str:
+    if any(TO_V3 in e.fixes for e in plan.edits):
+        made = sum(1 for e in plan.edits if e.new is not None)
+        return (f"migrated to Zarr v3: {made} zarr.json written, {len(plan.edits) - made} v2 metadata object(s) "
+                "removed, no chunk rewritten")
     return f"{len(plan.edits)} metadata object(s) rewritten, {len(plan.chunk_keys())} chunk(s) re-encoded"
 
 
-def _fix_in_place(spec: StoreSpec, chosen: frozenset[str], backup: bool) -> FixResult:
+def _fix_in_place(spec: StoreSpec, way: _Way, backup: bool) -> FixResult:
     """Plan from the snapshot the session writes, check the readers, back up, stage, commit; on any
     failure or interrupt nothing is changed (the backup this run wrote is removed again)."""
     with open_session(spec) as session:
-        plan = make_plan(session.store, chosen, can_rewrite_chunks=spec.kind != "s3")
+        plan = way.plan(session.store, spec.kind != "s3")
         lines = list(iter_changes(plan))
         if plan.empty:
             return FixResult(plan, _text([*lines, "nothing to fix"]))
         saved = None
         try:
-            check_readers(session.store, plan, session.where, beside=local_path(spec))
+            way.check(session.store, plan, session.where, beside=local_path(spec))
             if backup:
                 saved = write_backup(spec, session.store, plan)
             session.apply(plan)

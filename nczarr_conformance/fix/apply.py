@@ -56,12 +56,16 @@ from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import StoreSpec
 
 BACKUP_MANIFEST = "/nczarr-fix-backup.json"
-_ROOT_LAST = {"/.zattrs": 1, "/.zarray": 2, "/.zgroup": 3, "/.zmetadata": 4}
+_ROOT_LAST = {"/.zattrs": 1, "/.zarray": 2, "/.zgroup": 3, "/.zmetadata": 4, "/zarr.json": 5}
 
 
 def write_order(plan: Plan) -> list[str]:
-    """Edited metadata keys, deepest first, the root's last and ``/.zmetadata`` at the very end."""
-    return sorted((e.key for e in plan.edits), key=lambda k: (_ROOT_LAST.get(k, 0), -len(keys.split(k)), k))
+    """Edited metadata keys, deepest first, the root's last and ``/.zmetadata`` at the very end; a
+    migration's removals (``--to-v3``: the v2 objects) after every ``zarr.json`` is written, so that
+    on S3 a cut batch leaves the v2 dataset whole."""
+    removed = {e.key for e in plan.edits if e.new is None and e.old is not None and "NCZ-FIX-TO-V3" in e.fixes}
+    return sorted((e.key for e in plan.edits),
+                  key=lambda k: (k in removed, _ROOT_LAST.get(k, 0), -len(keys.split(k)), k))
 
 
 def _stamp() -> str:
@@ -345,31 +349,38 @@ class ZipSession(Session):
 def _rewrite_zip(source: ZipStore, out: zipfile.ZipFile, plan: Plan) -> None:
     """Every member of ``source`` into ``out`` in its order (entry 0 decides netcdf-c's root): edited
     ones replaced, removed ones left out, unedited ones byte for byte with their names, dates and
-    compression, new ones last with the permissions of the root's ``.zgroup`` member."""
+    compression; new ones with the permissions of the root's ``.zgroup`` member, last, or (a plan that
+    removes members: ``--to-v3``) where the first removed one was, the root's ``zarr.json`` first, so
+    that entry 0 still names the dataset's root."""
     new = {e.key: e.new for e in plan.edits}
     recode = {k: r for r in plan.recodes for k in r.chunks}
     prefix = source.prefix.lstrip("/")
-    seen: set[str] = set()
+    sibling = source.members.get("/.zgroup")
+    created = sorted((k for k in write_order(plan) if k not in source.members and new[k] is not None),
+                     key=lambda k: k != "/zarr.json")
+
+    def add_created() -> None:
+        for key in created:
+            member = zipfile.ZipInfo(prefix + key.lstrip("/"), date_time=(1980, 1, 1, 0, 0, 0))
+            member.external_attr = sibling.external_attr if sibling is not None else 0o644 << 16
+            out.writestr(member, new[key])
+        created.clear()
+
     for info in source.zf.infolist():
         key = _member_key(source, info)
         if key is not None:
-            seen.add(key)
             if key in new:
                 data = new[key]
                 if data is not None:
                     out.writestr(_like(info), data)
+                else:
+                    add_created()
                 continue
             if key in recode:
                 out.writestr(_like(info), recode[key].reencode(key, source.zf.read(info)))
                 continue
         out.writestr(info, source.zf.read(info))
-    sibling = source.members.get("/.zgroup")
-    for key in write_order(plan):
-        data = new[key]
-        if key not in seen and data is not None:
-            member = zipfile.ZipInfo(prefix + key.lstrip("/"), date_time=(1980, 1, 1, 0, 0, 0))
-            member.external_attr = sibling.external_attr if sibling is not None else 0o644 << 16
-            out.writestr(member, data)
+    add_created()
 
 
 def _member_key(source: ZipStore, info: zipfile.ZipInfo) -> str | None:

@@ -99,6 +99,36 @@ def check_readers(store: Store, plan: Plan, where: str, *, beside: Path | None =
         raise UsageError(f"{where}: refused: after the edits {problems[0]}{more}; nothing was changed")
 
 
+def check_migration(store: Store, plan: Plan, where: str, *, beside: Path | None = None) -> None:
+    """``--to-v3``: refuse (UsageError, one line, nothing written) unless our v3 reader and zarr-python 3
+    read every array's first chunk region of the migrated probe as netcdf-c (else our v2 reader) read it
+    from the v2 one. netcdf-c reads no v3, so the readers before and after differ; the reference is
+    the fixes' one."""
+    arrays = sorted(keys.parent(k) for k in plan.all_keys if keys.basename(k) == ".zarray")
+    with _probe_dirs(beside) as top:
+        _write_probes(top, store, plan, _sample_keys(store, plan, arrays), where)
+        reference = read_ours(top / "before", arrays, plan.flavor)
+        if importlib.util.find_spec("netCDF4") is not None:
+            netcdf_c, _ = _netcdf_c_in_a_child(top, arrays, plan.flavor)  # its reading of v3 is no verdict
+            reference.update({a: r for a, r in netcdf_c.items() if r.values is not None})
+        after = {"nczarr-conformance": read_ours_v3(top / "after", arrays, plan.flavor)}
+        if importlib.util.find_spec("zarr") is not None:
+            after["zarr-python"] = read_zarr_python(top / "after", arrays, "zarr-v3")
+    problems = []
+    for name, readings in after.items():
+        for akey, ref in reference.items():
+            got = readings[akey]
+            if ref.values is None:
+                continue
+            if got.error is not None:
+                problems.append(f"{name} cannot read {akey} ({got.error})")
+            elif not same(ref.values, got.values):
+                problems.append(f"{name} reads other values from {akey} than the v2 store held")
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UsageError(f"{where}: --to-v3 refused: in Zarr v3 {problems[0]}{more}; nothing was changed")
+
+
 def available_readers(targets: frozenset[str]) -> dict[str, ReaderFunction]:
     """The readers run in this process, by name (netcdf-c runs in a child, see the module)."""
     out: dict[str, ReaderFunction] = {"nczarr-conformance": read_ours}
@@ -292,6 +322,23 @@ def read_ours(root: Path, arrays: list[str], flavor: str) -> Readings:
         return _each(arrays, one, root)
 
 
+def read_ours_v3(root: Path, arrays: list[str], flavor: str) -> Readings:
+    """Our Zarr v3 reader's readings (``--to-v3``'s migrated probe)."""
+    from nczarr_conformance.zarr3.reader import V3Reader
+
+    with DirectoryStore(root, "r") as store:
+        try:
+            reader = V3Reader(store)
+        except NczarrError as exc:
+            return {a: Reading(error=_explain(exc, root)) for a in arrays}
+
+        def one(akey: str) -> np.ndarray:
+            info = reader.arrays[akey]
+            return reader.read_region(akey, () if info.scalar else _region(info.zshape, info.chunks))
+
+        return _each(arrays, one, root)
+
+
 def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
     from nczarr_conformance.sources import netcdf4 as nc4
 
@@ -324,7 +371,7 @@ def read_zarr_python(root: Path, arrays: list[str], flavor: str) -> Readings:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            group = zarr.open_group(str(root), mode="r", zarr_format=2)
+            group = zarr.open_group(str(root), mode="r", zarr_format=3 if flavor == "zarr-v3" else 2)
     except Exception as exc:  # zarr-python raises ValueError, TypeError, KeyError…
         return {a: Reading(error=_explain(exc, root)) for a in arrays}
 

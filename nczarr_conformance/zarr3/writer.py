@@ -284,6 +284,9 @@ class V3Plan(ArrayPlan):
     codec_objects: list[Codec] = field(default_factory=list)
     inner: tuple[int, ...] | None = None
     fill_attribute: Any = None
+    #: the chunk key encoding written (None: the writer's ``default`` with ``/``; ``nczarr-fix --to-v3``
+    #: keeps a v2 store's keys with ``v2``)
+    key_encoding: KeyEncoding | None = None
 
 
 class V3Writer(DatasetWriter):
@@ -386,7 +389,7 @@ class V3Writer(DatasetWriter):
                 "chunk_shape": list(inner), "codecs": codecs,
                 "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
                 "index_location": "end"}}]
-        return V3Plan(akey, var, zshape, chunks, json.dumps(data_type), storage, _fill_json(var.type, fill),
+        return V3Plan(akey, var, zshape, chunks, json.dumps(data_type), storage, fill_json(var.type, fill),
                       fill_storage, mapped.copy_compressor, mapped.copy_filters, 0, data_type=data_type,
                       codecs=codecs, codec_objects=mapped.codecs, inner=inner,
                       fill_attribute=var.attributes.get("_FillValue"))
@@ -464,10 +467,11 @@ class V3Writer(DatasetWriter):
         attributes = self._attributes(plan.var.attributes)
         if plan.fill_attribute is not None:
             attributes["_FillValue"] = _fill_attribute(plan.var.type, plan.fill_attribute)
+        encoding = plan.key_encoding or self.ENCODING
         doc: dict[str, Any] = {
             "shape": list(plan.zshape), "data_type": plan.data_type,
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(plan.chunks)}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "chunk_key_encoding": {"name": encoding.name, "configuration": {"separator": encoding.separator}},
             "fill_value": plan.fill_json, "codecs": plan.codecs, "attributes": attributes}
         if not plan.var.is_scalar:
             doc["dimension_names"] = [keys.basename(d) for d in plan.var.dimensions]
@@ -479,7 +483,7 @@ class V3Writer(DatasetWriter):
         return values
 
 
-def _fill_json(nctype: str, fill: Any) -> Any:
+def fill_json(nctype: str, fill: Any) -> Any:
     """``fill_value`` in the v3 core spec's JSON forms (as zarr-python writes them)."""
     if nctype == "char":
         raw = fill if isinstance(fill, bytes) else str(fill).encode("latin-1")
@@ -532,4 +536,5 @@ def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "zarr", sourc
     return writer.copied, writer.notes
 
 
-__all__ = ["V3_NOT_YET", "V3_WRITE_FLAVORS", "V3Writer", "refuse_flavor", "write_dataset", "zlib_to_gzip"]
+__all__ = ["V3_NOT_YET", "V3_WRITE_FLAVORS", "V3Plan", "V3Writer", "fill_json", "refuse_flavor", "write_dataset",
+           "zlib_to_gzip"]
