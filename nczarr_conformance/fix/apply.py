@@ -363,7 +363,9 @@ def _rewrite_zip(source: ZipStore, out: zipfile.ZipFile, plan: Plan) -> None:
         for key in created:
             member = zipfile.ZipInfo(prefix + key.lstrip("/"), date_time=(1980, 1, 1, 0, 0, 0))
             member.external_attr = sibling.external_attr if sibling is not None else 0o644 << 16
-            out.writestr(member, new[key])
+            payload = new[key]
+            assert payload is not None  # created holds only keys with new content
+            out.writestr(member, payload)
         created.clear()
 
     for info in source.zf.infolist():
