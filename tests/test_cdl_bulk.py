@@ -291,6 +291,59 @@ def test_json_floats_at_every_binade_edge_and_random_bits():
             assert piece_text(floats, "float") == _reference_json(floats, "float")
 
 
+def _numpy_json_float(x: float) -> str:
+    """The JSON text of one float32 as the model's contract makes it: numpy's shortest ``str``, as a Python float."""
+    return repr(float(str(np.float32(x))))
+
+
+def _json_floats_left_to_python(floats: np.ndarray, monkeypatch) -> tuple[str, list[float]]:
+    """piece_text of ``floats`` and the values it handed to the one-value fallback (json_dump._shortest_python)."""
+    from nczarr_conformance.cdl import json_dump
+
+    handed: list[float] = []
+    fallback = json_dump._shortest_python
+
+    def counted(value: float) -> str:
+        handed.append(value)
+        return fallback(value)
+
+    monkeypatch.setattr(json_dump, "_shortest_python", counted)
+    with np.errstate(all="ignore"):
+        return piece_text(floats, "float"), handed
+
+
+def test_json_powers_of_two_above_a_lopsided_interval_are_formatted_in_bulk(monkeypatch):
+    """format_shortest32's documented power-of-two rule: below a power of two the float32 spacing halves, so the
+    rounding interval is narrower below; where the closest decimal of the shortest length falls out of it, the
+    one above is taken, in bulk. Which powers those are is worked out here from Python's ``e`` format and numpy's
+    shortest ``str`` (2**-96, 2**87, 2**90), not from our code; each must come out as numpy's text, and none
+    may be left to the one-value fallback (removing the rule only moved them there: the text stayed right)."""
+    ups = []
+    for x in np.ldexp(np.float32(1), np.arange(-125, 128)).astype(np.float32).tolist():
+        shown = str(np.float32(x)).split("e")[0].replace(".", "").strip("0")
+        closest = float(f"{x:.{max(len(shown), 1) - 1}e}")
+        if np.float32(closest) != np.float32(x):
+            ups.append(x)
+    assert len(ups) >= 3
+    floats = np.array(ups, dtype=np.float32)
+    text, handed = _json_floats_left_to_python(floats, monkeypatch)
+    assert text == ", ".join(_numpy_json_float(x) for x in ups)
+    assert handed == []
+
+
+def test_json_floats_leave_few_values_to_python(monkeypatch):
+    """The bulk path is the path: of 200,000 random float32 bit patterns (every exponent), fewer than one in ten
+    may go to the one-value fallback (about one in twenty do: the near-ties and interval ends on a whole unit the
+    docstring names). A wrong power-of-ten index still gives the right text, through the fallback, for three
+    values in four: only this count sees it."""
+    bits = np.random.default_rng(26).integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    floats = bits[np.isfinite(bits) & (bits != 0)]
+    text, handed = _json_floats_left_to_python(floats, monkeypatch)
+    assert text == ", ".join(_numpy_json_float(x) for x in floats.tolist())
+    assert len(handed) < floats.size // 10, f"{len(handed)} of {floats.size} values formatted one by one"
+
+
+
 def test_json_dump_of_a_store_parses_to_the_model(tmp_path):
     """nczarr-dump --json of a store with 11 types (random bits: NaN, ±Infinity, -0, subnormals) is,
     parsed, the model's to_json."""

@@ -166,14 +166,12 @@ class DataSection:
     def _same_rows(self, part: np.ndarray, numbers: np.ndarray, total: int) -> None:
         """Rows whose values all print alike print alike: the first is rendered and repeated."""
         ncols = part.shape[1]
-        zero, width = np.zeros(1, dtype=np.int64), np.array([ncols])
-        row, _ = self._segments(self.items(part[:1]), zero, width, self.row_pos + zero, zero, zero,
-                                np.array([NEXT_ROW]))
+        zero, width, start = np.zeros(1, dtype=np.int64), np.array([ncols]), np.array([self.row_pos])
+        row, _ = self._segments(self.items(part[:1]), zero, width, start, zero, zero, np.array([NEXT_ROW]))
         last = numbers[-1] == total - 1
         text = row * (part.shape[0] - int(last))
         if last:
-            text += self._segments(self.items(part[-1:]), zero, width, self.row_pos + zero, zero, zero,
-                                   np.array([LAST_ROW]))[0]
+            text += self._segments(self.items(part[-1:]), zero, width, start, zero, zero, np.array([LAST_ROW]))[0]
         self.write(text)
 
     def _long_row(self, row: np.ndarray, number: int, total: int) -> None:
