@@ -72,6 +72,8 @@ class Ours(Peer):
         return __version__
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        if _writes_v3(self) and options.get("separator") == "/":  # v3's default key encoding: c/0/0
+            options = {k: v for k, v in options.items() if k != "separator"}
         reject_options(options, self.id)
         try:
             with DirectoryStore(target, "w") as store:
