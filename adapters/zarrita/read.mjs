@@ -6,8 +6,9 @@
 //
 // zarrita and @zarrita/storage are loaded from $NCZ_ZARRITA_DIR (default ~/.cache/nczarr-zarrita, where
 // scripts/test installs them with npm), so the checkout holds no node_modules. zarrita lists no hierarchy
-// of a Zarr v2 store without consolidated metadata, so the groups and arrays are found by walking the
-// directory for .zgroup/.zarray keys (the Zarr v2 spec's own layout); what each holds is zarrita's reading.
+// of a store without consolidated metadata, so the groups and arrays are found by walking the directory
+// for .zgroup/.zarray keys (Zarr v2) or zarr.json's node_type (Zarr v3), each spec's own layout; what each
+// holds is zarrita's reading.
 // A pure-Zarr reader knows no netCDF dimensions: each variable has none. Storage bookkeeping attributes
 // (_nczarr*, _NCZARR*, _ARRAY_DIMENSIONS, _NCProperties) are not user data and are left out.
 // Exit 1 with one line on stderr when zarrita fails.
@@ -61,6 +62,19 @@ function nest(flat, shape) {
   return Array.from({ length: shape[0] }, (_, i) => nest(flat.slice(i * step, (i + 1) * step), shape.slice(1)));
 }
 
+// the items of `flat` (as zarrita's chunk holds them, laid out by its `stride`) in C order: an array stored in
+// Fortran order (Zarr v2 "order": "F", a v3 transpose codec) comes back with Fortran strides, not transposed
+function cOrder(flat, shape, stride) {
+  if (!stride || shape.length < 2) return flat;
+  const out = new Array(flat.length);
+  const index = new Array(shape.length).fill(0);
+  for (let n = 0; n < flat.length; n++) {
+    out[n] = flat[index.reduce((at, i, d) => at + i * stride[d], 0)];
+    for (let d = shape.length - 1; d >= 0 && ++index[d] === shape[d]; d--) index[d] = 0;
+  }
+  return out;
+}
+
 async function variable(zarr, location) {
   const arr = await zarr.open(location, { kind: "array" });
   const got = await zarr.get(arr);
@@ -81,7 +95,21 @@ async function variable(zarr, location) {
   } else {
     throw new Error(`data type ${dtype} not handled by this adapter`);
   }
+  flat = cOrder(flat, [...arr.shape], chunk.stride);
   return { type, dimensions: [], shape: [...arr.shape], attributes: attributes(arr.attrs), data: nest(flat, [...arr.shape]) };
+}
+
+// "array", "group" or null: a Zarr v2 node by its .zarray/.zgroup key, a Zarr v3 one by its zarr.json's node_type
+function nodeType(dir) {
+  if (existsSync(join(dir, ".zarray"))) return "array";
+  if (existsSync(join(dir, ".zgroup"))) return "group";
+  if (!existsSync(join(dir, "zarr.json"))) return null;
+  try {
+    const kind = JSON.parse(readFileSync(join(dir, "zarr.json"), "utf8")).node_type;
+    return kind === "array" || kind === "group" ? kind : null;
+  } catch {
+    return null;
+  }
 }
 
 async function group(zarr, root, dir, path) {
@@ -90,8 +118,9 @@ async function group(zarr, root, dir, path) {
   for (const name of readdirSync(dir).sort()) {
     const sub = join(dir, name);
     const key = path === "/" ? `/${name}` : `${path}/${name}`;
-    if (existsSync(join(sub, ".zarray"))) out.variables[name] = await variable(zarr, root.resolve(key));
-    else if (existsSync(join(sub, ".zgroup"))) out.groups[name] = await group(zarr, root, sub, key);
+    const kind = nodeType(sub);
+    if (kind === "array") out.variables[name] = await variable(zarr, root.resolve(key));
+    else if (kind === "group") out.groups[name] = await group(zarr, root, sub, key);
   }
   return out;
 }

@@ -4,7 +4,9 @@ Two sides, each judged under the exact comparison the peer's passing cell made:
 
 - writer: our output of a case deviates or fails in a reader that reads another
   writer's output of the same case right (compared under that other cell's view,
-  so a pure-Zarr writer's pass is not held against ours on netCDF types);
+  so a pure-Zarr writer's pass is not held against ours on netCDF types), the other
+  writer writing the Zarr format ours writes (``writes-zarr-v3`` or not: a reader
+  that reads no v3 or v3 badly is not held against our v3 writer by a v2 writer's pass);
 - reader: our reader deviates or fails on a store that another reader reads right
   (again under that reader's view: tensorstore's arrays-only pass says nothing
   about attributes).
@@ -38,6 +40,13 @@ OUR_READER = "ours"
 
 def is_ours(implementation: str) -> bool:
     return implementation == "ours" or implementation.startswith("ours-")
+
+
+def same_format(writer: str, other: str) -> bool:
+    """Whether the two writers write one Zarr format, as their capabilities say (``writes-zarr-v3``)."""
+    def v3(peer_id: str) -> bool:
+        return "writes-zarr-v3" in PEERS[peer_id].capabilities
+    return v3(writer) == v3(other)
 
 
 @dataclass(frozen=True)
@@ -146,7 +155,7 @@ def violations(run: MatrixRun) -> list[Violation]:
                 if cell is None or cell.status not in ("deviates", "fails"):
                     continue
                 passing = []
-                for other in [w for w in writers if not is_ours(w)]:
+                for other in [w for w in writers if not is_ours(w) and same_format(ours, w)]:
                     peer_cell = cells.get((case, other, reader))
                     if peer_cell is None or peer_cell.status != "pass":
                         continue

@@ -23,7 +23,7 @@ from nczarr_conformance.conformance.views import view
 from nczarr_conformance.model import Dataset, diff_json
 from nczarr_conformance.peers import implementations  # noqa: F401  (registers the peers)
 from nczarr_conformance.peers.base import PEERS, CannotExpress, Peer, PeerFailed
-from nczarr_conformance.peers.capabilities import spelled
+from nczarr_conformance.peers.capabilities import requirements, spelled
 from nczarr_conformance.peers.implementations import CORPUS_CASES
 
 MAX_DIFFERENCES = 12
@@ -85,9 +85,11 @@ class Progress(Protocol):
     def advance(self, cell: Cell) -> None: ...
 
 
-def undeclared(case: Case, peer: Peer) -> str:
-    """Why ``peer`` does not take part in ``case`` by its capabilities, or "" when it does."""
-    missing = [name for name in sorted(case.requires) if name not in peer.capabilities]
+def undeclared(case: Case, peer: Peer, writer: Peer | None = None) -> str:
+    """Why ``peer`` does not take part in ``case`` (as written by ``writer``, by default itself) by its
+    capabilities, or "" when it does: a Zarr v3 writer's cells need ``zarr-v3`` of the reader too."""
+    needs = requirements(case.requires, (writer or peer).capabilities)
+    missing = [name for name in sorted(needs) if name not in peer.capabilities]
     return f"{peer.id} does not declare {', '.join(missing)} (its capabilities)" if missing else ""
 
 
@@ -176,7 +178,7 @@ def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None, pee
                     stores[(case.id, writer.id)] = outcome.url
                 for reader in readers:
                     why = (outcome.message if outcome.status != "ok" else reasons[reader.id]
-                           or undeclared(case, reader))
+                           or undeclared(case, reader, writer))
                     if outcome.status != "ok" or why:
                         record(Cell(case.id, writer.id, reader.id, "skipped" if outcome.status == "ok"
                                     else outcome.status, [], why or "", outcome.detail))
@@ -198,7 +200,7 @@ def one_cell(case: Case, writer: Peer, reader: Peer, workdir: Path) -> Cell:
     written = _write_one(case, writer, writer.available(), workdir)
     if written.status != "ok":
         return Cell(case.id, writer.id, reader.id, written.status, [], written.message, written.detail)
-    why = reader.available() or undeclared(case, reader)
+    why = reader.available() or undeclared(case, reader, writer)
     if why:
         return Cell(case.id, writer.id, reader.id, "skipped", [], why)
     return _read_cell(case, case.model(), writer, reader, written.url or "", workdir)[0]

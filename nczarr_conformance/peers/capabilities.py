@@ -14,6 +14,12 @@ Two kinds of names:
 - *conventions* (``CONVENTIONS``): which format an implementation speaks. They decide how a cell
   compares (``nczarr``: the whole netCDF model, else arrays and untyped attributes; ``attributes``:
   attributes at all) and which spec rules apply to it (conformance/rules.py).
+
+The Zarr format is a pair of them: a writer that declares the convention ``writes-zarr-v3`` writes
+Zarr v3 (``zarr.json``), so every case it writes also needs the feature ``zarr-v3`` of its reader
+(``requirements``); a reader without it (no released netcdf-c reads v3) has those cells skipped,
+as for any feature it does not declare. ``writes-zarr-v3`` is not part of ``all``: an
+implementation that says nothing writes Zarr v2, as every one did before v3.
 """
 from __future__ import annotations
 
@@ -30,6 +36,8 @@ FEATURES: dict[str, str] = {
     "int64": "64-bit integers, signed and unsigned, as data and as attributes (numeric-types, typed-attrs)",
     "separator": "chunk keys with the '/' dimension separator (slash-separator)",
     "order": "chunks stored in Fortran order (f-order)",
+    "zarr-v3": "reads Zarr v3 stores (zarr.json, dimension_names): every cell of a writer that declares "
+               "writes-zarr-v3 needs it (no released netcdf-c reads v3: 4.10.1 says \"Unknown file format\")",
     "legacy": "older NCZarr layouts: netcdf-c 4.9.3's keys, lower-case keys, NCZarr v1 (corpus-ref_oldformat, "
               "corpus-ref_oldkeys, nczarr-v1)",
 }
@@ -42,15 +50,28 @@ CONVENTIONS: dict[str, str] = {
     "appendix-d": "writes the layout of nczarr.md Appendices D and E (netcdf-c 4.9.1 on, 2022-08); an NCZarr "
                   "writer without it writes the 4.8-4.9.0 layout, so the D.write and E rules do not apply",
     "netcdf-fill": "writes netCDF's default fill as fill_value when a variable has no _FillValue (rule Z.fill)",
+    "writes-zarr-v3": "writes Zarr v3 (zarr.json) rather than v2: each case it writes needs zarr-v3 of the reader "
+                      "too; not part of all (a writer that says nothing writes v2)",
 }
+
+#: the conventions that name what a writer writes, which ``all`` does not claim (see the module's text)
+WRITER_FORMATS: frozenset[str] = frozenset({"writes-zarr-v3"})
 
 CAPABILITIES: dict[str, str] = {**FEATURES, **CONVENTIONS}
 
 #: every capability: what an implementation that says nothing is taken to claim (its cells then show
 #: what it really does, rather than being left out)
-ALL: frozenset[str] = frozenset(CAPABILITIES)
+ALL: frozenset[str] = frozenset(CAPABILITIES) - WRITER_FORMATS
 #: a pure-Zarr implementation (zarr-python, xarray, GDAL, TensorStore): every feature, no NCZarr convention
 PURE_ZARR: frozenset[str] = ALL - {"nczarr", "appendix-d", "netcdf-fill"}
+#: a pure-Zarr v3 writer (ours-zarr-v3, zarr-python and xarray with zarr_format=3)
+PURE_ZARR_V3: frozenset[str] = PURE_ZARR | {"writes-zarr-v3"}
+
+
+def requirements(case_needs: frozenset[str], writer_caps: frozenset[str]) -> frozenset[str]:
+    """What a cell of a case needing ``case_needs`` asks of its reader (and its writer), given what the
+    writer declares: the case's features, and ``zarr-v3`` when the writer writes Zarr v3."""
+    return case_needs | ({"zarr-v3"} if "writes-zarr-v3" in writer_caps else frozenset())
 
 
 def parse(text: str | list[str] | tuple[str, ...], *, where: str = "--caps") -> frozenset[str]:

@@ -26,7 +26,7 @@ from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4 as nc4
 from nczarr_conformance.peers.base import CannotExpress, Peer, register, reject_options
-from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR
+from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR, PURE_ZARR_V3
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
 
@@ -35,26 +35,54 @@ def _tool(name: str) -> str | None:
     return None if shutil.which(name) else f"{name} not installed"
 
 
+def _writes_v3(peer: Peer) -> bool:
+    """The peer writes Zarr v3: what its capabilities say (``writes-zarr-v3``), never its id."""
+    return "writes-zarr-v3" in peer.capabilities
+
+
+#: the last segment of a Zarr v3 node's metadata object
+ZARR_JSON = "zarr.json"
+
+
+def _v3_node_type(path: Path) -> str | None:
+    """``"array"`` or ``"group"``: the ``node_type`` of the Zarr v3 node at ``path`` (a directory), or None
+    when there is no readable ``zarr.json`` there. How a reader of a directory store finds v3 nodes."""
+    try:
+        doc = json.loads((path / ZARR_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    kind = doc.get("node_type") if isinstance(doc, dict) else None
+    return kind if kind in ("array", "group") else None
+
+
 class Ours(Peer):
     reads = writes = True
 
-    def __init__(self, flavor: str, peer_id: str) -> None:
+    def __init__(self, flavor: str, peer_id: str, zarr_format: int = 2) -> None:
         self.flavor = flavor
         self.id = peer_id
-        self.name = f"nczarr_conformance ({flavor})"
+        self.name = f"nczarr_conformance ({flavor}{', Zarr v3' if zarr_format == 3 else ''})"
         # the 4.8-4.9.0 layout predates Appendices D and E; the pure-Zarr flavor still writes netCDF's fills
-        self.capabilities = {"zarr": PURE_ZARR | {"netcdf-fill"},
-                             "nczarr-2-upper": ALL - {"appendix-d"}}.get(flavor, ALL)
-        self.reads = flavor == "nczarr-4.10"
+        # (in v3 too, but rule Z.fill reads v2's .zarray: the v3 writer claims no v2 convention)
+        self.capabilities = PURE_ZARR_V3 if zarr_format == 3 else {
+            "zarr": PURE_ZARR | {"netcdf-fill"}, "nczarr-2-upper": ALL - {"appendix-d"}}.get(flavor, ALL)
+        self.reads = flavor == "nczarr-4.10" and zarr_format == 2
 
     def version(self) -> str:
         return __version__
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        if _writes_v3(self) and options.get("separator") == "/":  # v3's default key encoding: c/0/0
+            options = {k: v for k, v in options.items() if k != "separator"}
         reject_options(options, self.id)
         try:
             with DirectoryStore(target, "w") as store:
-                write_dataset(dataset, store, flavor=self.flavor)
+                if _writes_v3(self):
+                    from nczarr_conformance.zarr3.writer import write_dataset as write_v3
+
+                    write_v3(dataset, store, flavor=self.flavor)
+                else:
+                    write_dataset(dataset, store, flavor=self.flavor)
         except UnsupportedError as exc:
             raise CannotExpress(str(exc)) from exc
         return str(target)
@@ -65,6 +93,8 @@ class Ours(Peer):
 
 class NetCDFC410(Peer):
     id, name, reads, writes = "netcdf-c-4.10", "netcdf-c via netCDF4-python", True, True
+    #: no released netcdf-c reads Zarr v3 (4.10.1: "Unknown file format"; tests/peers/test_zarr3_peers.py)
+    capabilities = ALL - {"zarr-v3"}
 
     def available(self) -> str | None:
         return None if nc4.available() else "netCDF4-python not installed"
@@ -137,7 +167,7 @@ def _variable_from_values(values: np.ndarray, attrs: dict[str, Attribute]) -> Va
         if obj.ndim == 0:
             obj[()] = flat[0]
         arr, nctype = obj, "string"
-    elif arr.dtype.kind in ("U", "O"):
+    elif arr.dtype.kind in ("U", "O", "T"):  # T: numpy 2's StringDType, zarr-python 3's Zarr v3 "string"
         obj = np.empty(arr.shape, dtype=object)
         obj[...] = arr
         arr, nctype = obj, "string"
@@ -189,42 +219,83 @@ def _fixed_width_bytes(values: np.ndarray) -> np.ndarray:
     return np.array(encoded, dtype=f"S{width}").reshape(values.shape)
 
 
+def _v3_codecs(var: Variable, itemsize: int) -> dict[str, Any]:
+    """The ``create_array`` codec arguments a zarr-python 3 user gives for the variable's netCDF filters in
+    Zarr v3: numcodecs' own shuffle and zlib (``zarr.codecs.numcodecs``), the same codecs as in v2 (v3 has no
+    shuffle of its own outside blosc), and zarr-python's defaults otherwise."""
+    from zarr.codecs import numcodecs as v3_numcodecs
+
+    chain: list[Any] = []
+    for cfg in var.filters or []:
+        if cfg["id"] == "shuffle":
+            chain.append(v3_numcodecs.Shuffle(elementsize=itemsize))
+        elif cfg["id"] == "zlib":
+            chain.append(v3_numcodecs.Zlib(level=cfg.get("level", 1)))
+    return {"compressors": chain} if chain else {}
+
+
 class ZarrPython(PythonPackagePeer):
+    """zarr-python 3 in this process: a Zarr v2 writer, and a reader of v2 and v3 (``ZarrPythonV3`` is its
+    v3 writer). The format it writes follows its capabilities (``writes-zarr-v3``)."""
+
     id, name, reads, writes, capabilities, package = "zarr-python", "zarr-python", True, True, PURE_ZARR, "zarr"
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        import warnings
+
         import zarr
 
-        root = zarr.open_group(str(target), mode="w", zarr_format=2)
-        self._write_group(root, dataset.root, options)
+        with warnings.catch_warnings():
+            # "Numcodecs codecs are not in the Zarr version 3 specification", "unstable specification" of
+            # null_terminated_bytes: what zarr-python says of the v3 it writes, tested in tests/peers
+            warnings.simplefilter("ignore")
+            root = zarr.open_group(str(target), mode="w", zarr_format=3 if _writes_v3(self) else 2)
+            self._write_group(root, dataset.root, options)
         return str(target)
 
-    def _write_group(self, zgroup: Any, group: Group, options: dict[str, str]) -> None:
+    def _array_arguments(self, var: Variable, data: np.ndarray, options: dict[str, str]) -> dict[str, Any]:
+        """``create_array``'s arguments for ``var`` in the format this peer writes."""
         import numcodecs
 
+        fill = var.fill_value
+        kwargs: dict[str, Any] = {"shape": data.shape, "dtype": data.dtype,
+                                  "chunks": tuple(var.chunks) if var.chunks else data.shape or (),
+                                  "fill_value": (fill if fill is not None and var.type not in ("char", "string")
+                                                 else None)}
+        if _writes_v3(self):
+            from zarr.codecs import TransposeCodec
+
+            kwargs.update(_v3_codecs(var, data.dtype.itemsize),
+                          dimension_names=[d.rsplit("/", 1)[-1] for d in var.dimensions] or None)
+            if var.type == "string":
+                kwargs["dtype"] = str  # v3's "string" (vlen-utf8), which zarr-python 3 writes for text
+            if options.get("order") == "F":  # v3 keeps the order of a chunk's items in a transpose codec
+                kwargs["filters"] = [TransposeCodec(order=tuple(reversed(range(data.ndim))))]
+            if options.get("separator"):
+                kwargs["chunk_key_encoding"] = {"name": "default", "separator": options["separator"]}
+            return kwargs
+        compressor, filters = None, None
+        for cfg in var.filters or []:
+            if cfg["id"] == "zlib":
+                compressor = numcodecs.Zlib(level=cfg.get("level", 1))
+            elif cfg["id"] == "shuffle":
+                filters = [numcodecs.Shuffle(elementsize=data.dtype.itemsize)]
+        kwargs.update(order=options.get("order", "C"), compressors=compressor, filters=filters)
+        if options.get("separator"):
+            kwargs["chunk_key_encoding"] = {"name": "v2", "separator": options["separator"]}
+        return kwargs
+
+    def _write_group(self, zgroup: Any, group: Group, options: dict[str, str]) -> None:
         zgroup.attrs.update({n: _plain(a) for n, a in group.attributes.items()})
         for name, var in group.variables.items():
             data = np.asarray(var.data)
-            if var.type == "string":
+            if var.type == "string" and not _writes_v3(self):
                 data = _fixed_width_bytes(data)
-            fill = var.fill_value
-            compressor, filters = None, None
-            for cfg in var.filters or []:
-                if cfg["id"] == "zlib":
-                    compressor = numcodecs.Zlib(level=cfg.get("level", 1))
-                elif cfg["id"] == "shuffle":
-                    filters = [numcodecs.Shuffle(elementsize=data.dtype.itemsize)]
-            kwargs: dict[str, Any] = {"shape": data.shape, "dtype": data.dtype, "order": options.get("order", "C"),
-                                      "chunks": tuple(var.chunks) if var.chunks else data.shape or (),
-                                      "fill_value": (fill if fill is not None and var.type not in ("char", "string")
-                                                     else None),
-                                      "compressors": compressor, "filters": filters}
-            if options.get("separator"):
-                kwargs["chunk_key_encoding"] = {"name": "v2", "separator": options["separator"]}
-            arr = zgroup.create_array(name, **kwargs)
+            arr = zgroup.create_array(name, **self._array_arguments(var, data, options))
             arr[...] = data
             attrs = {n: _plain(a) for n, a in var.attributes.items() if n != "_FillValue"}
-            attrs["_ARRAY_DIMENSIONS"] = [d.rsplit("/", 1)[-1] for d in var.dimensions]
+            if not _writes_v3(self):  # v3 names them in dimension_names
+                attrs["_ARRAY_DIMENSIONS"] = [d.rsplit("/", 1)[-1] for d in var.dimensions]
             arr.attrs.update(attrs)
         for name, sub in group.groups.items():
             self._write_group(zgroup.create_group(name), sub, options)
@@ -236,12 +307,13 @@ class ZarrPython(PythonPackagePeer):
         """One node at a time, in name order, listed by zarr-python's own store (``Store.list_dir``,
         ``Store.exists``): ``Group.members()`` fails the whole group on one array it cannot type
         (``>S1``), and reports the first of several failures in completion order, which would make
-        the report irreproducible."""
+        the report irreproducible. Zarr v2 and v3 alike: zarr-python finds which (``zarr_format=None``)."""
         import zarr
         from zarr.core.sync import sync
 
-        zgroup = zarr.open_group(root, path=path, mode="r", zarr_format=2)
+        zgroup = zarr.open_group(root, path=path, mode="r")
         store = zgroup.store
+        v3 = zgroup.metadata.zarr_format == 3
         group = Group(attributes=_untyped_attributes(dict(zgroup.attrs)))
 
         async def names() -> list[str]:
@@ -249,13 +321,40 @@ class ZarrPython(PythonPackagePeer):
 
         for name in sync(names()):
             child = f"{path}/{name}".strip("/")
-            if sync(store.exists(f"{child}/.zarray")):
-                arr = zarr.open_array(root, path=child, mode="r", zarr_format=2)
-                group.variables[name] = _with_zarr_storage(
-                    _variable_from_values(np.asarray(arr[...]), _untyped_attributes(dict(arr.attrs))), arr)
-            elif sync(store.exists(f"{child}/.zgroup")):
+            kind = self._v3_kind(store, child) if v3 else (
+                "array" if sync(store.exists(f"{child}/.zarray")) else
+                "group" if sync(store.exists(f"{child}/.zgroup")) else None)
+            if kind == "array":
+                arr = zarr.open_array(root, path=child, mode="r", zarr_format=zgroup.metadata.zarr_format)
+                var = _variable_from_values(np.asarray(arr[...]), _untyped_attributes(dict(arr.attrs)))
+                group.variables[name] = var if v3 else _with_zarr_storage(var, arr)
+            elif kind == "group":
                 group.groups[name] = self._read_group(root, child)
         return group
+
+    @staticmethod
+    def _v3_kind(store: Any, key: str) -> str | None:
+        """The ``node_type`` of the v3 node ``key`` as zarr-python's store holds it, or None."""
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.sync import sync
+
+        found = sync(store.get(f"{key}/{ZARR_JSON}", prototype=default_buffer_prototype()))
+        if found is None:
+            return None
+        try:
+            doc = json.loads(found.to_bytes())
+        except ValueError:
+            return None
+        kind = doc.get("node_type") if isinstance(doc, dict) else None
+        return kind if kind in ("array", "group") else None
+
+
+class ZarrPythonV3(ZarrPython):
+    """zarr-python 3's Zarr v3 writer (``zarr_format=3``): ``dimension_names``, zarr-python's default codecs
+    (``bytes`` + ``zstd``), ``string`` for text, numcodecs' shuffle and zlib for netCDF's filters. Its
+    stores are read by the readers that declare ``zarr-v3``, zarr-python itself among them."""
+
+    id, name, reads, capabilities = "zarr-python-v3", "zarr-python (zarr_format=3)", False, PURE_ZARR_V3
 
 
 def _plain(attr: Attribute) -> Any:
@@ -280,7 +379,7 @@ class Xarray(PythonPackagePeer):
         for name, var in dataset.root.variables.items():
             values = np.asarray(var.data)
             enc: dict[str, Any] = {"chunks": tuple(var.chunks) if var.chunks else None}
-            if var.type == "string":
+            if var.type == "string" and not _writes_v3(self):  # v3: text as it is, written as v3's "string"
                 values = _fixed_width_bytes(values)
             attrs = {n: _plain(a) for n, a in var.attributes.items() if n != "_FillValue"}
             if var.fill_value is not None and var.type not in ("char", "string"):
@@ -288,7 +387,7 @@ class Xarray(PythonPackagePeer):
             data_vars[name] = xr.Variable([d.rsplit("/", 1)[-1] for d in var.dimensions], values, attrs)
             encoding[name] = {k: v for k, v in enc.items() if v is not None}
         ds = xr.Dataset(data_vars, attrs={n: _plain(a) for n, a in dataset.root.attributes.items()})
-        ds.to_zarr(str(target), zarr_format=2, consolidated=True, encoding=encoding)
+        ds.to_zarr(str(target), zarr_format=3 if _writes_v3(self) else 2, consolidated=True, encoding=encoding)
         return str(target)
 
     def read(self, url: str) -> Dataset:
@@ -299,8 +398,7 @@ class Xarray(PythonPackagePeer):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "no consolidated metadata": expected for most writers
             try:
-                ds = xr.open_zarr(url, consolidated=None, decode_cf=False, mask_and_scale=False, decode_times=False,
-                                  zarr_format=2)
+                ds = xr.open_zarr(url, consolidated=None, decode_cf=False, mask_and_scale=False, decode_times=False)
             except Exception as exc:
                 # xarray opens arrays concurrently and reports whichever failed first; name the
                 # first failing array in name order instead, so the report is reproducible
@@ -313,6 +411,20 @@ class Xarray(PythonPackagePeer):
         for name, var in {**ds.coords, **ds.data_vars}.items():
             group.variables[str(name)] = _variable_from_values(var.values, _untyped_attributes(dict(var.attrs)))
         return Dataset(group)
+
+
+class XarrayV3(Xarray):
+    """``xarray.Dataset.to_zarr(zarr_format=3)``: the v3 layout xarray writes by default (one group,
+    ``dimension_names``, consolidated metadata in the root ``zarr.json``)."""
+
+    id, name, reads, capabilities = "xarray-v3", "xarray (to_zarr zarr_format=3)", False, PURE_ZARR_V3
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zarr-python's warnings on what xarray asks of v3: tests/peers
+            return super().write(dataset, target, options)
 
 
 class XarrayDatatree(PythonPackagePeer):
@@ -329,7 +441,7 @@ class XarrayDatatree(PythonPackagePeer):
             warnings.simplefilter("ignore")  # "no consolidated metadata": expected for most writers
             try:
                 tree = xr.open_datatree(url, engine="zarr", consolidated=None, decode_cf=False,
-                                        mask_and_scale=False, decode_times=False, zarr_format=2)
+                                        mask_and_scale=False, decode_times=False)
             except Exception as exc:  # name the first failing array in name order, as Xarray.read does
                 try:
                     ZarrPython().read(url)
@@ -397,7 +509,9 @@ class Gdal(Peer):
 
 
 class TensorStore(PythonPackagePeer):
-    id, name, reads = "tensorstore", "TensorStore zarr driver", True
+    """TensorStore's ``zarr`` driver on Zarr v2 arrays and its ``zarr3`` driver on v3 ones."""
+
+    id, name, reads = "tensorstore", "TensorStore zarr and zarr3 drivers", True
     capabilities = PURE_ZARR - {"attributes"}  # arrays only: attributes are not compared
     package = "tensorstore"
 
@@ -407,10 +521,13 @@ class TensorStore(PythonPackagePeer):
         store = DirectoryStore(url)
         root = Group()
         for key in store.list_prefix("/"):
-            if not key.endswith("/.zarray"):
+            if key.endswith("/.zarray"):
+                path, driver = key[1: -len("/.zarray")], "zarr"
+            elif key.endswith(f"/{ZARR_JSON}") and _v3_node_type(Path(url) / key[1:].rsplit("/", 1)[0]) == "array":
+                path, driver = key[1: -len(f"/{ZARR_JSON}")], "zarr3"
+            else:
                 continue
-            path = key[1: -len("/.zarray")]
-            array = ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(Path(url).resolve())},
+            array = ts.open({"driver": driver, "kvstore": {"driver": "file", "path": str(Path(url).resolve())},
                              "path": path}, read=True).result()
             values = array.read().result()
             group = root
@@ -423,8 +540,8 @@ class TensorStore(PythonPackagePeer):
 
 for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2", "ours-nczarr-2"),
               Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
-              NetCDFC410(), NetCDFC410Fixed(), ZarrPython(), Xarray(), XarrayDatatree(), Gdal(),
-              TensorStore()):
+              Ours("zarr", "ours-zarr-v3", zarr_format=3), NetCDFC410(), NetCDFC410Fixed(), ZarrPython(),
+              ZarrPythonV3(), Xarray(), XarrayV3(), XarrayDatatree(), Gdal(), TensorStore()):
     register(_peer)
 
 

@@ -75,6 +75,28 @@ def test_zarrita_reverses_big_endian_char_bytes(tmp_path):
     still_wrong(first, wrong=['/arrays//c[0]: "a" != "\\u0000"'], right=[])
 
 
+@pytest.mark.skipif(configured("zarrita").available() is not None,
+                    reason="zarrita (npm, scripts/test) not installed")
+@pytest.mark.parametrize("writer", ["zarr-python", "zarr-python-v3"])
+def test_zarrita_adapter_reads_fortran_order_in_c_order(writer, tmp_path):
+    """zarrita hands back an F-ordered chunk (v2 "order": "F", a v3 transpose codec) with Fortran strides, not
+    transposed; the adapter once listed its items as they lay, so the f-order cells deviated (1 != 4)."""
+    cell = one_cell(BY_ID["f-order"], PEERS[writer], configured("zarrita"), tmp_path)
+    assert (cell.status, cell.differences) == ("pass", [])
+
+
+@pytest.mark.skipif(configured("zarrita").available() is not None,
+                    reason="zarrita (npm, scripts/test) not installed")
+@pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason="zarrita 0.7.5 fails on a v3 data_type given as an "
+                   "object (null_terminated_bytes, the char type zarr-python and xarray write): dataType.match")
+def test_zarrita_fails_on_a_v3_data_type_object(tmp_path):
+    pre = one_cell(BY_ID["char-var"], PEERS["ours-zarr-v3"], configured("zarr-python-3.4"), tmp_path / "pre")
+    assert (pre.status, pre.differences) == ("pass", []), pre  # zarr-python 3.4 reads the very store right
+    cell = one_cell(BY_ID["char-var"], PEERS["ours-zarr-v3"], configured("zarrita"), tmp_path)
+    still_wrong((cell.status, cell.message),
+                wrong=("fails", "reader exit 1: zarrita: dataType.match is not a function"), right=("pass", ""))
+
+
 # ---- Debian's netcdf-c 4.9.0 (ncdump/ncgen), adapters/netcdf-c-4.9: its faults as the matrix meets them ------------
 
 def netcdf_c_490():

@@ -87,10 +87,10 @@ def test_peers_and_cases_choose_the_cells_and_rules_the_results(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     interop = json.loads((tmp_path / "out" / "interop.json").read_text())
     assert [i["id"] for i in interop["implementations"]] == ["ours", "ours-nczarr-2", "ours-nczarr-2-upper",
-                                                             "ours-zarr"]
+                                                             "ours-zarr", "ours-zarr-v3"]
     assert [c["id"] for c in interop["cases"]] == ["char-var", "scalar", "char-attr-json-number",
                                                    "char-attr-json-object", "char-attr-text"]
-    assert len(interop["cells"]) == 5 * 4 * 1  # four writers, one reader (only ours reads of these)
+    assert len(interop["cells"]) == 5 * 5 * 1  # five writers, one reader (only ours reads of these)
     skipped = [c for c in interop["cells"] if c["status"] == "skipped"]
     assert [(c["case"], c["writer"]) for c in skipped] == [("scalar", "ours-nczarr-2-upper")]  # it cannot express it
     rules = json.loads((tmp_path / "out" / "rules.json").read_text())
@@ -99,9 +99,9 @@ def test_peers_and_cases_choose_the_cells_and_rules_the_results(tmp_path):
     # no bar off a terminal, and the closing lines
     assert "\r" not in done.stderr and "cell/s" not in done.stderr
     assert done.stderr.splitlines()[-2:] == [
-        ("nczarr-conformance: summary: 20 cells, 19 run: 19 passed, 0 deviate, 0 fail, 0 known peer faults; "
+        ("nczarr-conformance: summary: 25 cells, 24 run: 24 passed, 0 deviate, 0 fail, 0 known peer faults; "
         "1 skipped: 0 for a missing tool, 1 not applicable"),
-        "nczarr-conformance: rules: 12 rule results: 2 follow, 0 deviate, 6 not applicable, 4 skipped"]
+        "nczarr-conformance: rules: 15 rule results: 2 follow, 0 deviate, 9 not applicable, 4 skipped"]
 
 
 def test_a_terminal_gets_a_progress_bar_one_step_per_cell(tmp_path):
