@@ -80,8 +80,10 @@ SMALL_VALUES_BYTES = 16 * 1024
 BATCH_BYTES = 128 * 1024**2
 #: tasks per worker at least, when there are enough files: equal shares finish together, and progress moves
 TASKS_PER_WORKER = 2
-#: less input than this runs in this process when no --workers/--scheduler is given (benchmarks/concat.py)
-IN_PROCESS_BYTES = 1024**3
+#: less input than this runs in this process when no --workers/--scheduler is given. Measured on 2 cores
+#: (benchmarks/concat.py, docs/speed.md): 200 and 500 daily files (83, 207 MB) ran as fast or faster in process
+#: than on a 2-process LocalCluster, whose start and close cost about 4 s and whose tasks cost more CPU
+IN_PROCESS_BYTES = 256 * 1024**2
 
 
 @dataclass(frozen=True)
