@@ -60,7 +60,7 @@ from nczarr_conformance.conversion.append import (
     refuse_if_changed,
 )
 from nczarr_conformance.errors import StoreError, UsageError
-from nczarr_conformance.model import Dataset
+from nczarr_conformance.model import Dataset, Group
 from nczarr_conformance.nczarr.writer import (
     ArrayPlan,
     DatasetWriter,
@@ -446,7 +446,6 @@ def run_batch(tasks: list[Task]) -> BatchDone:
 
 
 def _run_task(task: Task) -> tuple[int, int, list[str]]:
-    from nczarr_conformance.conversion.from_netcdf import _header
     from nczarr_conformance.sources import netcdf4 as nc4
 
     store = open_part(task.part)
@@ -471,27 +470,27 @@ def _run_task(task: Task) -> tuple[int, int, list[str]]:
             # describe() scanned this very file (the stamp just compared) with check="all", a superset of
             # what a read needs: scanning again would double the cost of a small file for nothing
             nc = nc4.open_nc(path, check="none")
-            variables: dict[str, Any] = {}
             try:
-                with nc4.LOCK:
-                    header = _header(nc, "/", variables)
+                with nc4.LOCK:  # no header (attributes): describe() read it, and the plan is made of it
+                    variables = _handles(nc, "/", {})
+                    now = _dim_size(nc, task.dim)
             except BaseException:
                 with nc4.LOCK:
                     nc.close()
                 raise
-            opened[path] = (nc, variables, header)
-            now = Dataset(header).find_dimension(task.dim).size
+            opened[path] = (nc, variables, None)
             if now != length:
-                raise InputChanged(f"{path}: changed since it was checked ({task.dim} has {now} records, "
-                                   f"{length} were planned); refused before the commit, the output is unchanged")
+                what = f"{task.dim}: {now}" if isinstance(now, str) else f"{task.dim} has {now} records"
+                raise InputChanged(f"{path}: changed since it was checked ({what}, {length} were planned); refused "
+                                   "before the commit, the output is unchanged")
         return opened[path]
 
     copied = 0
     counted = [0]
     try:
         if task.path is not None:
-            _, variables, header = nc_of(task.path)
-            copied = _copy_file(task, Dataset(header), variables, store, counted)
+            _, variables, _ = nc_of(task.path)
+            copied = _copy_file(task, variables, store, counted)
         for vkey, k, sources in task.assemble:
             counted[0] += _assemble(task.plans[vkey], task.along[vkey], k, sources, nc_of, store, task.base)
     finally:
@@ -504,7 +503,29 @@ def _run_task(task: Task) -> tuple[int, int, list[str]]:
     return counted[0], copied, put
 
 
-def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: Any, counted: list[int]) -> int:
+def _handles(group: Any, path: str, out: dict[str, Any]) -> dict[str, Any]:
+    """netCDF4 variables by key, each read once (no chunk cache), as from_netcdf._header leaves them."""
+    for name, var in group.variables.items():
+        out[keys.join(path, name)] = var
+        if var.chunking() not in ("contiguous", None):
+            var.set_var_chunk_cache(size=0, nelems=0)
+    for name, sub in group.groups.items():
+        _handles(sub, keys.join(path, name), out)
+    return out
+
+
+def _dim_size(nc: Any, dim: str) -> int | str:
+    """The size of dimension ``dim`` (a key) in the open file now, or why there is none (a file replaced)."""
+    group = nc
+    for name in [p for p in keys.parent(dim).split("/") if p]:
+        group = group.groups.get(name)
+        if group is None:
+            return f"no group {keys.parent(dim)}"
+    found = group.dimensions.get(keys.basename(dim))
+    return len(found) if found is not None else "no such dimension"
+
+
+def _copy_file(task: Task, variables: dict[str, Any], store: Any, counted: list[int]) -> int:
     """The file's chunks that are wholly its own and aligned, through the converter's writer."""
     from nczarr_conformance.conversion.from_netcdf import _direct_source
     from nczarr_conformance.sources import netcdf4 as nc4
@@ -520,7 +541,8 @@ def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: A
 
     raw = _direct_source(task.path, copy=task.direct and task.flavor != "nczarr-2-upper")
     small = task.inputs[task.path][0].size < SMALL_FILE_BYTES
-    writer = DatasetWriter(dataset, store, flavor=task.flavor, xarray=task.xarray, source=source,
+    # the writer writes the task's plans only: its dataset (for planning and metadata) is never read here
+    writer = DatasetWriter(Dataset(Group()), store, flavor=task.flavor, xarray=task.xarray, source=source,
                            progress=progress, threads=1 if small else WORKER_THREADS, raw=raw)
     try:
         for vkey, plan in task.plans.items():
