@@ -276,11 +276,12 @@ def readable(url: str) -> bool:
     return True
 
 
+@pytest.mark.parametrize("workers", ["2", "1"], ids=["cluster", "in-process"])
 @pytest.mark.parametrize("kind", ["file", "zip"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
-def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig):
+def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig, workers):
     out = tmp_path / f"out.{kind}"
-    proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", "2", str(many / "*.nc"), str(out))
+    proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", workers, str(many / "*.nc"), str(out))
     try:
         wait_for(lambda: chunk_files(tmp_path) >= 20, proc)
         proc.send_signal(sig)

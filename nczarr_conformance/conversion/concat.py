@@ -22,7 +22,8 @@ Order of work, and why:
    chunks that lie wholly in that file at their final place
    (compressed HDF5 chunks copied as they are when the codecs agree, as ``convert`` does,
    with its sampled verification); a chunk that straddles two files is assembled once, by
-   one task that reads every file it spans.
+   one task that reads every file it spans (a small variable's rows: from the values step 1
+   kept, no file reopened).
    Every task is given the records it may read and the chunks it may write: it refuses a
    file whose stamp or length is no longer the planned one, and any put outside its share
    (a file that grew cannot add rows, a replaced one cannot overwrite another's).
