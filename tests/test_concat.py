@@ -787,3 +787,27 @@ def test_batches_cut_by_bytes_keep_every_item_once_in_order():
         for b in out:
             assert len(b) == 1 or sum(sizes[i] for i in b[:-1]) < max(target, sum(sizes) / count), (target, out)
     assert batches([], [], target=10, least=2) == []
+
+
+@pytest.mark.parametrize("flag", ["--progress", None])
+def test_cli_progress_counts_files_and_bytes_only_when_asked_off_a_terminal(uneven, tmp_path, flag):
+    """--progress: a bar for the checks then one for the writes, each ending at every file and every byte (the
+    sizes from os.stat); stderr not a terminal and no --progress: the summary line alone."""
+    from tqdm import tqdm
+
+    files, _ = uneven
+    total = sum(f.stat().st_size for f in files)
+    proc = cli(*([flag] if flag else []), "--concat", "time", *map(str, files), str(tmp_path / "out.file"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    lines = [part for line in err.splitlines() for part in line.split("\r") if part.strip()]
+    summary = "nc2nczarr: 7 files, 28 records along time"
+    if flag is None:
+        assert len(lines) == 1 and lines[0].startswith(summary), err
+        return
+    assert lines[-1].startswith(summary)
+    for phase in ("checked", "written"):
+        last = [line for line in lines if line.startswith(f"nc2nczarr: {phase}:")][-1]
+        assert "100%" in last and "7/7 files" in last, last
+        shown = tqdm.format_sizeof(total, divisor=1024)  # how tqdm writes the byte total
+        assert f"| {shown}/{shown} [" in last, (total, last)
