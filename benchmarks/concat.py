@@ -11,11 +11,16 @@ Makes ``--nfiles`` daily files (one time step each, 10 float32 variables of 90×
   scaling curve; cluster start-up included);
 * xarray ``open_mfdataset(...).to_zarr`` (dask threads);
 
-checks that the concatenated store equals the sequential one (canonical model with
-storage), then times ``nczarr-check --deep`` serial, on ``--workers 2`` (start-up
-included) and on an already running 2-process cluster (``--scheduler``), against the
-decode-only limit: every chunk read and decoded with numcodecs in a tight loop on one
-thread per core, in this process. Prints a markdown table and the JSON (``--out``).
+then, on ``--nmany`` (500) files of the same shape: the append loop, ``--concat`` as it
+runs by default (in process below ``IN_PROCESS_BYTES``) and on ``--workers 2`` (batches of
+files per task), ``ncrcat`` of the files followed by one ``nc2nczarr`` of its output (the
+target: many files as fast as that), and xarray; the dask scheduler's overhead per task
+(no-op tasks on a running 2-process cluster). Checks that the concatenated stores equal
+the sequential ones (canonical model with storage), then times ``nczarr-check --deep``
+serial, on ``--workers 2`` (start-up included) and on an already running 2-process
+cluster (``--scheduler``), against the decode-only limit: every chunk read and decoded
+with numcodecs in a tight loop on one thread per core, in this process. Prints a
+markdown table and the JSON (``--out``).
 """
 from __future__ import annotations
 
@@ -150,7 +155,69 @@ def same_store(a: Path, b: Path) -> list[str]:
     return out
 
 
-def run(nfiles: int, work: Path) -> dict[str, object]:
+def scheduler_overhead(client: object, n: int = 400) -> float:
+    """Seconds per task of dask's own work: ``n`` no-op tasks mapped and gathered on a running cluster (best of 3)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        client.gather(client.map(int, range(n), pure=False))  # type: ignore[attr-defined]
+        best = min(best, time.perf_counter() - started)
+    return best / n
+
+
+def many(nfiles: int, work: Path, overhead: float) -> tuple[list[dict[str, object]], dict[str, object]]:
+    """The ``nfiles`` rows: append loop, --concat (default and --workers 2), ncrcat + nc2nczarr, xarray."""
+    from nczarr_conformance.conversion.concat import BATCH_BYTES, IN_PROCESS_BYTES, TASKS_PER_WORKER, batches
+
+    src = work / f"archive{nfiles}"
+    src.mkdir(exist_ok=True)
+    files = make_files(src, nfiles)
+    rows: list[dict[str, object]] = []
+    pre = f"{nfiles} files: "
+
+    def add(job: str, result: dict[str, object], out: Path | None = None) -> dict[str, object]:
+        size, objects = output_size(out) if out is not None else (0, 0)
+        rows.append({"job": pre + job, **result, "output_mb": round(size / 1e6, 1), "objects": objects})
+        print(f"{pre}{job}: {result}", file=sys.stderr)
+        return result
+
+    seq = work / f"seq{nfiles}.file"
+    loop = add(f"sequential nc2nczarr + --append loop ({nfiles} processes) → dir", sequential(files, seq), seq)
+    default_out = work / f"concat{nfiles}.file"
+    default = add("nc2nczarr --concat (default: in process) → dir",
+                  measure(cli("convert", "-q", "--concat", "time", str(src / "*.nc"), str(default_out))), default_out)
+    out2 = work / f"concat{nfiles}-w2.file"
+    add("nc2nczarr --concat --workers 2 (batches; cluster start-up included) → dir",
+        measure(cli("convert", "-q", "--concat", "time", "--workers", "2", str(src / "*.nc"), str(out2))), out2)
+    cat = work / f"ncrcat{nfiles}.nc"
+    ncrcat = add("ncrcat of the files → one .nc", measure(["ncrcat", "-O", *map(str, files), str(cat)]), cat)
+    cat_out = work / f"ncrcat{nfiles}.file"
+    convert = add("nc2nczarr of ncrcat's output → dir", measure(cli("convert", "-q", str(cat), str(cat_out))), cat_out)
+    xr_out = work / f"xarray{nfiles}.zarr"
+    add("xarray open_mfdataset(...).to_zarr (dask threads)",
+        measure([sys.executable, "-c", MFDATASET, *map(str, files), str(xr_out)]), xr_out)
+    sizes = [f.stat().st_size for f in files]
+    tasks = len(batches(files, sizes, target=BATCH_BYTES, least=TASKS_PER_WORKER * 2))
+    both = float(ncrcat["seconds"]) + float(convert["seconds"])  # type: ignore[arg-type]
+    info: dict[str, object] = {
+        "nfiles": nfiles, "input_mb": round(sum(sizes) / 1e6, 1),
+        "in_process_below_mb": round(IN_PROCESS_BYTES / 1e6, 1),
+        "concat_equals_sequential": same_store(seq, default_out) == [] and same_store(seq, out2) == [],
+        "tasks_on_2_workers": f"{tasks} describe + {tasks} write batches (one task per file before: "
+                              f"{2 * nfiles} tasks)",
+        "targets": {
+            f"{nfiles} files: --concat (default) / (ncrcat + nc2nczarr) (target <= 1.0)":
+                round(float(default["seconds"]) / both, 2),  # type: ignore[arg-type]
+            f"{nfiles} files: append loop / --concat (default) (target >= 4)":
+                round(float(loop["seconds"]) / float(default["seconds"]), 2),  # type: ignore[arg-type]
+            "dask scheduler overhead per task, no-op tasks on a running 2-process cluster (ms)":
+                round(overhead * 1000, 2),
+        },
+    }
+    return rows, info
+
+
+def run(nfiles: int, work: Path, nmany: int = 500) -> dict[str, object]:
     from nczarr_conformance.conversion.cluster import open_client
 
     src = work / "archive"
@@ -198,6 +265,7 @@ def run(nfiles: int, work: Path) -> dict[str, object]:
         shallow = timed()
         deep_serial = timed(deep=True) - shallow
         deep_parallel = timed(deep=True, client=client) - shallow
+        overhead = scheduler_overhead(client)
     limit, nchunks = decode_limit(store)
     none = {"exit": 0, "peak_rss_mb": None, "message": ""}
     add("nczarr-check --deep (serial, process)", {**serial, "peak_rss_mb": None, "message": ""})
@@ -211,6 +279,8 @@ def run(nfiles: int, work: Path) -> dict[str, object]:
         {"seconds": round(deep_parallel, 3), **none})
     add(f"decode-only limit: numcodecs on {nchunks} chunks, {os.cpu_count()} threads, in-process",
         {"seconds": round(limit, 3), **none})
+    many_rows, many_info = many(nmany, work, overhead) if nmany else ([], {})
+    rows.extend(many_rows)
     by = {r["job"]: r for r in rows}
     seq_s = float(by[f"sequential nc2nczarr + --append loop ({nfiles} processes) → dir"]["seconds"])  # type: ignore[arg-type]
     c2 = float(by["nc2nczarr --concat --workers 2 → dir"]["seconds"])  # type: ignore[arg-type]
@@ -218,13 +288,14 @@ def run(nfiles: int, work: Path) -> dict[str, object]:
         "machine": machine(), "load_before": [round(x, 2) for x in load],
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "nfiles": nfiles, "results": rows,
-        "concat_equals_sequential": equal == [], "differences": equal[:5],
+        "concat_equals_sequential": equal == [], "differences": equal[:5], "many": many_info,
         "reports_identical": serial_doc == local_doc == running_doc,
         "targets": {
             "concat 2 workers speed-up over the sequential loop (target >= 1.7)": round(seq_s / c2, 2),
             "deep phase on a running 2-process cluster as a fraction of the decode-only limit (target >= 0.7)":
                 round(limit / deep_parallel, 2),
             "deep phase serial as a fraction of the decode-only limit": round(limit / deep_serial, 2),
+            **many_info.get("targets", {}),  # type: ignore[dict-item]
         },
     }
 
@@ -238,6 +309,12 @@ def render(doc: dict[str, object]) -> str:
                      f"{r['objects'] or ''} | {r['exit']} {r.get('message') or ''} |")
     lines += ["", f"concat equals the sequential append: {doc['concat_equals_sequential']}; "
               f"deep-check reports identical (serial, --workers, --scheduler): {doc['reports_identical']}"]
+    many_info: dict[str, object] = doc.get("many") or {}  # type: ignore[assignment]
+    if many_info:
+        lines += ["", f"{many_info['nfiles']} files ({many_info['input_mb']} MB; in process below "
+                  f"{many_info['in_process_below_mb']} MB): --concat equals the sequential append "
+                  f"(default and --workers 2): {many_info['concat_equals_sequential']}; "
+                  f"--workers 2 ran {many_info['tasks_on_2_workers']}"]
     for k, v in doc["targets"].items():  # type: ignore[attr-defined]
         lines.append(f"- {k}: {v}")
     deep = [v for k, v in doc["targets"].items() if "(target >= 0.7)" in k]  # type: ignore[attr-defined]
@@ -256,6 +333,7 @@ def render(doc: dict[str, object]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nfiles", type=int, default=200)
+    p.add_argument("--nmany", type=int, default=500, help="files for the many-files rows (0: none)")
     p.add_argument("--out", help="write the JSON here (reports/ is regenerated by benchmarks/run.py)")
     p.add_argument("--work", help="directory for the files and outputs (default: a temporary one, removed)")
     args = p.parse_args()
@@ -265,7 +343,7 @@ def main() -> None:
         for old in ("seq.file", "concat1.file", "concat2.file", "concat4.file", "concat2.zip", "xarray.zarr"):
             shutil.rmtree(work / old, ignore_errors=True) if (work / old).is_dir() else (work / old).unlink(
                 missing_ok=True)
-        doc = run(args.nfiles, work)
+        doc = run(args.nfiles, work, args.nmany)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

@@ -327,20 +327,22 @@ def main() -> None:
                     "dump: nczarr-dump against ncdump alone (benchmarks/dump.py), put into the last full run's "
                     "reports/bench.*")
     ap.add_argument("--nfiles", type=int, default=200, help="daily files for the --concat rows")
+    ap.add_argument("--nmany", type=int, default=500, help="daily files for the many-files rows (--concat against "
+                    "ncrcat + nc2nczarr, the append loop, xarray); 0: none")
     ap.add_argument("--out", default=str(REPO / "reports"))
     args = ap.parse_args()
     out = Path(args.out)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    if args.only == "dump":  # the other sections stay as the last run wrote them
+    if args.only in ("dump", "concat"):  # the other sections stay as the last run wrote them
         doc = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
     else:
-        doc = run(args.ntime, args.only) if args.only != "concat" else {}
+        doc = run(args.ntime, args.only)
     text = render(doc) if doc.get("results") else ""
     if args.only in ("all", "concat"):  # many files → one store: --concat, the append loop, xarray
         import concat as concat_bench
 
         with tempfile.TemporaryDirectory(prefix="concat-bench-") as work:
-            doc["concat"] = concat_bench.run(args.nfiles, Path(work))
+            doc["concat"] = concat_bench.run(args.nfiles, Path(work), args.nmany)
     if "concat" in doc:
         import concat as concat_bench
 

@@ -276,11 +276,12 @@ def readable(url: str) -> bool:
     return True
 
 
+@pytest.mark.parametrize("workers", ["2", "1"], ids=["cluster", "in-process"])
 @pytest.mark.parametrize("kind", ["file", "zip"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
-def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig):
+def test_interrupted_concat_leaves_no_readable_store(many, tmp_path, kind, sig, workers):
     out = tmp_path / f"out.{kind}"
-    proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", "2", str(many / "*.nc"), str(out))
+    proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", workers, str(many / "*.nc"), str(out))
     try:
         wait_for(lambda: chunk_files(tmp_path) >= 20, proc)
         proc.send_signal(sig)
@@ -638,3 +639,175 @@ def test_cli_refuses_a_file_that_grows_during_a_real_run(tmp_path, kind):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"nc2nczarr: {last}: changed since it was checked ("), err
     assert list(work.iterdir()) == []
+
+
+# ---- batches of files per task, and the in-process path (issue 26, "Many files") ---------------------------
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    """Seven files of 5, 6, 3, 4, 2, 7 and 1 records on 4-record chunks (most start mid-chunk: chunk rows span two
+    or three files), and the store the sequential convert + --append loop makes of them."""
+    d = tmp_path_factory.mktemp("uneven")
+    files, t0 = [], 0
+    for i, n in enumerate([5, 6, 3, 4, 2, 7, 1]):
+        files.append(make(d / f"u{i}.nc", t0, n, nx=5))
+        t0 += n
+    ref = d.parent / "uneven-ref.file"
+    convert(str(files[0]), str(ref))
+    for f in files[1:]:
+        append(str(f), str(ref), "time")
+    return files, ref
+
+
+def _cuts(monkeypatch) -> list[list[int]]:
+    """Batches of about two files each on the cluster, recorded as their sizes (one list per runner.each call)."""
+    import nczarr_conformance.conversion.concat as concatenating
+
+    seen: list[list[int]] = []
+    real = concatenating.batches
+
+    def recorded(items, sizes, *, target, least):
+        out = real(items, sizes, target=target, least=least)
+        seen.append([len(b) for b in out])
+        return out
+
+    monkeypatch.setattr(concatenating, "batches", recorded)
+    monkeypatch.setattr(concatenating, "TASKS_PER_WORKER", 0)  # batches by bytes alone
+    return seen
+
+
+def test_batch_boundaries_inside_the_file_list_give_the_sequential_append(client, uneven, tmp_path, monkeypatch):
+    """Files described and written several to a task, the cuts falling between files whose chunk rows straddle:
+    the store is the one the sequential append makes (canonical model with storage)."""
+    files, ref = uneven
+    import nczarr_conformance.conversion.concat as concatenating
+
+    monkeypatch.setattr(concatenating, "BATCH_BYTES", 2 * files[0].stat().st_size)
+    seen = _cuts(monkeypatch)
+    out = tmp_path / "out.file"
+    stats = concat([str(f) for f in reversed(files)], str(out), "time", client=client)
+    assert stats.files == 7 and stats.records == 28
+    described, written = seen
+    assert sum(described) == 7 and len(described) >= 3 and max(described) >= 2  # several files per task
+    assert len(written) >= 3 and max(written) >= 2
+    assert diff(open_dataset(str(ref)), open_dataset(str(out))) == []
+
+
+def test_the_in_process_path_writes_the_same_objects_as_the_cluster(client, uneven, tmp_path, monkeypatch):
+    """--workers 1 runs the same task functions in this process, no cluster started: every object it writes is
+    byte for byte the cluster's (batched) run's, and both are the sequential append's store."""
+    from nczarr_conformance.conversion import cluster
+    from tests.test_append import snapshot
+
+    files, ref = uneven
+    inputs = [str(f) for f in files]
+    on_cluster = tmp_path / "cluster.file"
+    concat(inputs, str(on_cluster), "time", client=client)
+
+    def no_cluster(*args, **kw):
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(cluster, "open_client", no_cluster)
+    here = tmp_path / "here.file"
+    stats = concat(inputs, str(here), "time", workers=1)
+    assert stats.files == 7 and stats.records == 28
+    ours, theirs = snapshot(here), snapshot(on_cluster)
+    assert sorted(ours) == sorted(theirs) and len([k for k in ours if "/" in k and ".z" not in k]) > 7
+    assert [k for k in ours if ours[k] != theirs[k]] == []
+    assert diff(open_dataset(str(ref)), open_dataset(str(here))) == []
+
+
+@pytest.mark.parametrize(("workers", "scheduler", "cluster_started"),
+                         [(None, None, False), (1, None, False), (2, None, True), (None, "tcp://x:1", True)])
+def test_small_work_runs_in_process_and_an_explicit_cluster_is_obeyed(uneven, tmp_path, monkeypatch, workers,
+                                                                       scheduler, cluster_started):
+    """Less input than IN_PROCESS_BYTES and no --workers/--scheduler, or --workers 1: no cluster; --workers 2 or
+    --scheduler: the cluster asked for."""
+    from nczarr_conformance.conversion import cluster
+
+    class Started(Exception):
+        pass
+
+    def open_client(*args, **kw):
+        raise Started
+
+    monkeypatch.setattr(cluster, "open_client", open_client)
+    files, _ = uneven
+    run = lambda: concat([str(f) for f in files], str(tmp_path / "out.file"), "time",  # noqa: E731
+                         workers=workers, scheduler=scheduler)
+    if cluster_started:
+        with pytest.raises(Started):
+            run()
+    else:
+        assert run().records == 28
+
+
+@pytest.mark.parametrize("runner", ["cluster", "in-process"])
+@pytest.mark.parametrize("change", ["replace-b", "grow-c"])
+def test_a_file_changed_after_the_checks_is_refused_inside_a_batch(client, tmp_path, monkeypatch, runner, change):
+    """All three files in one task (the cluster's batch) or one after the other in this process, b.nc replaced or
+    c.nc grown once the plan is made: refused naming that file, nothing committed, nothing left aside."""
+    import netCDF4
+
+    a, b, c = _aligned(tmp_path)
+    seen = _cuts(monkeypatch)
+    impostor = make(tmp_path / "b-new.nc.src", 4, 8)
+
+    def act() -> None:
+        if change == "replace-b":
+            os.replace(impostor, b)
+        else:
+            with netCDF4.Dataset(str(c), "a") as nc:
+                nc["time"][4:8] = np.arange(12, 16)
+                nc["v"][4:8] = -5
+
+    _after_planning(monkeypatch, act)
+    out = tmp_path / "out.file"
+    kw = {"client": client} if runner == "cluster" else {"workers": 1}
+    outcome = _outcome(str(out), lambda: concat([str(a), str(b), str(c)], str(out), "time", **kw))
+    named = b if change == "replace-b" else c
+    assert outcome.startswith(f"refused: {named}: changed since it was checked ("), outcome
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    if runner == "cluster":
+        assert seen[0] == [3] and len(seen[1]) == 1  # one batch: described together, written together (3 files,
+        # and the chunk rows of /g/w that span two of them)
+
+
+def test_batches_cut_by_bytes_keep_every_item_once_in_order():
+    """batches(): consecutive, every item once, the count ceil(total / target) but at least ``least`` (at most one
+    per item), no batch over the target by more than one item."""
+    from nczarr_conformance.conversion.concat import batches
+
+    sizes = [10, 30, 5, 5, 40, 10, 10, 20, 1, 9]
+    items = list(range(len(sizes)))
+    for target, least, count in [(40, 1, 4), (1000, 1, 1), (1000, 3, 3), (1, 1, 10), (1000, 50, 10)]:
+        out = batches(items, sizes, target=target, least=least)
+        assert [i for b in out for i in b] == items and all(out), (target, least, out)
+        assert len(out) == count, (target, least, out)
+        for b in out:
+            assert len(b) == 1 or sum(sizes[i] for i in b[:-1]) < max(target, sum(sizes) / count), (target, out)
+    assert batches([], [], target=10, least=2) == []
+
+
+@pytest.mark.parametrize("flag", ["--progress", None])
+def test_cli_progress_counts_files_and_bytes_only_when_asked_off_a_terminal(uneven, tmp_path, flag):
+    """--progress: a bar for the checks then one for the writes, each ending at every file and every byte (the
+    sizes from os.stat); stderr not a terminal and no --progress: the summary line alone."""
+    from tqdm import tqdm
+
+    files, _ = uneven
+    total = sum(f.stat().st_size for f in files)
+    proc = cli(*([flag] if flag else []), "--concat", "time", *map(str, files), str(tmp_path / "out.file"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    lines = [part for line in err.splitlines() for part in line.split("\r") if part.strip()]
+    summary = "nc2nczarr: 7 files, 28 records along time"
+    if flag is None:
+        assert len(lines) == 1 and lines[0].startswith(summary), err
+        return
+    assert lines[-1].startswith(summary)
+    for phase in ("checked", "written"):
+        last = [line for line in lines if line.startswith(f"nc2nczarr: {phase}:")][-1]
+        assert "100%" in last and "7/7 files" in last, last
+        shown = tqdm.format_sizeof(total, divisor=1024)  # how tqdm writes the byte total
+        assert f"| {shown}/{shown} [" in last, (total, last)

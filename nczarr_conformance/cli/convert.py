@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nczarr_conformance.cli.common import Parser, run
 from nczarr_conformance.flavor_names import (
@@ -22,6 +22,7 @@ from nczarr_conformance.flavor_names import (
 )
 
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
+    from nczarr_conformance.conversion.concat import FilesDone
     from nczarr_conformance.conversion.transforms import Transforms
 
 
@@ -216,10 +217,16 @@ def _main(argv: list[str] | None) -> int:
         if many:
             from nczarr_conformance.conversion.concat import concat
 
-            stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor or "nczarr",
-                             overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
-                             direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append),
-                             consolidate=args.consolidate, char_as=args.char_as)
+            files_bar = _FilesBar(args.progress) if not args.quiet and (args.progress or sys.stderr.isatty()) else None
+            try:
+                stats_c = concat(args.input, args.output, args.concat or args.append, flavor=args.flavor or "nczarr",
+                                 overwrite=args.overwrite, scheduler=args.scheduler, workers=args.workers,
+                                 direct=not args.no_direct_copy, allow_gaps=args.allow_gaps, append=bool(args.append),
+                                 consolidate=args.consolidate, char_as=args.char_as,
+                                 progress=files_bar.update if files_bar is not None else None)
+            finally:
+                if files_bar is not None:
+                    files_bar.close()
             safety.raise_if_interrupted()  # a signal deferred through the commit: its one line, no summary
             if not args.quiet:
                 print(f"nc2nczarr: {stats_c.files} files, {stats_c.records} records "
@@ -273,6 +280,36 @@ def _main(argv: list[str] | None) -> int:
         return 0
 
     return body()
+
+
+class _FilesBar:
+    """``--concat``/multi-file ``--append`` progress on stderr: files and bytes checked, then written.
+
+    One tqdm bar per phase: the checks read every file before any chunk is written, so one
+    bar would run to its end twice.
+    """
+
+    def __init__(self, forced: bool) -> None:
+        self.forced = forced
+        self.phase = ""
+        self.bar: Any = None
+
+    def update(self, done: FilesDone) -> None:
+        if done.phase != self.phase:
+            self.close()
+            from tqdm import tqdm
+
+            self.phase = done.phase
+            self.bar = tqdm(total=done.bytes_total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
+                            mininterval=0.5, delay=0 if self.forced else 1.0, dynamic_ncols=True,
+                            desc=f"nc2nczarr: {'checked' if done.phase == 'check' else 'written'}")
+        self.bar.set_postfix_str(f"{done.files}/{done.files_total} files", refresh=False)
+        self.bar.update(done.bytes - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 if __name__ == "__main__":

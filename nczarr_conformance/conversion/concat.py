@@ -8,19 +8,22 @@ Order of work, and why:
 
 1. Every file is stamped (size, mtime, inode, device), then its header, coordinate values
    along DIM and a fingerprint of each variable that does not use DIM are read by the
-   workers (in parallel). The client sorts the files by their coordinate values (not their
-   names), then refuses, before anything is written, an empty file, a coordinate append.py's
-   ``check_coordinates`` refuses (NaN, not increasing, overlapping, a gap: a step between
-   two files over 1.5 times the usual step, unless ``allow_gaps``), and any difference
-   append refuses (groups, variables, types, other dimensions, chunking, attributes,
-   values of variables without DIM, strings longer than the first file sets): one line
-   naming the file and the cause.
+   workers (in parallel, several files per task), with the values of its small variables
+   along DIM (kept for the chunk rows that span many files). The client sorts the files by
+   their coordinate values (not their names), then refuses, before anything is written, an
+   empty file, a coordinate append.py's ``check_coordinates`` refuses (NaN, not increasing,
+   overlapping, a gap: a step between two files over 1.5 times the usual step, unless
+   ``allow_gaps``), and any difference append refuses (groups, variables, types, other
+   dimensions, chunking, attributes, values of variables without DIM, strings longer than
+   the first file sets): one line naming the file and the cause.
 2. The target is planned from the first file exactly as ``convert`` plans it (chunks,
    codecs, string width), then stretched along DIM to the total length.
-3. One task per file writes the chunks that lie wholly in that file at their final place
+3. One task per file (several files' tasks run as one batch on a cluster) writes the
+   chunks that lie wholly in that file at their final place
    (compressed HDF5 chunks copied as they are when the codecs agree, as ``convert`` does,
    with its sampled verification); a chunk that straddles two files is assembled once, by
-   one task that reads every file it spans.
+   one task that reads every file it spans (a small variable's rows: from the values step 1
+   kept, no file reopened).
    Every task is given the records it may read and the chunks it may write: it refuses a
    file whose stamp or length is no longer the planned one, and any put outside its share
    (a file that grew cannot add rows, a replaced one cannot overwrite another's).
@@ -31,6 +34,16 @@ Order of work, and why:
    name, S3 chunks are put under the writer's ``.nczarr-partial`` marker and the
    metadata is put at commit. An interrupt (or a failed task) cancels the tasks, closes
    the cluster the command started and aborts: no readable half-store, ever.
+
+Where it runs: on a dask.distributed cluster (batches of about :data:`BATCH_BYTES` of input
+per call, at least :data:`TASKS_PER_WORKER` per worker), or, for small work and
+``--workers 1``, in this process through the very task functions (no cluster to start).
+Why a file is opened twice (step 1, then step 3): where any file's chunks go (its offset,
+the rows it owns, the target's chunking from the first file in coordinate order) depends on
+every file's coordinate and length, and nothing may be written before every file has
+passed the checks; holding every file open from one step to the other would cost about
+1 MB of HDF5 state per file (541 MB measured for 500 files). The second open is the cheap
+part: no h5py scan (step 1 scanned that very file, as its stamp shows), no header.
 
 ``--append`` of several files runs the same way against an existing store: append.py's
 checks against the store, the store's own chunks and codecs as the plan, its edge chunk
@@ -46,6 +59,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +73,10 @@ from nczarr_conformance.conversion.append import (
     refuse_if_changed,
 )
 from nczarr_conformance.errors import StoreError, UsageError
-from nczarr_conformance.model import Dataset
+from nczarr_conformance.model import Dataset, Group
 from nczarr_conformance.nczarr.writer import (
     ArrayPlan,
     DatasetWriter,
-    Progress,
     _all_fill,
     _to_storage,
 )
@@ -72,6 +85,33 @@ from nczarr_conformance.stores.part import PartSpec, open_part
 from nczarr_conformance.urls import StoreSpec, parse
 
 WORKER_THREADS = 2  # copy threads inside one task (a worker process runs one task at a time)
+#: a file smaller than this is copied on the task's own thread (a copy pool per variable costs more than it saves)
+SMALL_FILE_BYTES = 16 * 1024**2
+#: values of small variables along DIM kept by describe(), per file (8 bytes a value counted): 8 MB for 500 files
+SMALL_VALUES_BYTES = 16 * 1024
+#: input bytes per task on a cluster (several files per task: one scheduling round trip each, not one per file)
+BATCH_BYTES = 128 * 1024**2
+#: tasks per worker at least, when there are enough files: equal shares finish together, and progress moves
+TASKS_PER_WORKER = 2
+#: less input than this runs in this process when no --workers/--scheduler is given. Measured on 2 cores
+#: (benchmarks/concat.py, docs/speed.md): 200 and 500 daily files (83, 207 MB) ran as fast or faster in process
+#: than on a 2-process LocalCluster, whose start and close cost about 4 s and whose tasks cost more CPU
+IN_PROCESS_BYTES = 256 * 1024**2
+
+
+@dataclass(frozen=True)
+class FilesDone:
+    """Where a run is, for a progress bar: phase "check" (files described) or "write" (files whose chunks are
+    written), files and their bytes done so far out of the totals."""
+
+    phase: str
+    files: int
+    files_total: int
+    bytes: int
+    bytes_total: int
+
+
+FilesProgress = Callable[[FilesDone], None]  # called on the client's thread
 DRAIN_SECONDS = 60.0  # longest wait, on a caller's cluster, for cancelled tasks still running to end
 
 
@@ -97,6 +137,9 @@ class FileInfo:
     fingerprints: dict[str, str] = field(default_factory=dict)
     longest: dict[str, int] = field(default_factory=dict)
     stamp: Stamp | None = None  # as the worker saw the file before reading it
+    #: values of the small variables along DIM (the coordinate, bounds), as read while describing: a chunk row
+    #: spanning many files (a 1-D coordinate's, often all of them) is assembled from these, no file reopened
+    small: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 # ---- inputs -------------------------------------------------------------------------------
@@ -180,6 +223,8 @@ def _describe(path: str, dim_name: str) -> FileInfo:
         info = FileInfo(path, dataset, dim, dataset.find_dimension(dim).size, None)
         if dim in variables:
             info.coord = np.asarray(nc4.read_values(variables[dim]))
+            info.small[dim] = info.coord
+        kept = SMALL_VALUES_BYTES  # what the client holds per file, whatever the number of variables
         for gkey, group in dataset.root.walk():
             for vname, var in group.variables.items():
                 vkey = keys.join(gkey, vname)
@@ -190,10 +235,22 @@ def _describe(path: str, dim_name: str) -> FileInfo:
                     values = nc4.read_values(variables[vkey])
                     info.longest[vkey] = max((len(str(v).encode("utf-8")) for v in values.ravel().tolist()),
                                              default=0)
+                elif vkey not in info.small and math.prod(var.shape) * 8 <= kept:
+                    info.small[vkey] = np.asarray(nc4.read_values(variables[vkey]))
+                    kept -= math.prod(var.shape) * 8
         return info
     finally:
         with nc4.LOCK:
             nc.close()
+
+
+def describe_batch(paths: list[str], dim_name: str) -> list[FileInfo]:
+    """:func:`describe` of several inputs in one task (one scheduling round trip for a batch of files)."""
+    out = []
+    for path in paths:
+        safety.raise_if_interrupted()
+        out.append(describe(path, dim_name))
+    return out
 
 
 # ---- checks (before any write) ---------------------------------------------------------------
@@ -249,6 +306,7 @@ class Source:
     start: int
     stop: int
     at: int
+    values: np.ndarray | None = field(default=None, compare=False)  # the file's values, read by describe()
 
 
 @dataclass
@@ -335,7 +393,8 @@ def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: 
                 if k not in owned:
                     lo, hi = k * c, min((k + 1) * c, total)
                     s, e = max(lo, offset), min(hi, offset + info.length)
-                    straddle.setdefault((vkey, k), []).append(Source(info.path, s - offset, e - offset, s - lo))
+                    straddle.setdefault((vkey, k), []).append(Source(info.path, s - offset, e - offset, s - lo,
+                                                                     info.small.get(vkey)))
         tasks.append(task)
     for (vkey, k), sources in straddle.items():
         c = plans[vkey].chunks[along[vkey]]
@@ -344,7 +403,7 @@ def plan_tasks(pieces: list[tuple[FileInfo, int]], dim: str, total: int, plans: 
         tasks.append(Task(part, dim, flavor, xarray, direct, plans, along, assemble=[(vkey, k, sources)], base=base))
     for task in tasks:
         read = {task.path} if task.path is not None else set()
-        read |= {src.path for _, _, sources in task.assemble for src in sources if src.path}
+        read |= {src.path for _, _, sources in task.assemble for src in sources if src.path and src.values is None}
         task.inputs = {path: planned[path] for path in sorted(read)}
     return tasks
 
@@ -373,8 +432,33 @@ def run_task(task: Task) -> tuple[int, int, list[str]]:
         raise
 
 
+@dataclass
+class BatchDone:
+    """What one batch of tasks did: chunks, chunks copied compressed, keys put, input files and their bytes."""
+
+    chunks: int = 0
+    copied: int = 0
+    written: list[str] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+
+
+def run_batch(tasks: list[Task]) -> BatchDone:
+    """:func:`run_task` of several tasks in one worker call, one after the other (each keeps its own guards)."""
+    done = BatchDone()
+    for task in tasks:
+        safety.raise_if_interrupted()
+        chunks, copied, written = run_task(task)
+        done.chunks += chunks
+        done.copied += copied
+        done.written.extend(written)
+        if task.path is not None:
+            done.files += 1
+            done.bytes += task.inputs[task.path][0].size
+    return done
+
+
 def _run_task(task: Task) -> tuple[int, int, list[str]]:
-    from nczarr_conformance.conversion.from_netcdf import _header
     from nczarr_conformance.sources import netcdf4 as nc4
 
     store = open_part(task.part)
@@ -396,28 +480,30 @@ def _run_task(task: Task) -> tuple[int, int, list[str]]:
         if path not in opened:
             stamp, length = task.inputs[path]
             refuse_if_changed(path, stamp, device=False)  # another host may number the device otherwise
-            nc = nc4.open_nc(path)
-            variables: dict[str, Any] = {}
+            # describe() scanned this very file (the stamp just compared) with check="all", a superset of
+            # what a read needs: scanning again would double the cost of a small file for nothing
+            nc = nc4.open_nc(path, check="none")
             try:
-                with nc4.LOCK:
-                    header = _header(nc, "/", variables)
+                with nc4.LOCK:  # no header (attributes): describe() read it, and the plan is made of it
+                    variables = _handles(nc, "/", {})
+                    now = _dim_size(nc, task.dim)
             except BaseException:
                 with nc4.LOCK:
                     nc.close()
                 raise
-            opened[path] = (nc, variables, header)
-            now = Dataset(header).find_dimension(task.dim).size
+            opened[path] = (nc, variables, None)
             if now != length:
-                raise InputChanged(f"{path}: changed since it was checked ({task.dim} has {now} records, "
-                                   f"{length} were planned); refused before the commit, the output is unchanged")
+                what = f"{task.dim}: {now}" if isinstance(now, str) else f"{task.dim} has {now} records"
+                raise InputChanged(f"{path}: changed since it was checked ({what}, {length} were planned); refused "
+                                   "before the commit, the output is unchanged")
         return opened[path]
 
     copied = 0
     counted = [0]
     try:
         if task.path is not None:
-            _, variables, header = nc_of(task.path)
-            copied = _copy_file(task, Dataset(header), variables, store, counted)
+            _, variables, _ = nc_of(task.path)
+            copied = _copy_file(task, variables, store, counted)
         for vkey, k, sources in task.assemble:
             counted[0] += _assemble(task.plans[vkey], task.along[vkey], k, sources, nc_of, store, task.base)
     finally:
@@ -430,7 +516,29 @@ def _run_task(task: Task) -> tuple[int, int, list[str]]:
     return counted[0], copied, put
 
 
-def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: Any, counted: list[int]) -> int:
+def _handles(group: Any, path: str, out: dict[str, Any]) -> dict[str, Any]:
+    """netCDF4 variables by key, each read once (no chunk cache), as from_netcdf._header leaves them."""
+    for name, var in group.variables.items():
+        out[keys.join(path, name)] = var
+        if var.chunking() not in ("contiguous", None):
+            var.set_var_chunk_cache(size=0, nelems=0)
+    for name, sub in group.groups.items():
+        _handles(sub, keys.join(path, name), out)
+    return out
+
+
+def _dim_size(nc: Any, dim: str) -> int | str:
+    """The size of dimension ``dim`` (a key) in the open file now, or why there is none (a file replaced)."""
+    group = nc
+    for name in [p for p in keys.parent(dim).split("/") if p]:
+        group = group.groups.get(name)
+        if group is None:
+            return f"no group {keys.parent(dim)}"
+    found = group.dimensions.get(keys.basename(dim))
+    return len(found) if found is not None else "no such dimension"
+
+
+def _copy_file(task: Task, variables: dict[str, Any], store: Any, counted: list[int]) -> int:
     """The file's chunks that are wholly its own and aligned, through the converter's writer."""
     from nczarr_conformance.conversion.from_netcdf import _direct_source
     from nczarr_conformance.sources import netcdf4 as nc4
@@ -445,8 +553,10 @@ def _copy_file(task: Task, dataset: Dataset, variables: dict[str, Any], store: A
         counted[0] += chunks
 
     raw = _direct_source(task.path, copy=task.direct and task.flavor != "nczarr-2-upper")
-    writer = DatasetWriter(dataset, store, flavor=task.flavor, xarray=task.xarray, source=source,
-                           progress=progress, threads=WORKER_THREADS, raw=raw)
+    small = task.inputs[task.path][0].size < SMALL_FILE_BYTES
+    # the writer writes the task's plans only: its dataset (for planning and metadata) is never read here
+    writer = DatasetWriter(Dataset(Group()), store, flavor=task.flavor, xarray=task.xarray, source=source,
+                           progress=progress, threads=1 if small else WORKER_THREADS, raw=raw)
     try:
         for vkey, plan in task.plans.items():
             axis = task.along.get(vkey)
@@ -516,11 +626,14 @@ def _assemble_rows(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
                 if existing is not None:
                     chunk = np.array(existing, dtype=plan.storage).reshape(plan.chunks)
                 continue
-            _, variables, _ = nc_of(src.path)
             region = tuple(slice(src.start, src.stop) if i == axis else
                            slice(j * c, min((j + 1) * c, s))
                            for i, (j, c, s) in enumerate(zip(index, plan.chunks, plan.zshape, strict=True)))
-            block = _to_storage(nc4.read_values(variables[plan.key], region), plan.var.type, plan.storage, plan.key)
+            if src.values is not None:  # read by describe(); the commit checks the file is still what it read
+                values = src.values[region]
+            else:
+                values = nc4.read_values(nc_of(src.path)[1][plan.key], region)
+            block = _to_storage(values, plan.var.type, plan.storage, plan.key)
             dst = tuple(slice(src.at, src.at + src.stop - src.start) if i == axis else slice(0, r.stop - r.start)
                         for i, r in enumerate(region))
             chunk[dst] = block
@@ -678,16 +791,101 @@ def open_target(spec: StoreSpec, overwrite: bool, append: bool = False) -> Targe
     raise UsageError(f"unknown storage kind {spec.kind!r}")
 
 
+# ---- where the tasks run: a dask cluster, or this process ----------------------------------------------
+class Runner:
+    """Runs a task function over a list of items and hands each result to ``consume`` on the client's thread.
+
+    Any exception (a refusal from a task, an interrupt, a failure in ``consume``) stops the
+    run: what has not started is cancelled before the exception goes on.
+    """
+
+    workers = 1
+
+    def each(self, fn: Callable[[Any], Any], items: list[Any], consume: Callable[[Any], None]) -> None:
+        raise NotImplementedError
+
+
+class InProcess(Runner):
+    """The task functions called one after the other in this process: no cluster to start or to feed.
+
+    Small work (:data:`IN_PROCESS_BYTES`) and ``--workers 1`` run here: a one-process cluster
+    computes nothing faster and costs its start-up (seconds) and a scheduling round trip per task.
+    """
+
+    def each(self, fn: Callable[[Any], Any], items: list[Any], consume: Callable[[Any], None]) -> None:
+        for item in items:
+            safety.raise_if_interrupted()
+            consume(fn(item))
+
+
+class OnCluster(Runner):
+    """Tasks on a ``distributed.Client``; ``own``: the command started the cluster (and stops its workers)."""
+
+    def __init__(self, client: Any, own: bool) -> None:
+        import importlib
+
+        self.client = client
+        self.own = own
+        self.as_completed: Any = importlib.import_module("distributed").as_completed
+        try:
+            self.workers = max(1, len(client.scheduler_info().get("workers", {})))
+        except Exception:  # a scheduler that cannot say: batches as for one worker
+            self.workers = 1
+
+    def each(self, fn: Callable[[Any], Any], items: list[Any], consume: Callable[[Any], None]) -> None:
+        futures = self.client.map(fn, items, pure=False)
+        try:
+            for future in self.as_completed(futures):
+                consume(future.result())
+        except BaseException:
+            self.client.cancel(futures)
+            if not self.own:  # its workers live on: the abort must not race a task still writing
+                _drain(self.client, {f.key for f in futures})
+            raise
+
+
+def batches(items: list[Any], sizes: list[int], *, target: int, least: int) -> list[list[Any]]:
+    """``items`` cut, in order, into consecutive batches of about ``target`` bytes (``sizes``: each item's).
+
+    At least ``least`` batches when there are that many items (every worker gets work), and
+    no batch much bigger than the total divided by their number: batches of about as many
+    bytes finish together, so no worker idles at the end while another reads a last big one.
+    """
+    if not items:
+        return []
+    total = sum(sizes)
+    count = min(len(items), max(least, math.ceil(total / max(1, target))))
+    share = total / count
+    out: list[list[Any]] = [[]]
+    filled = 0
+    for item, size in zip(items, sizes, strict=True):
+        if out[-1] and filled + size / 2 > share * len(out) and len(out) < count:
+            out.append([])
+        out[-1].append(item)
+        filled += size
+    return out
+
+
+def _task_bytes(task: Task) -> int:
+    """The input bytes a task reads (its file, else the planned sizes of the files its chunk rows span)."""
+    if task.path is not None:
+        return task.inputs[task.path][0].size
+    return 1 + sum(stamp.size // max(1, length) for stamp, length in task.inputs.values())
+
+
 # ---- the command ----------------------------------------------------------------------------------
 def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-4.10", overwrite: bool = False,
            scheduler: str | None = None, workers: int | None = None, direct: bool = True,
-           allow_gaps: bool = False, progress: Progress | None = None,
+           allow_gaps: bool = False, progress: FilesProgress | None = None,
            client: Any = None, append: bool = False, consolidate: bool | None = None,
            char_as: str | None = None) -> ConcatStats:
     """Concatenate the netCDF files ``inputs`` (paths or glob patterns) along ``dim_name`` into ``dst``.
 
     ``client``: an open ``distributed.Client`` to use (else one on ``scheduler``, or a
-    LocalCluster of ``workers`` processes, closed at the end). ``append``: extend the
+    LocalCluster of ``workers`` processes, closed at the end). Neither, and ``workers`` 1 or
+    fewer than :data:`IN_PROCESS_BYTES` of input: the same tasks run in this process, no
+    cluster started (see :func:`in_process`). ``progress``: called with a :class:`FilesDone` as files
+    are checked, then written. ``append``: extend the
     existing store ``dst`` instead (``--append`` of several files): the same checks as
     append.py against the store, then the same machinery. ``consolidate`` and ``char_as`` are
     :func:`~nczarr_conformance.nczarr.writer.write_dataset`'s (a new store only).
@@ -719,11 +917,12 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
     held = lock_for_writing(spec) if append else None  # before the checks read the store, and before a cluster
     try:
         if client is not None:
-            job.own_cluster = False
-            job.run(client)
+            job.run(OnCluster(client, own=False))
+        elif in_process(files, scheduler, workers):
+            job.run(InProcess())
         else:
             with open_client(scheduler, workers) as own:
-                job.run(own)
+                job.run(OnCluster(own, own=True))
     except BaseException:
         job.abort()  # after the cluster this command started is closed: no worker still writing
         raise
@@ -732,6 +931,18 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
             held.release()  # (a new store's writer lock is its own, from open_target to commit or abort)
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def in_process(files: list[str], scheduler: str | None, workers: int | None) -> bool:
+    """Whether the run needs no cluster: ``--workers 1``, or neither ``--scheduler`` nor ``--workers`` and less
+    than :data:`IN_PROCESS_BYTES` of input (or one core). ``--workers N`` (N > 1) and ``--scheduler`` are obeyed."""
+    if scheduler:
+        return False
+    if workers is not None:
+        return workers == 1
+    if (os.cpu_count() or 1) == 1:
+        return True
+    return sum(os.stat(path).st_size for path in files) < IN_PROCESS_BYTES
 
 
 def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool, *, consolidate: bool | None = None,
@@ -774,25 +985,20 @@ class _Job:
     overwrite: bool
     direct: bool
     allow_gaps: bool
-    progress: Progress | None
+    progress: FilesProgress | None
     stats: ConcatStats
     append: bool = False
     consolidate: bool | None = None
     char_as: str | None = None
     target: Target | None = None
     plans: dict[str, ArrayPlan] = field(default_factory=dict)
-    own_cluster: bool = True  # closed (its workers stopped) before an abort; else the caller's, still running
 
-    def run(self, client: Any) -> None:
-        import importlib
-
-        as_completed: Any = importlib.import_module("distributed").as_completed
+    def run(self, runner: Runner) -> None:
         stats, spec = self.stats, self.spec
         base = _Base.open(spec, self.dim_name) if self.append else None
         try:
             stamps = {path: Stamp.of(path) for path in self.files}  # before any worker reads them
-            infos: list[FileInfo] = client.gather(client.map(describe, self.files, dim_name=self.dim_name,
-                                                             pure=False))
+            infos = self._describe(runner, stamps)
             for info in infos:
                 assert info.stamp is not None
                 if stamps[info.path].changes(info.stamp, device=False):  # changed before the worker read it
@@ -825,21 +1031,17 @@ class _Job:
             tasks = plan_tasks(_pieces(ordered, old_len), dim, total, self.plans, along, target.part,
                                flavor=self.flavor, xarray=spec.xarray, direct=self.direct,
                                base=_absolute(spec) if base is not None else None, old_len=old_len)
-            futures = client.map(run_task, tasks, pure=False)
-            try:
-                for future in as_completed(futures):
-                    chunks, copied, written = future.result()
-                    target.adopt(written)
-                    stats.chunks += chunks
-                    stats.copied += copied
-                    stats.objects += len(written)
-                    if self.progress is not None:
-                        self.progress(chunks, 0, 0)
-            except BaseException:
-                client.cancel(futures)
-                if not self.own_cluster:  # its workers live on: the abort must not race a task still writing
-                    _drain(client, {f.key for f in futures})
-                raise
+
+            count = self._counter("write", sum(stamps[path].size for path in self.files))
+
+            def written(done: BatchDone) -> None:
+                target.adopt(done.written)
+                stats.chunks += done.chunks
+                stats.copied += done.copied
+                stats.objects += len(done.written)
+                count(done.files, done.bytes)
+
+            runner.each(run_batch, self._batches(runner, tasks, [_task_bytes(t) for t in tasks]), written)
             safety.raise_if_interrupted()
             # metadata last, by the client
             if base is not None:
@@ -856,6 +1058,41 @@ class _Job:
         finally:
             if base is not None:
                 base.close()
+
+    def _describe(self, runner: Runner, stamps: dict[str, Stamp]) -> list[FileInfo]:
+        """Every input described (in batches on a cluster), in the order given (refusals name the same file
+        whatever order the workers finish in)."""
+        found: dict[str, FileInfo] = {}
+        count = self._counter("check", sum(stamp.size for stamp in stamps.values()))
+
+        def described(infos: list[FileInfo]) -> None:
+            for info in infos:
+                found[info.path] = info
+            count(len(infos), sum(stamps[i.path].size for i in infos))
+
+        work = self._batches(runner, self.files, [stamps[path].size for path in self.files])
+        runner.each(partial(describe_batch, dim_name=self.dim_name), work, described)
+        return [found[path] for path in self.files]
+
+    def _counter(self, phase: str, total: int) -> Callable[[int, int], None]:
+        """Adds (files, bytes) done to the phase's running totals and reports them (none when no progress)."""
+        done = [0, 0]
+
+        def count(files: int, nbytes: int) -> None:
+            done[0] += files
+            done[1] += nbytes
+            if self.progress is not None:
+                self.progress(FilesDone(phase, done[0], len(self.files), done[1], total))
+
+        count(0, 0)
+        return count
+
+    @staticmethod
+    def _batches(runner: Runner, items: list[Any], sizes: list[int]) -> list[list[Any]]:
+        """One item per batch in this process (nothing to save, finest progress); on a cluster, by bytes."""
+        if isinstance(runner, InProcess):
+            return [[item] for item in items]
+        return batches(items, sizes, target=BATCH_BYTES, least=TASKS_PER_WORKER * runner.workers)
 
     def abort(self) -> None:
         if self.target is not None:

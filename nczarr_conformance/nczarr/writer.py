@@ -417,6 +417,11 @@ class DatasetWriter:
             self.store.put(ckey, payload)  # in the worker: S3 PUTs and file writes overlap
             return chunk.nbytes, len(payload)
 
+        if self.threads == 1:  # no pool: starting a thread per variable costs more than it overlaps on small files
+            for item in plan.regions():
+                if select is None or select(item[0]) is not None:
+                    self._done(encode(item))
+            return
         # A sliding window of chunks in flight, bounded in bytes as well as in number, so
         # memory stays flat whatever the variable's size.
         window = max(1, min(self.threads * 2, IN_FLIGHT_BYTES // max(1, fill_chunk.nbytes)))
