@@ -811,3 +811,47 @@ def test_cli_progress_counts_files_and_bytes_only_when_asked_off_a_terminal(unev
         assert "100%" in last and "7/7 files" in last, last
         shown = tqdm.format_sizeof(total, divisor=1024)  # how tqdm writes the byte total
         assert f"| {shown}/{shown} [" in last, (total, last)
+
+
+def _daily(d: Path, n: int = 6) -> list[Path]:
+    """n files of one record, v chunked 1×4 with zlib: each file's v chunk is copied as stored."""
+    import netCDF4
+
+    files = []
+    for day in range(n):
+        path = d / f"day{day}.nc"
+        with netCDF4.Dataset(str(path), "w") as nc:
+            nc.createDimension("time", None)
+            nc.createDimension("y", 4)
+            nc.createVariable("time", "f8", ("time",))[:] = [day]
+            v = nc.createVariable("v", "f4", ("time", "y"), chunksizes=(1, 4), zlib=True, complevel=1)
+            v[:] = np.arange(4, dtype="f4")[None, :] + day
+        files.append(path)
+    return files
+
+
+@pytest.mark.parametrize("sample", ["matches", "never-matches"])
+def test_a_codec_chain_is_proven_once_in_process_and_a_failed_proof_proves_nothing(tmp_path, monkeypatch, sample):
+    """In one in-process run, v's chain (deflate, f4, chunks 1×4) is decoded and compared with netCDF4 in the first
+    file only; when that comparison fails, nothing is taken as proven: every file's v is re-encoded (none copied),
+    each file tried again, and the store is still the sequential append's."""
+    from nczarr_conformance.nczarr.writer import DatasetWriter
+
+    files = _daily(tmp_path)
+    ref = tmp_path / "ref.file"
+    convert(str(files[0]), str(ref))
+    for f in files[1:]:
+        append(str(f), str(ref), "time")
+    calls: list[str] = []
+    real = DatasetWriter._sample_matches
+
+    def counted(self, plan, *args, **kw):
+        calls.append(plan.key)
+        return real(self, plan, *args, **kw) if sample == "matches" else False
+
+    monkeypatch.setattr(DatasetWriter, "_sample_matches", counted)
+    out = tmp_path / "out.file"
+    stats = concat([str(f) for f in files], str(out), "time", workers=1)
+    assert calls.count("/v") == (1 if sample == "matches" else 6), calls
+    assert stats.copied == (6 if sample == "matches" else 0)
+    assert diff(open_dataset(str(ref)), open_dataset(str(out))) == []

@@ -85,6 +85,8 @@ from nczarr_conformance.stores.part import PartSpec, open_part
 from nczarr_conformance.urls import StoreSpec, parse
 
 WORKER_THREADS = 2  # copy threads inside one task (a worker process runs one task at a time)
+#: (variable, HDF5 filters with their parameters, stored dtype, chunk shape): a codec chain proven once
+Chain = tuple[str, tuple[tuple[int, tuple[int, ...]], ...], str, tuple[int, ...]]
 #: a file smaller than this is copied on the task's own thread (a copy pool per variable costs more than it saves)
 SMALL_FILE_BYTES = 16 * 1024**2
 #: values of small variables along DIM kept by describe(), per file (8 bytes a value counted): 8 MB for 500 files
@@ -416,7 +418,7 @@ def chunk_keys(plans: dict[str, ArrayPlan]) -> Iterator[str]:
 
 
 # ---- worker side ---------------------------------------------------------------------------------
-def run_task(task: Task) -> tuple[int, int, list[str]]:
+def run_task(task: Task, proven: set[Chain] | None = None) -> tuple[int, int, list[str]]:
     """Write one task's chunks; (chunks, chunks copied compressed, keys put).
 
     Each input is checked against its stamp and planned length when opened and again when
@@ -424,7 +426,7 @@ def run_task(task: Task) -> tuple[int, int, list[str]]:
     since the checks never puts a row it was not planned for.
     """
     try:
-        return _run_task(task)
+        return _run_task(task, set() if proven is None else proven)
     except Exception as exc:
         if not isinstance(exc, InputChanged):
             for path, (stamp, _) in task.inputs.items():  # a read error from a file being rewritten is that
@@ -443,12 +445,18 @@ class BatchDone:
     bytes: int = 0
 
 
-def run_batch(tasks: list[Task]) -> BatchDone:
-    """:func:`run_task` of several tasks in one worker call, one after the other (each keeps its own guards)."""
+def run_batch(tasks: list[Task], proven: set[Chain] | None = None) -> BatchDone:
+    """:func:`run_task` of several tasks in one worker call, one after the other (each keeps its own guards).
+
+    ``proven``: the codec chains whose copied chunks were already decoded and compared with
+    netCDF4's values (see :func:`_copy_file`); a new set per batch unless the caller keeps one
+    for the whole run (the in-process path).
+    """
     done = BatchDone()
+    proven = set() if proven is None else proven
     for task in tasks:
         safety.raise_if_interrupted()
-        chunks, copied, written = run_task(task)
+        chunks, copied, written = run_task(task, proven)
         done.chunks += chunks
         done.copied += copied
         done.written.extend(written)
@@ -458,7 +466,7 @@ def run_batch(tasks: list[Task]) -> BatchDone:
     return done
 
 
-def _run_task(task: Task) -> tuple[int, int, list[str]]:
+def _run_task(task: Task, proven: set[Chain]) -> tuple[int, int, list[str]]:
     from nczarr_conformance.sources import netcdf4 as nc4
 
     store = open_part(task.part)
@@ -503,7 +511,7 @@ def _run_task(task: Task) -> tuple[int, int, list[str]]:
     try:
         if task.path is not None:
             _, variables, _ = nc_of(task.path)
-            copied = _copy_file(task, variables, store, counted)
+            copied = _copy_file(task, variables, store, counted, proven)
         for vkey, k, sources in task.assemble:
             counted[0] += _assemble(task.plans[vkey], task.along[vkey], k, sources, nc_of, store, task.base)
     finally:
@@ -538,7 +546,20 @@ def _dim_size(nc: Any, dim: str) -> int | str:
     return len(found) if found is not None else "no such dimension"
 
 
-def _copy_file(task: Task, variables: dict[str, Any], store: Any, counted: list[int]) -> int:
+def _chain(raw: Any, key: str) -> Chain | None:
+    """What decides whether a variable's HDF5 chunk bytes decode as the plan's codecs: its filters with their
+    parameters, its stored type and chunk shape (None: not an HDF5 chunked dataset)."""
+    with raw.lock:
+        dataset = raw.file.get(key.lstrip("/"))
+        if dataset is None or dataset.chunks is None:
+            return None
+        plist = dataset.id.get_create_plist()
+        filters = tuple((f[0], tuple(int(v) for v in f[2])) for f in (plist.get_filter(i)
+                                                                    for i in range(plist.get_nfilters())))
+        return key, filters, dataset.dtype.str, tuple(dataset.chunks)
+
+
+def _copy_file(task: Task, variables: dict[str, Any], store: Any, counted: list[int], proven: set[Chain]) -> int:
     """The file's chunks that are wholly its own and aligned, through the converter's writer."""
     from nczarr_conformance.conversion.from_netcdf import _direct_source
     from nczarr_conformance.sources import netcdf4 as nc4
@@ -557,6 +578,20 @@ def _copy_file(task: Task, variables: dict[str, Any], store: Any, counted: list[
     # the writer writes the task's plans only: its dataset (for planning and metadata) is never read here
     writer = DatasetWriter(Dataset(Group()), store, flavor=task.flavor, xarray=task.xarray, source=source,
                            progress=progress, threads=1 if small else WORKER_THREADS, raw=raw)
+    if raw is not None:
+        sample = writer._raw_copy_verified
+
+        def once_per_chain(plan: ArrayPlan, pipeline: Any, raw_copy: Callable[[tuple[int, ...]], bytes | None],
+                           fill_chunk: np.ndarray) -> bool:
+            chain = _chain(raw, plan.key)
+            if chain is not None and chain in proven:
+                return True  # the same filters, parameters, type and chunks decoded right in an earlier file
+            verified = sample(plan, pipeline, raw_copy, fill_chunk)
+            if verified and chain is not None:
+                proven.add(chain)
+            return verified
+
+        writer._raw_copy_verified = once_per_chain  # type: ignore[method-assign]
     try:
         for vkey, plan in task.plans.items():
             axis = task.along.get(vkey)
@@ -1041,7 +1076,10 @@ class _Job:
                 stats.objects += len(done.written)
                 count(done.files, done.bytes)
 
-            runner.each(run_batch, self._batches(runner, tasks, [_task_bytes(t) for t in tasks]), written)
+            # in this process the chains proven by one file's task hold for the next (one set for the run);
+            # a cluster's batch proves its own
+            write = partial(run_batch, proven=set()) if isinstance(runner, InProcess) else run_batch
+            runner.each(write, self._batches(runner, tasks, [_task_bytes(t) for t in tasks]), written)
             safety.raise_if_interrupted()
             # metadata last, by the client
             if base is not None:
