@@ -42,7 +42,8 @@ class ArrayRecord:
     attr_types: dict[str, Any] | None
 
 
-def _safe(key: str) -> bool:
+def is_safe_key(key: str) -> bool:
+    """Whether a listed key stays inside the store (one that does not is never read: NCZ-STORE-UNSAFE's case)."""
     try:
         keys.validate(key)
     except FormatError:
@@ -98,7 +99,7 @@ class CheckContext:
         self.unsafe_keys: list[str] = list(getattr(store, "unsafe_members", []))
         self.objects: list[str] = []
         for key in listed:
-            (self.objects if _safe(key) else self.unsafe_keys).append(key)
+            (self.objects if is_safe_key(key) else self.unsafe_keys).append(key)
         self.object_set = set(self.objects)
         self.flavor = "unknown"
         self.superblock: dict[str, Any] | None = None

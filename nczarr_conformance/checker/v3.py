@@ -23,9 +23,9 @@ import numcodecs
 import numpy as np
 
 from nczarr_conformance import keys, limits
-from nczarr_conformance.checker.context import CheckContext
+from nczarr_conformance.checker.context import CheckContext, is_safe_key
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
-from nczarr_conformance.errors import FormatError, NczarrError, StoreUnavailableError
+from nczarr_conformance.errors import NczarrError, StoreUnavailableError
 from nczarr_conformance.stores.base import slice_range
 from nczarr_conformance.zarr3 import chain as v3chain
 from nczarr_conformance.zarr3.metadata import FLAVOR, ZARR_JSON
@@ -103,21 +103,12 @@ def nodes(ctx: CheckContext) -> V3Nodes:
         return cached
     if not ctx.objects:
         listed = ctx.store.list_prefix("/")
-        ctx.unsafe_keys.extend(k for k in listed if not _safe(k))
-        ctx.objects = [k for k in listed if _safe(k)]
+        ctx.unsafe_keys.extend(k for k in listed if not is_safe_key(k))
+        ctx.objects = [k for k in listed if is_safe_key(k)]
         ctx.object_set = set(ctx.objects)
     found = V3Nodes({keys.parent(k): ctx.json(k) for k in ctx.objects if keys.basename(k) == ZARR_JSON})
     ctx.__dict__["v3_nodes"] = found
     return found
-
-
-def _safe(key: str) -> bool:
-    """Whether a listed key stays inside the store (one that does not is never read: NCZ-STORE-UNSAFE's case)."""
-    try:
-        keys.validate(key)
-    except FormatError:
-        return False
-    return True
 
 
 def _meta_key(node: str) -> str:

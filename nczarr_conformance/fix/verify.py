@@ -306,37 +306,33 @@ def _each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Path) 
     return out
 
 
-def read_ours(root: Path, arrays: list[str], flavor: str) -> Readings:
-    from nczarr_conformance.nczarr.reader import DatasetReader
-
+def _read_with_ours(reader_type: Any, root: Path, arrays: list[str]) -> Readings:
+    """Each array read whole by one of our readers (the v2 ``DatasetReader`` or the v3 ``V3Reader``: both
+    expose ``arrays`` and ``read_region``); a store the reader refuses is that finding for every array."""
     with DirectoryStore(root, "r") as store:
         try:
-            reader = DatasetReader(store)
+            reader = reader_type(store)
         except NczarrError as exc:
             return {a: Reading(error=_explain(exc, root)) for a in arrays}
 
         def one(akey: str) -> np.ndarray:
             info = reader.arrays[akey]
-            return reader.read_region(akey, () if info.scalar else _region(info.zshape, info.chunks))
+            return np.asarray(reader.read_region(akey, () if info.scalar else _region(info.zshape, info.chunks)))
 
         return _each(arrays, one, root)
+
+
+def read_ours(root: Path, arrays: list[str], flavor: str) -> Readings:
+    from nczarr_conformance.nczarr.reader import DatasetReader
+
+    return _read_with_ours(DatasetReader, root, arrays)
 
 
 def read_ours_v3(root: Path, arrays: list[str], flavor: str) -> Readings:
     """Our Zarr v3 reader's readings (``--to-v3``'s migrated probe)."""
     from nczarr_conformance.zarr3.reader import V3Reader
 
-    with DirectoryStore(root, "r") as store:
-        try:
-            reader = V3Reader(store)
-        except NczarrError as exc:
-            return {a: Reading(error=_explain(exc, root)) for a in arrays}
-
-        def one(akey: str) -> np.ndarray:
-            info = reader.arrays[akey]
-            return reader.read_region(akey, () if info.scalar else _region(info.zshape, info.chunks))
-
-        return _each(arrays, one, root)
+    return _read_with_ours(V3Reader, root, arrays)
 
 
 def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
