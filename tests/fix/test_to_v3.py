@@ -287,18 +287,27 @@ def test_a_zarr_python_2_format_store_migrates(tmp_path, consolidated):
 
 
 # ---- against zarr-python's own migration ---------------------------------------------------------------------
-def zarr_migrate(src: Path, dest: Path) -> str | None:
-    """zarr-python's ``zarr migrate v3 SRC DEST`` (its CLI's function): None, or why it refused."""
-    from zarr.metadata.migrate_v3 import migrate_v2_to_v3
-    from zarr.storage import LocalStore
+#: zarr-python's ``zarr migrate v3 SRC DEST`` (its CLI's function; the CLI itself needs typer), in a process of
+#: its own as the CLI would run: what it refuses must not depend on what earlier tests left in this interpreter
+_MIGRATE = """
+import sys, warnings
+from zarr.metadata.migrate_v3 import migrate_v2_to_v3
+from zarr.storage import LocalStore
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        migrate_v2_to_v3(input_store=LocalStore(sys.argv[1], read_only=False), output_store=LocalStore(sys.argv[2]))
+except Exception as exc:  # zarr-python's own types (TypeError, ValueError, NotImplementedError)
+    print(f"{type(exc).__name__}: {exc}")
+"""
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            migrate_v2_to_v3(input_store=LocalStore(str(src), read_only=False), output_store=LocalStore(str(dest)))
-    except Exception as exc:  # zarr-python's own types (TypeError, ValueError, NotImplementedError)
-        return f"{type(exc).__name__}: {exc}"
-    return None
+
+def zarr_migrate(src: Path, dest: Path) -> str | None:
+    """zarr-python's migration of ``src`` into ``dest``: None, or why it refused."""
+    done = subprocess.run([sys.executable, "-c", _MIGRATE, str(src), str(dest)], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip() or None
 
 
 def explained(ours: dict[str, Any], theirs: dict[str, Any], v2: Path, key: str) -> dict[str, Any]:
