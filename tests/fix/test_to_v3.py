@@ -374,8 +374,10 @@ def _drop_from_group(store: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("what,refusal", [
-    ("byte", "'<i1'"), ("char", "'>S1'"), ("shuffle", "is not an ArrayArrayCodec"),
-    ("consolidated", "consolidated metadata isn't supported"), ("null-fill", "Cannot convert object None"),
+    # the byte store holds a byte and a ubyte array: zarr-python names the first it lists, in the file
+    # system's order, so either one-byte dtype it refuses may be the one named
+    ("byte", ("'<i1'", "'<u1'")), ("char", ("'>S1'",)), ("shuffle", ("is not an ArrayArrayCodec",)),
+    ("consolidated", ("consolidated metadata isn't supported",)), ("null-fill", ("Cannot convert object None",)),
 ])
 def test_what_zarr_migrate_refuses_and_to_v3_migrates(tmp_path, what, refusal):
     """The stores zarr-python's own migration refuses (the message it raises), each migrated by --to-v3 to
@@ -392,7 +394,7 @@ def test_what_zarr_migrate_refuses_and_to_v3_migrates(tmp_path, what, refusal):
     mode = "nczarr" if what in ("byte", "char", "shuffle") else "zarr"
     expected = netcdf_c_values(src, mode)
     why = zarr_migrate(src, tmp_path / "theirs")
-    assert why is not None and refusal in why, why
+    assert why is not None and any(words in why for words in refusal), why
     out = tmp_path / "ours"
     result = cli(str(src), "--to-v3", "--out", str(out))
     assert result.returncode == 0, result.stderr
