@@ -100,22 +100,41 @@ class Chain:
     def decode(self, raw: bytes, where: str) -> np.ndarray:
         """One stored chunk → its values in C order of ``chunk_shape`` (native byte order)."""
         buf = self.decompress(raw, where, self.decoded_nbytes)
-        stored_shape = self.chunk_shape
-        for order in self.transposes:
-            stored_shape = tuple(stored_shape[i] for i in order)
-        arr = self._array(buf, stored_shape, where)
+        return self.untranspose(self._array(buf, _permuted(self.chunk_shape, self.transposes), where))
+
+    def untranspose(self, arr: np.ndarray) -> np.ndarray:
+        """Values in the stored (transposed) axis order → the array's own order, C-contiguous."""
         for order in reversed(self.transposes):
             arr = arr.transpose(np.argsort(order))
         return np.ascontiguousarray(arr)
 
+    @property
+    def read_unit(self) -> tuple[int, ...]:
+        """The shape, in the array's own axis order, of what one read decodes: the chunk, or the
+        inner chunk of a shard (which a transpose before ``sharding_indexed`` lays out permuted)."""
+        if self.sharding is None:
+            return self.chunk_shape
+        return _unpermuted(self.sharding.inner.chunk_shape, self.transposes)
+
+    def locate(self, index: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """A read unit's index → (the shard holding it, its position in the shard's stored axis order)."""
+        assert self.sharding is not None
+        per_shard = _unpermuted(self.sharding.per_shard, self.transposes)
+        shard = tuple(i // p for i, p in zip(index, per_shard, strict=True))
+        position = tuple(i % p for i, p in zip(index, per_shard, strict=True))
+        return shard, _permuted(position, self.transposes)
+
     def decompress(self, raw: bytes, where: str, limit: int) -> bytes:
         """The bytes→bytes codecs undone, each stage capped (the last at ``limit``)."""
-        caps = [limit]
-        for codec in self.compressors[1:][::-1]:
-            caps.insert(0, encoded_bound(codec, caps[0]))
+        # caps[k] bounds what undoing compressors[k] yields: the bytes compressors[k - 1] made
+        caps: list[int] = []
+        cap = limit
+        for codec in self.compressors:
+            caps.append(cap)
+            cap = encoded_bound(codec, cap)
         buf: bytes = raw
         try:
-            for codec, cap in zip(reversed(self.compressors), caps, strict=False):
+            for codec, cap in zip(reversed(self.compressors), reversed(caps), strict=True):
                 buf = bounded_decode(codec, buf, cap)
         except InflateError as exc:
             raise FormatError(f"{where}: chunk {exc}") from exc
@@ -171,11 +190,25 @@ def build_chain(codecs: Any, dtype: DataType, chunk_shape: tuple[int, ...], wher
     if name == "sharding_indexed":
         if inner:
             raise UnsupportedError(f"{where}: sharding inside sharding is not read by this reader yet")
-        if transposes:
-            raise UnsupportedError(f"{where}: array→array codecs before sharding_indexed are not read yet")
-        sharding = Sharding.parse(config, dtype, chunk_shape, where)
+        sharding = Sharding.parse(config, dtype, _permuted(chunk_shape, transposes), where)
     return Chain(dtype, chunk_shape, transposes, name, endian if isinstance(endian, str) else None,
                  compressors, sharding)
+
+
+def _permuted(shape: Sequence[int], transposes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """Axis lengths (or positions) in the array's order → in the order the transposes store them."""
+    out = tuple(shape)
+    for order in transposes:
+        out = tuple(out[i] for i in order)
+    return out
+
+
+def _unpermuted(shape: Sequence[int], transposes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The inverse of :func:`_permuted`."""
+    out = tuple(shape)
+    for order in reversed(transposes):
+        out = tuple(out[int(i)] for i in np.argsort(order))
+    return out
 
 
 def _transpose(name: str, config: dict[str, Any], ndim: int, where: str) -> tuple[int, ...]:

@@ -103,8 +103,7 @@ class V3ArrayInfo(ArrayInfo):
             raw = store.get(ckey, limit=self.chain.max_encoded())
             chain = self.chain
         else:
-            shard = tuple(i // p for i, p in zip(index, sharding.per_shard, strict=True))
-            position = tuple(i % p for i, p in zip(index, sharding.per_shard, strict=True))
+            shard, position = self.chain.locate(index)
             ckey = self.encoding.key(self.key, shard)
             if self.chain.compressors:  # a compressed shard: read whole (within its bound), then indexed
                 whole = store.get(ckey, limit=self.chain.max_encoded())
@@ -116,7 +115,10 @@ class V3ArrayInfo(ArrayInfo):
             chain = sharding.inner
         if raw is None:
             return None
-        return chain.decode(raw, ckey).reshape(self.chunks or (1,))
+        values = chain.decode(raw, ckey)
+        if sharding is not None:  # an inner chunk comes in the shard's (possibly transposed) axis order
+            values = self.chain.untranspose(values)
+        return values.reshape(self.chunks or (1,))
 
 
 class _V3Metadata:
@@ -253,7 +255,7 @@ class V3Reader(DatasetReader):
             chain = build_chain(doc.get("codecs"), dtype, grid_chunks, where)
         except UnsupportedError as exc:  # a codec we lack fails the variable's data, not the dataset
             unavailable = f"{akey}: data cannot be read: {exc}"
-        chunks = chain.sharding.inner.chunk_shape if chain is not None and chain.sharding else grid_chunks
+        chunks = chain.read_unit if chain is not None else grid_chunks
         beyond = limits.int64_overflow(shape, grid_chunks, max(dtype.storage.numpy.itemsize, 1))
         if beyond is not None:
             raise UnsupportedError(f"{where}: {beyond}, more than int64 ({limits.INT64_MAX}) holds")
