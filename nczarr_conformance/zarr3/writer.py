@@ -37,8 +37,9 @@ which needs an inflate but no deflate). A shuffled chunk cannot be copied (blosc
 from HDF5's), nor can a chunk into a shard: those are re-encoded.
 
 ``shard`` N: the chunk grid is shards of N chunks along the first dimension (N capped at the
-chunks that dimension has; scalars are not sharded), ``sharding_indexed`` with the variable's
-codecs inside and index codecs ``bytes`` (little) + ``crc32c`` at the end, as zarr-python writes
+chunks that dimension has; scalars and variables whose first dimension is empty are not
+sharded), ``sharding_indexed`` with the variable's codecs inside and index codecs ``bytes`` (little)
++ ``crc32c`` at the end, as zarr-python writes
 by default; inner chunks all fill are left out (index entry all ones), and a shard all fill is
 not written, as zarr-python does. Inner chunks are laid out in C order, which for shards along
 one dimension is zarr-python's Morton order too.
