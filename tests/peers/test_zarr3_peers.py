@@ -21,7 +21,7 @@ from nczarr_conformance.peers.capabilities import ALL, parse
 from tests.conftest import require_module, require_tool
 from tests.peers.known import PeerStillWrong, still_wrong
 
-V3_WRITERS = ("ours-zarr-v3", "zarr-python-v3", "xarray-v3")
+V3_WRITERS = ("ours-zarr-v3", "zarr-python-v3", "xarray-v3", "tensorstore-v3")
 
 
 def _store(tmp_path, case, writer):
@@ -200,3 +200,25 @@ def test_xarray_cannot_read_its_own_v3_char_with_fill_value(tmp_path):
     except ValueError as exc:
         seen = str(exc)
     still_wrong(seen, wrong="Failed to decode fill_value. Unsupported dtype |S1", right=None)
+
+
+def test_tensorstore_v3_writer_writes_what_its_docs_say(tmp_path):
+    """TensorStore's own zarr3 metadata: blosc (zlib, byte shuffle) for shuffle + zlib, transpose for F order,
+    the bytes codec's byte order; and no text: a string case is 'cannot express', not a failure."""
+    from nczarr_conformance.peers.base import CannotExpress
+
+    _store(tmp_path, "shuffle-zlib", "tensorstore-v3")
+    docs = [json.loads(p.read_text()) for p in (tmp_path / "shuffle-zlib" / "tensorstore-v3").rglob("zarr.json")]
+    arrays = [d for d in docs if d["node_type"] == "array"]
+    assert arrays and all([c["name"] for c in d["codecs"]] == ["bytes", "blosc"] for d in arrays)
+    assert {(c["configuration"]["cname"], c["configuration"]["shuffle"]) for d in arrays
+            for c in d["codecs"] if c["name"] == "blosc"} == {("zlib", "shuffle")}
+    _store(tmp_path, "f-order", "tensorstore-v3")
+    doc = json.loads((tmp_path / "f-order" / "tensorstore-v3" / "a" / "zarr.json").read_text())
+    assert doc["codecs"][0] == {"name": "transpose", "configuration": {"order": [1, 0]}}
+    _store(tmp_path, "big-endian", "tensorstore-v3")
+    endians = {c["configuration"]["endian"] for p in (tmp_path / "big-endian" / "tensorstore-v3").rglob("zarr.json")
+               for c in json.loads(p.read_text()).get("codecs", []) if c["name"] == "bytes" and "configuration" in c}
+    assert endians == {"big"}
+    with pytest.raises(CannotExpress, match="no data type for netCDF string"):
+        _store(tmp_path, "string-var", "tensorstore-v3")
