@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from nczarr_conformance.conformance import rules_v3
 from nczarr_conformance.conformance.matrix import MatrixRun
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group
 from nczarr_conformance.nczarr.writer import write_dataset
@@ -390,6 +391,18 @@ SPEC_RULES: list[SpecRule] = [
              "(the _FillValue, else the netCDF default fill)", _z_fill),
     SpecRule("Z.infer", "nczarr.md \"Translation\"", "a pure-Zarr array without _ARRAY_DIMENSIONS gets one shared "
              "dimension per distinct length", _z_infer),
+    SpecRule("V3.codecs", "Zarr v3 core spec \"Codecs\"", "codecs are array→array codecs, then exactly one "
+             "array→bytes codec, then bytes→bytes codecs (inside a shard and its index too)", rules_v3.v3_codecs),
+    SpecRule("V3.endian", "Zarr v3 bytes codec, \"endian\"", "the bytes codec names its endian for every data type "
+             "of more than one byte", rules_v3.v3_endian),
+    SpecRule("V3.keys", "Zarr v3 core spec \"chunk_key_encoding\"", "every chunk object is named as the array's "
+             "chunk_key_encoding names chunks", rules_v3.v3_keys),
+    SpecRule("V3.dims", "Zarr v3 core spec \"dimension_names\"; xarray's v3 layout",
+             "each array names its netCDF dimensions in dimension_names, not in _ARRAY_DIMENSIONS", rules_v3.v3_dims),
+    SpecRule("V3.shard", "Zarr v3 sharding_indexed codec", "an array in sharding_indexed shards (zarr-python 3's) "
+             "reads as its values", rules_v3.v3_shard_read),
+    SpecRule("V3.missing", "Zarr v3 core spec \"fill_value\"", "a chunk that is not stored reads as fill_value",
+             rules_v3.v3_missing_read),
 ]
 
 
