@@ -114,6 +114,8 @@ class ZipStore(Store):
             names.append((key, info))
         infos = self.zf.infolist()
         root = self._root_of_entry0(infos[0].filename) if infos else None
+        if any(k == "/zarr.json" for k, _ in names):  # Zarr v3 at the top (zarr-python's ZipStore layout): the
+            root = "/"  # entry-0 rule is netcdf-c's for v2, and a v3 zip's first entry may well be a chunk
         self.prefix = root if root is not None else self._find_root([k for k, _ in names])
         for key, info in names:
             if key.startswith(self.prefix):

@@ -1,0 +1,459 @@
+"""``nc2nczarr --append`` onto a Zarr v3 store (xarray's and zarr-python 3's layout, issue #25).
+
+What is shared with the v2 append (conversion/append.py) and used as it is: the writer lock
+taken before the store is read, the input's :class:`Stamp` checked again just before the
+commit, :func:`check_coordinates` (numbers, increasing, after the store's last value, no gap),
+the check that variables without the dimension hold the same values, and the stores' own
+transaction (a directory is rebuilt aside from hard links and swapped in; a zip is rewritten
+under a temporary name and renamed): readers see the old dataset or the new one.
+
+What differs in v3, and why:
+
+* dimensions are ``dimension_names``, shared by name within a group as xarray means them: the
+  append dimension is every dimension of that name, in every group (xarray appends group by
+  group along the name); each of them must have the store's length;
+* attributes are compared as the JSON values a v3 writer stores for the new file's attributes
+  (netCDF attribute types do not survive JSON, so model types cannot be compared);
+* chunks are encoded with the array's own codec chain read from its ``zarr.json`` (``transpose``,
+  ``bytes`` with its byte order or ``vlen-utf8``/``vlen-bytes``, the bytes→bytes codecs), so an
+  xarray-written store grows with its own codecs; a chunk (or shard) that becomes all fill and
+  was never written is not written, as zarr-python leaves it out;
+* ``sharding_indexed``: the unit written is the whole shard. Appending into a partly filled last
+  shard reads that shard's inner chunks, merges the new rows and writes the shard again (its
+  inner chunks and its index, with ``crc32c`` when the array has it), inside the same
+  transaction as everything else;
+* metadata: each grown array's ``zarr.json`` with its new ``shape`` (nothing else changed, key
+  order kept), then the root ``zarr.json`` with the consolidated metadata updated, last.
+
+Refused in one line (exit 2), store untouched: a store in netcdf-c's draft NCZarr v3 layout
+(dimensions there are objects of their own), an array whose chunk grid is not regular, and S3
+(its writer holds back only v2 metadata until the commit).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numcodecs
+import numpy as np
+
+from nczarr_conformance import keys
+from nczarr_conformance.conversion.append import (
+    AppendStats,
+    InputChanged,
+    Stamp,
+    _check_unchanged,
+    _check_values,
+    check_coordinates,
+    refuse_if_changed,
+)
+from nczarr_conformance.conversion.from_netcdf import _header
+from nczarr_conformance.errors import FormatError, UnsupportedError, UsageError
+from nczarr_conformance.model import Attribute, Dataset, Group, is_internal_attribute
+from nczarr_conformance.nczarr import attrs as attr_codec
+from nczarr_conformance.nczarr.writer import _all_fill, _to_storage
+from nczarr_conformance.sources import netcdf4 as nc4
+from nczarr_conformance.stores import ZipStore, open_store
+from nczarr_conformance.stores.base import Store
+from nczarr_conformance.urls import StoreSpec, parse
+from nczarr_conformance.zarr3.chain import MAX_UINT64, Chain, Sharding
+from nczarr_conformance.zarr3.metadata import ZARR_JSON
+from nczarr_conformance.zarr3.reader import V3ArrayInfo, V3Reader, is_v3
+from nczarr_conformance.zarr3.writer import _fill_attribute
+
+
+def is_v3_store(dst: str) -> bool:
+    """Whether ``dst`` holds a Zarr v3 dataset (a root ``zarr.json`` and no v2 root)."""
+    spec = parse(dst)
+    try:
+        store = open_store(spec, "r")
+    except Exception:  # the v2 path reports a missing or unreadable store in its own words
+        return False
+    try:
+        return is_v3(store)
+    finally:
+        store.close()
+
+
+# ---- encoding with an array's own chain -------------------------------------------------------------
+def encode_chunk(chain: Chain, arr: np.ndarray, fill: Any) -> bytes:
+    """One chunk (C order of ``chain.chunk_shape``, storage dtype) → its stored bytes: transposes, the
+    array→bytes codec, the bytes→bytes codecs, in the order :meth:`Chain.decode` undoes them."""
+    for order in chain.transposes:
+        arr = arr.transpose(order)
+    if chain.sharding is not None:
+        buf: Any = encode_shard(chain.sharding, arr, fill)
+    elif chain.array_to_bytes == "vlen-utf8":
+        buf = numcodecs.VLenUTF8().encode(np.ascontiguousarray(arr).ravel())
+    elif chain.array_to_bytes == "vlen-bytes":
+        flat = [v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogateescape")
+                for v in np.ascontiguousarray(arr).ravel().tolist()]
+        buf = numcodecs.VLenBytes().encode(np.array(flat, dtype=object))
+    else:
+        # kept typed: blosc takes its typesize (the shuffle's element size) from the buffer's item size
+        buf = np.ascontiguousarray(arr.astype(chain.dtype.numpy_for(chain.endian), copy=False))
+    for codec in chain.compressors:
+        buf = codec.encode(buf)
+    return buf if isinstance(buf, bytes) else np.ascontiguousarray(buf).tobytes()
+
+
+def encode_shard(sharding: Sharding, arr: np.ndarray, fill_value: Any) -> bytes:
+    """A whole shard: its inner chunks that are not all fill (C order), then (or before) the index."""
+    fill = np.full(sharding.inner.chunk_shape, fill_value, dtype=arr.dtype)
+    table = np.full((*sharding.per_shard, 2), MAX_UINT64, dtype="<u8")
+    parts: list[bytes] = []
+    offset = sharding.index_nbytes if sharding.index_at_start else 0
+    shape = sharding.inner.chunk_shape
+    for pos in np.ndindex(*sharding.per_shard):
+        block = arr[tuple(slice(p * c, (p + 1) * c) for p, c in zip(pos, shape, strict=True))]
+        if is_fill(block, fill):
+            continue
+        payload = encode_chunk(sharding.inner, np.ascontiguousarray(block), fill_value)
+        table[pos] = (offset, len(payload))
+        parts.append(payload)
+        offset += len(payload)
+    index = table.astype(">u8" if sharding.index_endian == "big" else "<u8").tobytes()
+    if sharding.index_crc:
+        index = bytes(numcodecs.CRC32C(location="end").encode(index))
+    return index + b"".join(parts) if sharding.index_at_start else b"".join(parts) + index
+
+
+def is_fill(block: np.ndarray, fill: np.ndarray) -> bool:
+    """Whether every value of ``block`` is the fill (bytewise for numbers: NaN fills count)."""
+    if block.dtype.kind == "O":
+        return bool(np.all(block == fill.ravel()[0]))
+    return _all_fill(np.ascontiguousarray(block), fill)
+
+
+# ---- the plan ----------------------------------------------------------------------------------------
+@dataclass
+class Grown:
+    """One array that grows: its axis along the dimension, its ``zarr.json``, its unit (chunk or shard)."""
+
+    key: str
+    axis: int
+    info: V3ArrayInfo
+    doc: dict[str, Any]
+    unit: tuple[int, ...]
+
+    @property
+    def chain(self) -> Chain:
+        assert self.info.chain is not None
+        return self.info.chain
+
+
+def append_v3(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> AppendStats:
+    """Append ``src``'s records to the Zarr v3 store ``dst`` along the dimension named ``dim_name``.
+
+    The caller holds the store's writer lock (conversion/append.py's :func:`append` takes it and
+    calls this when the store is v3).
+    """
+    started = time.perf_counter()
+    spec = parse(dst)
+    if spec.kind not in ("file", "zip"):
+        raise UnsupportedError(f"{dst}: --append onto a Zarr v3 store on {spec.kind} is not supported yet (issue "
+                               "#25); directory and zip stores are")
+    stamp = Stamp.of(src)
+    try:
+        stats = _append(src, spec, dst, dim_name, stamp, allow_gaps)
+    except Exception as exc:
+        if not isinstance(exc, InputChanged):
+            refuse_if_changed(src, stamp)
+        raise
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _append(src: str, spec: StoreSpec, dst: str, dim_name: str, stamp: Stamp, allow_gaps: bool) -> AppendStats:
+    stats = AppendStats()
+    reader_store = open_store(spec, "r")
+    nc = None
+    try:
+        reader = V3Reader(reader_store)
+        _refuse_layout(reader_store)
+        nc = nc4.open_nc(src, check="all")
+        variables: dict[str, Any] = {}
+        with nc4.LOCK:
+            new = Dataset(_header(nc, "/", variables))
+        name = keys.basename(dim_name) if dim_name.startswith("/") else dim_name
+        old_len, grown = _plan(reader, reader_store, new, name, src)
+        n_new = _new_length(new, name, src)
+        coord = _coordinate(reader, dim_name, name)
+        if coord is not None and coord in variables:
+            check_coordinates(name, [(src, nc4.read_values(variables[coord]))], stored=reader.read_variable(coord),
+                              store=dst, allow_gaps=allow_gaps)
+        for gkey, group in reader.dataset.root.walk():
+            for vname in group.variables:
+                vkey = keys.join(gkey, vname)
+                if vkey not in grown:
+                    _check_unchanged(reader, vkey, variables[vkey])
+        for vkey, g in grown.items():
+            _check_values(reader, vkey, g.axis, variables[vkey])
+        units = {vkey: _units(g, old_len, n_new) for vkey, g in grown.items()}
+        metadata = _metadata(reader_store, reader, grown, old_len + n_new)
+        replaced = {g.info.encoding.key(vkey, i) for vkey, g in grown.items() for i in units[vkey]} | set(metadata)
+        writer_store = _open_for_append(spec, reader_store, replaced)
+        try:
+            for vkey, g in grown.items():
+                for index in units[vkey]:
+                    data = _merged_unit(reader, g, index, old_len, n_new, variables[vkey])
+                    if data is None:
+                        continue
+                    writer_store.put(g.info.encoding.key(vkey, index), data)
+                    stats.chunks_written += 1
+            for key, payload in metadata.items():
+                writer_store.put(key, payload)  # the root's zarr.json is the last of them
+                stats.metadata_written += 1
+            stats.objects_written = writer_store.writes
+            refuse_if_changed(src, stamp)  # every read is done: the records written are the ones checked
+            writer_store.commit()
+        except BaseException:
+            writer_store.abort()
+            raise
+        stats.records = n_new
+    finally:
+        if nc is not None:
+            with nc4.LOCK:
+                nc.close()
+        reader_store.close()
+    return stats
+
+
+def _refuse_layout(store: Store) -> None:
+    root = json.loads(store.get(keys.join("/", ZARR_JSON)) or b"{}")
+    attributes = root.get("attributes") or {}
+    if any(str(k).startswith("_nczarr") for k in attributes):
+        raise UnsupportedError("/zarr.json: netcdf-c's draft NCZarr v3 layout (_nczarr_* attributes); --append "
+                               "grows pure Zarr v3 stores only (issue #25)")
+
+
+def _new_length(new: Dataset, name: str, src: str) -> int:
+    sizes = {d.size for _, group in new.root.walk() for n, d in group.dimensions.items() if n == name}
+    if not sizes:
+        raise UsageError(f"{src}: no dimension {name!r}")
+    if len(sizes) > 1:
+        raise UsageError(f"{src}: dimension {name!r} has lengths {sorted(sizes)} in different groups")
+    n_new = int(sizes.pop())
+    if n_new == 0:
+        raise UsageError(f"{src}: dimension {name} is empty; nothing to append")
+    return n_new
+
+
+def _coordinate(reader: V3Reader, dim_name: str, name: str) -> str | None:
+    group = keys.parent(dim_name) if dim_name.startswith("/") else "/"
+    vkey = keys.join(group, name)
+    return vkey if vkey in reader.arrays else None
+
+
+def _plan(reader: V3Reader, store: Store, new: Dataset, name: str, src: str) -> tuple[int, dict[str, Grown]]:
+    """The store's length along ``name`` and each array that grows; UsageError on any mismatch."""
+    problems: list[str] = []
+    _compare(reader.dataset.root, new.root, "/", name, problems, store)
+    if problems:
+        raise UsageError(f"cannot append {src}: {problems[0]}" + (f" (and {len(problems) - 1} more)"
+                                                                  if len(problems) > 1 else ""))
+    grown: dict[str, Grown] = {}
+    lengths: dict[int, str] = {}
+    for gkey, group in reader.dataset.root.walk():
+        for vname, var in group.variables.items():
+            vkey = keys.join(gkey, vname)
+            axes = [i for i, d in enumerate(var.dimensions) if keys.basename(d) == name]
+            if not axes:
+                continue
+            info = reader.arrays[vkey]
+            assert isinstance(info, V3ArrayInfo)
+            if info.chain is None:
+                raise UnsupportedError(info.unavailable or f"{vkey}: no codec chain")
+            doc = _own_doc(store, vkey)
+            unit = tuple(int(c) for c in doc["chunk_grid"]["configuration"]["chunk_shape"])
+            grown[vkey] = Grown(vkey, axes[0], info, doc, unit)
+            lengths.setdefault(info.zshape[axes[0]], vkey)
+    if not grown:
+        raise UsageError(f"no dimension {name!r} in the store")
+    if len(lengths) > 1:
+        (a, va), (b, vb) = list(lengths.items())[:2]
+        raise UsageError(f"dimension {name!r} has length {a} in {va} and {b} in {vb}: the store is not one "
+                         "dataset along it")
+    return next(iter(lengths)), grown
+
+
+def _own_doc(store: Store, vkey: str) -> dict[str, Any]:
+    """The array's own ``zarr.json`` (not its consolidated copy): the object rewritten."""
+    key = keys.join(vkey, ZARR_JSON)
+    raw = store.get(key)
+    if raw is None:
+        raise FormatError(f"{key}: missing (the consolidated metadata names an array that is not there)")
+    doc = json.loads(raw)
+    grid = doc.get("chunk_grid")
+    if not isinstance(grid, dict) or grid.get("name") != "regular":
+        raise UnsupportedError(f"{key}: chunk grid {grid!r}; --append grows regular grids only")
+    return dict(doc)
+
+
+def _stored_attributes(doc: dict[str, Any] | None) -> dict[str, Any]:
+    raw = (doc or {}).get("attributes") or {}
+    return {k: v for k, v in raw.items() if not is_internal_attribute(k) and k != "_ARRAY_DIMENSIONS"}
+
+
+def _written_attributes(attributes: dict[str, Attribute], nctype: str | None) -> dict[str, Any]:
+    """The JSON values a v3 writer stores for these attributes (``_FillValue`` as xarray encodes it)."""
+    out: dict[str, Any] = {}
+    for name, attr in attributes.items():
+        if is_internal_attribute(name):
+            continue
+        if name == "_FillValue" and nctype is not None:
+            out[name] = _fill_attribute(nctype, attr)
+        else:
+            out[name] = attr_codec.encode(attr, json_convention=False)[0]
+    return json.loads(json.dumps(out, allow_nan=True))  # type: ignore[no-any-return]
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True, allow_nan=True) == json.dumps(b, sort_keys=True, allow_nan=True)
+
+
+def _compare(old: Group, new: Group, path: str, name: str, problems: list[str], store: Store) -> None:
+    """append.py's comparison in v3 terms: dimensions by name, attributes as stored JSON."""
+    if set(old.groups) != set(new.groups):
+        problems.append(f"{path}: groups {sorted(old.groups)} in the store, {sorted(new.groups)} in the new file")
+    if set(old.variables) != set(new.variables):
+        problems.append(f"{path}: variables {sorted(old.variables)} in the store, {sorted(new.variables)} in the file")
+    group_doc = json.loads(store.get(keys.join(path, ZARR_JSON)) or b"null")
+    if not _same_json(_stored_attributes(group_doc), _written_attributes(new.attributes, None)):
+        problems.append(f"{path}: group attributes differ")
+    for vname in sorted(set(old.variables) & set(new.variables)):
+        a, b = old.variables[vname], new.variables[vname]
+        vkey = keys.join(path, vname)
+        if a.type != b.type:
+            problems.append(f"{vkey}: type {a.type} in the store, {b.type} in the new file")
+        names_a = [keys.basename(d) for d in a.dimensions]
+        names_b = [keys.basename(d) for d in b.dimensions]
+        if names_a != names_b:
+            problems.append(f"{vkey}: dimensions {names_a} in the store, {names_b} in the new file")
+        else:
+            for dname, sa, sb in zip(names_a, a.shape, b.shape, strict=True):
+                if dname != name and sa != sb:
+                    problems.append(f"{keys.join(path, dname)}: size {sa} in the store, {sb} in the new file")
+        if b.chunks and a.chunks and list(a.chunks) != list(b.chunks):
+            problems.append(f"{vkey}: chunks {a.chunks} in the store, {b.chunks} in the new file")
+        doc = json.loads(store.get(keys.join(vkey, ZARR_JSON)) or b"null")
+        if not _same_json(_stored_attributes(doc), _written_attributes(b.attributes, b.type)):
+            problems.append(f"{vkey}: attributes differ")
+    for gname in sorted(set(old.groups) & set(new.groups)):
+        _compare(old.groups[gname], new.groups[gname], keys.join(path, gname), name, problems, store)
+
+
+# ---- the chunks ---------------------------------------------------------------------------------------
+def _units(g: Grown, old_len: int, n_new: int) -> list[tuple[int, ...]]:
+    """The grid units (chunks, or shards) holding any new record: from the one the old data ends in."""
+    shape = list(g.info.zshape)
+    shape[g.axis] = old_len + n_new
+    grid = [math.ceil(s / c) if s else 0 for s, c in zip(shape, g.unit, strict=True)]
+    first = old_len // g.unit[g.axis]
+    ranges = [range(first, n) if i == g.axis else range(n) for i, n in enumerate(grid)]
+    return list(itertools.product(*ranges))
+
+
+def _merged_unit(reader: V3Reader, g: Grown, index: tuple[int, ...], old_len: int, n_new: int,
+                 ncvar: Any) -> bytes | None:
+    """The stored bytes of one unit: the store's values (inner chunk by inner chunk), the new rows
+    over them; None when it is all fill and was never written."""
+    info = g.info
+    inner = info.chunks
+    per = tuple(u // c for u, c in zip(g.unit, inner, strict=True))
+    unit = np.full(g.unit, info.fill, dtype=info.storage.numpy)
+    existed = False
+    lo = [i * u for i, u in zip(index, g.unit, strict=True)]
+    if lo[g.axis] < old_len:  # the unit the old data ends in: read what it holds
+        for pos in np.ndindex(*per):
+            at = tuple(i * p + q for i, p, q in zip(index, per, pos, strict=True))
+            chunk = reader.read_chunk(info, at)
+            if chunk is not None:
+                existed = True
+                unit[tuple(slice(q * c, (q + 1) * c) for q, c in zip(pos, inner, strict=True))] = chunk
+    shape = list(info.zshape)
+    shape[g.axis] = old_len + n_new
+    hi = [min(start + u, s) for start, u, s in zip(lo, g.unit, shape, strict=True)]
+    start_new = max(lo[g.axis], old_len)
+    if start_new < hi[g.axis]:
+        src_region = tuple(slice(start_new - old_len, hi[g.axis] - old_len) if i == g.axis else slice(a, b)
+                           for i, (a, b) in enumerate(zip(lo, hi, strict=True)))
+        block = _to_storage(nc4.read_values(ncvar, src_region), info.storage.nctype, info.storage.numpy, g.key)
+        dst = tuple(slice(start_new - lo[g.axis], hi[g.axis] - lo[g.axis]) if i == g.axis else slice(0, b - a)
+                    for i, (a, b) in enumerate(zip(lo, hi, strict=True)))
+        unit[dst] = block
+    fill = np.full(g.unit, info.fill, dtype=info.storage.numpy)
+    if not existed and is_fill(unit, fill):
+        return None
+    return encode_chunk(g.chain, unit, info.fill)
+
+
+# ---- the metadata -------------------------------------------------------------------------------------
+def _metadata(store: Store, reader: V3Reader, grown: dict[str, Grown], total: int) -> dict[str, bytes]:
+    """Every ``zarr.json`` that changes, in writing order: the arrays, then groups holding consolidated
+    metadata (deepest first), the root last."""
+    shapes: dict[str, list[int]] = {}
+    out: dict[str, bytes] = {}
+    for vkey, g in grown.items():
+        shape = list(g.info.zshape)
+        shape[g.axis] = total
+        shapes[vkey] = shape
+        out[keys.join(vkey, ZARR_JSON)] = _dump(dict(g.doc, shape=shape))
+    groups = [gkey for gkey, _ in reader.dataset.root.walk()]
+    for gkey in sorted(groups, key=lambda k: (-len(keys.split(k)), k)):
+        key = keys.join(gkey, ZARR_JSON)
+        raw = store.get(key)
+        if raw is None:
+            continue
+        doc = json.loads(raw)
+        if _update_consolidated(doc, gkey, shapes):
+            out[key] = _dump(doc)
+    return out
+
+
+def _update_consolidated(doc: dict[str, Any], gkey: str, shapes: dict[str, list[int]]) -> bool:
+    """Set the new shapes in ``doc``'s consolidated metadata (and in nested groups' copies); whether any changed."""
+    block = doc.get("consolidated_metadata")
+    if not isinstance(block, dict) or not isinstance(block.get("metadata"), dict):
+        return False
+    changed = False
+    for path, entry in block["metadata"].items():
+        if not isinstance(entry, dict):
+            continue
+        node = keys.join(gkey, path)
+        if node in shapes and entry.get("node_type") == "array":
+            entry["shape"] = shapes[node]
+            changed = True
+        elif entry.get("node_type") == "group":
+            changed = _update_consolidated(entry, node, shapes) or changed
+    return changed
+
+
+def _dump(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=2).encode("utf-8")
+
+
+def _open_for_append(spec: StoreSpec, reader_store: Store, replaced: set[str]) -> Store:
+    """In place for a directory (rebuilt aside by the store), a rewritten copy for a zip (write-once):
+    every entry but those about to be written is copied as stored, under the same layout (entries at
+    the top of the zip, as zarr-python reads them, or in a folder)."""
+    if spec.kind != "zip":
+        return open_store(spec, "a")
+    target = ZipStore(spec.path, "w", overwrite=True)
+    try:
+        if getattr(reader_store, "prefix", None) == "":
+            target.entries_at_top()
+        for key in reader_store.list_prefix("/"):
+            if key not in replaced:
+                data = reader_store.get(key, limit=sys.maxsize)  # copied as stored, never decoded
+                if data is not None:
+                    target.put(key, data)
+    except BaseException:
+        target.abort()
+        raise
+    return target
