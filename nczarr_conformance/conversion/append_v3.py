@@ -446,7 +446,7 @@ def _open_for_append(spec: StoreSpec, reader_store: Store, replaced: set[str]) -
         return open_store(spec, "a")
     target = ZipStore(spec.path, "w", overwrite=True)
     try:
-        if getattr(reader_store, "prefix", None) == "":
+        if getattr(reader_store, "prefix", None) in ("", "/"):  # the reader's "/" is the top of the zip
             target.entries_at_top()
         for key in reader_store.list_prefix("/"):
             if key not in replaced:

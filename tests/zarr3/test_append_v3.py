@@ -1,0 +1,276 @@
+"""nc2nczarr --append onto Zarr v3 stores (ours, sharded or not, and xarray's), dir and zip.
+
+Expected values come from the netCDF files read with netCDF4-python, from zarr-python 3 and
+xarray reading the store, and, for storage, from a peer writing the same thing: xarray's own
+``to_zarr(mode="a", append_dim=…)`` on an xarray-written store, and one conversion of the
+concatenated file (whose objects tests/zarr3/test_write.py holds equal to xarray's and
+zarr-python's). Refusals and kills leave the store byte for byte as it was (or as the
+finished append made it).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nczarr_conformance import safety
+from nczarr_conformance.stores import open_store
+from tests.test_append import make, snapshot
+
+zarr = pytest.importorskip("zarr")
+if int(zarr.__version__.split(".")[0]) < 3:
+    pytest.skip("zarr-python 3 reads Zarr v3", allow_module_level=True)
+
+CONVERT = [sys.executable, "-m", "nczarr_conformance.cli.convert", "-q"]
+KILL_TRIES = 4  # per store kind: each kill must leave the old dataset or the new one, readable
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CONVERT, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def to_v3(src: Path, out: Path, *extra: str) -> Path:
+    done = cli("--zarr-format", "3", *extra, str(src), str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def objects(path: Path) -> dict[str, bytes]:
+    """Every object of a store by key (dir or zip), as stored."""
+    store = open_store(str(path))
+    try:
+        return {k: store.get(k, limit=sys.maxsize) or b"" for k in store.list_prefix("/")}
+    finally:
+        store.close()
+
+
+def zarr_group(path: Path) -> object:
+    store = zarr.storage.ZipStore(str(path), mode="r") if path.suffix == ".zip" else str(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return zarr.open_group(store, mode="r", zarr_format=3)
+
+
+def nc_values(path: Path) -> dict[str, np.ndarray]:
+    import netCDF4
+
+    out = {}
+    with netCDF4.Dataset(str(path)) as nc:
+        nc.set_auto_maskandscale(False)
+        for name in ("time", "x", "v"):
+            out[name] = nc[name][...]
+        out["g/w"] = nc["g"]["w"][...]
+    return out
+
+
+@pytest.fixture
+def series(tmp_path: Path) -> tuple[Path, Path, Path]:
+    return make(tmp_path / "a1.nc", 0, 5), make(tmp_path / "a2.nc", 5, 6), make(tmp_path / "all.nc", 0, 11)
+
+
+# ---- the result -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("suffix", [".zarr", ".zip"])
+@pytest.mark.parametrize("shard", [None, "2"], ids=["chunks", "shard2"])
+def test_append_equals_one_conversion_of_the_whole(series, tmp_path, suffix, shard):
+    """Every object equals converting the concatenated file at once; zarr-python reads netCDF4's values."""
+    first, second, whole = series
+    extra = ("--shard", shard) if shard else ()
+    store, ref = to_v3(first, tmp_path / f"s{suffix}", *extra), to_v3(whole, tmp_path / f"ref{suffix}", *extra)
+    done = cli("--append", "time", str(second), str(store))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert objects(store) == objects(ref)  # chunk keys, codecs, fill, zarr.json shapes, consolidated metadata
+    group = zarr_group(store)
+    for name, values in nc_values(whole).items():
+        assert np.array_equal(group[name][...], values), name  # type: ignore[index]
+
+
+def test_partial_last_shard_is_rewritten_with_its_index(series, tmp_path):
+    """v: chunks (4, 2), shards of 2 chunks (8 rows); 5 rows stored: shard 0 holds one full inner
+    chunk and one with a single row. After 6 more rows the shard is read, merged and written
+    again: both inner chunks, the first one's bytes as they were, the index (+ crc32c) pointing at each."""
+    import numcodecs
+
+    first, second, whole = series
+    store = to_v3(first, tmp_path / "s.zarr", "--shard", "2")
+    before = (store / "v" / "c" / "0" / "0").read_bytes()
+    assert cli("--append", "time", str(second), str(store)).returncode == 0
+    shard = (store / "v" / "c" / "0" / "0").read_bytes()
+    per = 2  # inner chunks in a shard: (2, 1)
+    index_bytes = shard[-(16 * per + 4):]
+    table = np.frombuffer(numcodecs.CRC32C(location="end").decode(index_bytes), dtype="<u8").reshape(per, 2)
+    data_end = len(shard) - len(index_bytes)
+    assert table[0, 0] == 0 and table[1, 0] == table[0, 1] and table[1, 0] + table[1, 1] == data_end
+    old_first = before[int(table[0, 0]):int(table[0, 0] + table[0, 1])]
+    assert shard[: int(table[0, 1])] == old_first  # the untouched inner chunk re-encoded to the same bytes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = zarr.open_array(str(store / "v"), mode="r")
+        assert v.shards == (8, 2) and v.chunks == (4, 2)
+        assert np.array_equal(v[...], nc_values(whole)["v"])
+
+
+def test_xarray_written_store_grows_as_xarrays_own_append(tmp_path):
+    """The target written by xarray's to_zarr(zarr_format=3); the result equals, object for object,
+    xarray's own ``to_zarr(mode="a", append_dim="time")`` of the same file, and reads as
+    ``xr.concat`` of the two files."""
+    xr = pytest.importorskip("xarray")
+
+    def make_xr(path: Path, t0: int, n: int) -> Path:
+        ds = xr.Dataset({"v": (("time", "x"), np.arange(t0 * 3, (t0 + n) * 3, dtype="f4").reshape(n, 3),
+                               {"long_name": "v"})},
+                        coords={"time": ("time", np.arange(t0, t0 + n, dtype="f8"), {"units": "days"}),
+                                "x": np.arange(3, dtype="i4") * 10},
+                        attrs={"title": "series"})
+        ds.to_netcdf(path, unlimited_dims=["time"],
+                     encoding={"v": {"chunksizes": (4, 2), "zlib": True}, "time": {"chunksizes": (4,)}})
+        return path
+
+    first, second = make_xr(tmp_path / "a1.nc", 0, 5), make_xr(tmp_path / "a2.nc", 5, 6)
+    ours, theirs = tmp_path / "ours.zarr", tmp_path / "theirs.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with xr.open_dataset(first) as ds:
+            ds.to_zarr(ours, zarr_format=3, consolidated=True,
+                       encoding={"time": {"chunks": (4,)}, "v": {"chunks": (4, 2)}})
+        shutil.copytree(ours, theirs)
+        with xr.open_dataset(second) as ds:
+            ds.to_zarr(theirs, mode="a", append_dim="time", zarr_format=3, consolidated=True)
+    done = cli("--append", "time", str(second), str(ours))
+    assert done.returncode == 0, done.stderr
+    assert objects(ours) == objects(theirs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = xr.concat([xr.open_dataset(first), xr.open_dataset(second)], dim="time").load()
+        xr.testing.assert_identical(xr.open_zarr(ours, zarr_format=3).load(), expected)
+
+
+# ---- refusals --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("change,match", [
+    ({"units": "hours"}, "/time: attributes differ"),
+    ({"dtype": "f8"}, "/v: type float in the store, double"),
+    ({"nx": 4}, "/x: size 3 in the store, 4"),
+])
+@pytest.mark.parametrize("suffix", [".zarr", ".zip"])
+def test_mismatching_file_is_refused_and_the_store_untouched(series, tmp_path, change, match, suffix):
+    first, _, _ = series
+    store = to_v3(first, tmp_path / f"s{suffix}")
+    before = snapshot(store)
+    other = make(tmp_path / "other.nc", 5, 3, **change)
+    done = cli("--append", "time", str(other), str(store))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and match in done.stderr, done.stderr
+    assert snapshot(store) == before
+
+
+def test_same_append_twice_is_refused(series, tmp_path):
+    first, second, _ = series
+    store = to_v3(first, tmp_path / "s.zarr", "--shard", "2")
+    assert cli("--append", "time", str(second), str(store)).returncode == 0
+    before = snapshot(store)
+    done = cli("--append", "time", str(second), str(store))
+    assert done.returncode == 2 and "already in the store" in done.stderr, done.stderr
+    assert snapshot(store) == before
+
+
+def test_a_second_writer_is_refused_while_the_lock_is_held(series, tmp_path):
+    from nczarr_conformance.stores import lock_for_writing
+
+    first, second, _ = series
+    store = to_v3(first, tmp_path / "s.zarr")
+    before = snapshot(store)
+    with lock_for_writing(str(store)):
+        done = cli("--append", "time", str(second), str(store), timeout=30)
+    assert done.returncode == 2 and "another writer holds it" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert snapshot(store) == before
+
+
+# ---- SIGKILL ---------------------------------------------------------------------------------------------
+def make_long(path: Path, t0: int, n: int, nx: int = 2048) -> Path:
+    """Many small chunks (1 × 256): an append long enough to be killed in the middle."""
+    import netCDF4
+
+    with netCDF4.Dataset(str(path), "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("x", nx)
+        t = nc.createVariable("time", "f8", ("time",), chunksizes=(1,))
+        t[:] = np.arange(t0, t0 + n, dtype="f8")
+        v = nc.createVariable("v", "f4", ("time", "x"), chunksizes=(1, 256))
+        v[:] = np.arange(t0 * nx, (t0 + n) * nx, dtype="f4").reshape(n, nx)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zip"])
+def test_sigkill_during_an_append_leaves_the_old_or_the_new_dataset(tmp_path, suffix):
+    """Killed at several moments (the process started, its temporary there, chunks being written):
+    zarr-python reads the old dataset (3 rows) or the new one (3 + 150), never a mix; the next
+    append removes the dead one's leftovers and succeeds."""
+    first, second = make_long(tmp_path / "a1.nc", 0, 3), make_long(tmp_path / "a2.nc", 3, 150)
+    work = tmp_path / "work"
+    work.mkdir()
+    original = to_v3(first, tmp_path / f"orig{suffix}")
+    full = np.arange(0, 153 * 2048, dtype="f4").reshape(153, 2048)
+    outcomes = []
+    for attempt in range(KILL_TRIES):
+        store = work / f"s{suffix}"
+        if store.is_dir():
+            shutil.rmtree(store)
+        elif store.exists():
+            store.unlink()
+        (shutil.copytree if suffix == ".zarr" else shutil.copyfile)(original, store)
+        proc = subprocess.Popen([*CONVERT, "--append", "time", str(second), str(store)], stderr=subprocess.PIPE)
+        _wait_for_moment(attempt, work, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        v = zarr_group(store)["v"]  # type: ignore[index]
+        rows = v.shape[0]
+        assert rows in (3, 153), rows
+        assert np.array_equal(v[...], full[:rows])
+        outcomes.append((rows, len(safety.find_leftovers(store))))
+        if rows == 3:
+            done = cli("--append", "time", str(second), str(store))
+            assert done.returncode == 0, done.stderr
+            assert safety.find_leftovers(store) == [] and zarr_group(store)["v"].shape == (153, 2048)  # type: ignore[index]
+    assert any(rows == 3 and left for rows, left in outcomes), outcomes  # a kill landed inside the write
+
+
+def _wait_for_moment(attempt: int, work: Path, proc: subprocess.Popen[bytes]) -> None:
+    """Attempt 0: at once; 1: the temporary appeared; 2, 3: the temporary holds written chunks."""
+    if attempt == 0:
+        time.sleep(0.3)
+        return
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        temps = [p for p in work.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")]
+        if temps and (attempt == 1 or _written(temps) >= 100 * (attempt - 1)):
+            return
+        time.sleep(0.002)
+
+
+def _written(temps: list[Path]) -> int:
+    """Files in a temporary directory newer than the store's (the append's own puts), or a zip's size in KiB."""
+    total = 0
+    for p in temps:
+        with contextlib.suppress(OSError):  # the temporary is renamed or removed as the append ends
+            if p.is_dir():
+                for root, _, files in os.walk(p):
+                    total += sum(1 for f in files if _new_file(os.path.join(root, f)))
+            elif p.is_file():
+                total += p.stat().st_size // 1024
+    return total
+
+
+def _new_file(path: str) -> bool:
+    try:
+        return os.stat(path).st_nlink == 1  # the old objects are hard links into the store
+    except OSError:
+        return False
