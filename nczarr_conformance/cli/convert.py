@@ -184,9 +184,9 @@ def _main(argv: list[str] | None) -> int:
     transforms = _transforms(parser, args)
     if args.shard is not None and args.zarr_format != 3:
         parser.error("--shard needs --zarr-format 3 (Zarr v2 has no shards)")
-    if args.zarr_format == 3 and (args.concat or (args.append and len(args.input) > 1)):
-        parser.error("--concat and --append of several files write Zarr v2 only so far; --append of one file "
-                     "grows a Zarr v3 store (the store's format decides: --zarr-format is not needed)")
+    if args.zarr_format == 3 and args.concat:
+        parser.error("--concat writes Zarr v2 only so far; --append (one file or several) grows a Zarr v3 store "
+                     "(the store's format decides: --zarr-format is not needed)")
     if args.flavor in V3_FLAVORS and args.flavor not in FLAVOR_ALIASES and args.zarr_format != 3:
         parser.error(f"--flavor {args.flavor} is a Zarr v3 layout: give --zarr-format 3")
     if args.append and (args.char_as or args.consolidate is not None):

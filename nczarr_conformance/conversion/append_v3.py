@@ -36,7 +36,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numcodecs
@@ -147,53 +147,68 @@ class Grown:
         return self.info.chain
 
 
-def append_v3(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> AppendStats:
-    """Append ``src``'s records to the Zarr v3 store ``dst`` along the dimension named ``dim_name``.
+@dataclass
+class Piece:
+    """One input file: its stamp, open handle, variables, records and where they go among the new ones."""
 
-    The caller holds the store's writer lock (conversion/append.py's :func:`append` takes it and
-    calls this when the store is v3).
+    path: str
+    stamp: Stamp
+    nc: Any = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    length: int = 0
+    offset: int = 0
+
+
+def append_v3(srcs: str | list[str], dst: str, dim_name: str, *, allow_gaps: bool = False) -> AppendStats:
+    """Append the records of the netCDF file(s) ``srcs`` to the Zarr v3 store ``dst`` along the
+    dimension named ``dim_name``, several files in coordinate order and in one transaction.
+
+    The caller holds the store's writer lock (conversion/append.py's :func:`append` and
+    conversion/concat.py's multi-file ``--append`` take it and call this when the store is v3).
     """
     started = time.perf_counter()
+    paths = [srcs] if isinstance(srcs, str) else list(srcs)
     spec = parse(dst)
     if spec.kind not in ("file", "zip"):
         raise UnsupportedError(f"{dst}: --append onto a Zarr v3 store on {spec.kind} is not supported yet (issue "
                                "#25); directory and zip stores are")
-    stamp = Stamp.of(src)
+    pieces = [Piece(path, Stamp.of(path)) for path in paths]
     try:
-        stats = _append(src, spec, dst, dim_name, stamp, allow_gaps)
+        stats = _append(pieces, spec, dst, dim_name, allow_gaps)
     except Exception as exc:
         if not isinstance(exc, InputChanged):
-            refuse_if_changed(src, stamp)
+            for piece in pieces:
+                refuse_if_changed(piece.path, piece.stamp)  # a read error from a file being rewritten is that
         raise
     stats.seconds = time.perf_counter() - started
     return stats
 
 
-def _append(src: str, spec: StoreSpec, dst: str, dim_name: str, stamp: Stamp, allow_gaps: bool) -> AppendStats:
+def _append(pieces: list[Piece], spec: StoreSpec, dst: str, dim_name: str, allow_gaps: bool) -> AppendStats:
     stats = AppendStats()
     reader_store = open_store(spec, "r")
-    nc = None
     try:
         reader = V3Reader(reader_store)
         _refuse_layout(reader_store)
-        nc = nc4.open_nc(src, check="all")
-        variables: dict[str, Any] = {}
-        with nc4.LOCK:
-            new = Dataset(_header(nc, "/", variables))
         name = keys.basename(dim_name) if dim_name.startswith("/") else dim_name
-        old_len, grown = _plan(reader, reader_store, new, name, src)
-        n_new = _new_length(new, name, src)
-        coord = _coordinate(reader, dim_name, name)
-        if coord is not None and coord in variables:
-            check_coordinates(name, [(src, nc4.read_values(variables[coord]))], stored=reader.read_variable(coord),
-                              store=dst, allow_gaps=allow_gaps)
-        for gkey, group in reader.dataset.root.walk():
-            for vname in group.variables:
-                vkey = keys.join(gkey, vname)
-                if vkey not in grown:
-                    _check_unchanged(reader, vkey, variables[vkey])
-        for vkey, g in grown.items():
-            _check_values(reader, vkey, g.axis, variables[vkey])
+        old_len, grown = 0, dict[str, Grown]()
+        for piece in pieces:
+            piece.nc = nc4.open_nc(piece.path, check="all")  # what netCDF-4 hides would be lost: refused
+            with nc4.LOCK:
+                new = Dataset(_header(piece.nc, "/", piece.variables))
+            old_len, grown = _plan(reader, reader_store, new, name, piece.path)
+            piece.length = _new_length(new, name, piece.path)
+        pieces[:] = _ordered(reader, pieces, dim_name, name, dst, allow_gaps)
+        n_new = 0
+        for piece in pieces:
+            piece.offset, n_new = n_new, n_new + piece.length
+            for gkey, group in reader.dataset.root.walk():
+                for vname in group.variables:
+                    vkey = keys.join(gkey, vname)
+                    if vkey not in grown:
+                        _check_unchanged(reader, vkey, piece.variables[vkey])
+            for vkey, g in grown.items():
+                _check_values(reader, vkey, g.axis, piece.variables[vkey])
         units = {vkey: _units(g, old_len, n_new) for vkey, g in grown.items()}
         metadata = _metadata(reader_store, reader, grown, old_len + n_new)
         replaced = {g.info.encoding.key(vkey, i) for vkey, g in grown.items() for i in units[vkey]} | set(metadata)
@@ -201,7 +216,7 @@ def _append(src: str, spec: StoreSpec, dst: str, dim_name: str, stamp: Stamp, al
         try:
             for vkey, g in grown.items():
                 for index in units[vkey]:
-                    data = _merged_unit(reader, g, index, old_len, n_new, variables[vkey])
+                    data = _merged_unit(reader, g, index, old_len, n_new, pieces)
                     if data is None:
                         continue
                     writer_store.put(g.info.encoding.key(vkey, index), data)
@@ -210,18 +225,31 @@ def _append(src: str, spec: StoreSpec, dst: str, dim_name: str, stamp: Stamp, al
                 writer_store.put(key, payload)  # the root's zarr.json is the last of them
                 stats.metadata_written += 1
             stats.objects_written = writer_store.writes
-            refuse_if_changed(src, stamp)  # every read is done: the records written are the ones checked
+            for piece in pieces:  # every read is done: the records written are the ones checked
+                refuse_if_changed(piece.path, piece.stamp)
             writer_store.commit()
         except BaseException:
             writer_store.abort()
             raise
         stats.records = n_new
     finally:
-        if nc is not None:
-            with nc4.LOCK:
-                nc.close()
+        for piece in pieces:
+            if piece.nc is not None:
+                with nc4.LOCK:
+                    piece.nc.close()
         reader_store.close()
     return stats
+
+
+def _ordered(reader: V3Reader, pieces: list[Piece], dim_name: str, name: str, dst: str,
+             allow_gaps: bool) -> list[Piece]:
+    """The files in coordinate order, after :func:`check_coordinates` (the v2 append's rules) passed."""
+    coord = _coordinate(reader, dim_name, name)
+    if coord is None or any(coord not in p.variables for p in pieces):
+        return pieces
+    files = [(p.path, nc4.read_values(p.variables[coord])) for p in pieces]
+    order = check_coordinates(name, files, stored=reader.read_variable(coord), store=dst, allow_gaps=allow_gaps)
+    return [pieces[n] for n in order]
 
 
 def _refuse_layout(store: Store) -> None:
@@ -360,9 +388,9 @@ def _units(g: Grown, old_len: int, n_new: int) -> list[tuple[int, ...]]:
 
 
 def _merged_unit(reader: V3Reader, g: Grown, index: tuple[int, ...], old_len: int, n_new: int,
-                 ncvar: Any) -> bytes | None:
+                 pieces: list[Piece]) -> bytes | None:
     """The stored bytes of one unit: the store's values (inner chunk by inner chunk), the new rows
-    over them; None when it is all fill and was never written."""
+    over them from each file they come from; None when it is all fill and was never written."""
     info = g.info
     inner = info.chunks
     per = tuple(u // c for u, c in zip(g.unit, inner, strict=True))
@@ -379,12 +407,17 @@ def _merged_unit(reader: V3Reader, g: Grown, index: tuple[int, ...], old_len: in
     shape = list(info.zshape)
     shape[g.axis] = old_len + n_new
     hi = [min(start + u, s) for start, u, s in zip(lo, g.unit, shape, strict=True)]
-    start_new = max(lo[g.axis], old_len)
-    if start_new < hi[g.axis]:
-        src_region = tuple(slice(start_new - old_len, hi[g.axis] - old_len) if i == g.axis else slice(a, b)
+    for piece in pieces:  # each file's rows inside [lo, hi) along the axis
+        first = max(lo[g.axis], old_len + piece.offset)
+        last = min(hi[g.axis], old_len + piece.offset + piece.length)
+        if first >= last:
+            continue
+        base = old_len + piece.offset
+        src_region = tuple(slice(first - base, last - base) if i == g.axis else slice(a, b)
                            for i, (a, b) in enumerate(zip(lo, hi, strict=True)))
-        block = _to_storage(nc4.read_values(ncvar, src_region), info.storage.nctype, info.storage.numpy, g.key)
-        dst = tuple(slice(start_new - lo[g.axis], hi[g.axis] - lo[g.axis]) if i == g.axis else slice(0, b - a)
+        values = nc4.read_values(piece.variables[g.key], src_region)
+        block = _to_storage(values, info.storage.nctype, info.storage.numpy, g.key)
+        dst = tuple(slice(first - lo[g.axis], last - lo[g.axis]) if i == g.axis else slice(0, b - a)
                     for i, (a, b) in enumerate(zip(lo, hi, strict=True)))
         unit[dst] = block
     fill = np.full(g.unit, info.fill, dtype=info.storage.numpy)

@@ -274,3 +274,41 @@ def _new_file(path: str) -> bool:
         return os.stat(path).st_nlink == 1  # the old objects are hard links into the store
     except OSError:
         return False
+
+
+# ---- several files -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("suffix", [".zarr", ".zip"])
+def test_append_of_several_files_equals_the_sequential_appends(tmp_path, suffix):
+    """Three files given out of order: one transaction, coordinate order, every object equal to
+    appending them one by one, and to converting the concatenated file once (sharded)."""
+    parts = [make(tmp_path / f"p{i}.nc", t0, n) for i, (t0, n) in enumerate([(5, 3), (8, 6), (14, 2)])]
+    first, whole = make(tmp_path / "p.nc", 0, 5), make(tmp_path / "all.nc", 0, 16)
+    together = to_v3(first, tmp_path / f"t{suffix}", "--shard", "2")
+    one_by_one = to_v3(first, tmp_path / f"o{suffix}", "--shard", "2")
+    ref = to_v3(whole, tmp_path / f"ref{suffix}", "--shard", "2")
+    done = cli("--append", "time", str(parts[2]), str(parts[0]), str(parts[1]), str(together))
+    assert done.returncode == 0, done.stderr
+    for part in parts:
+        assert cli("--append", "time", str(part), str(one_by_one)).returncode == 0
+    assert objects(together) == objects(one_by_one) == objects(ref)
+    group = zarr_group(together)
+    for name, values in nc_values(whole).items():
+        assert np.array_equal(group[name][...], values), name  # type: ignore[index]
+
+
+def test_several_files_with_a_gap_are_refused_before_any_write(tmp_path):
+    first = make(tmp_path / "p.nc", 0, 5)
+    store = to_v3(first, tmp_path / "s.zarr")
+    before = snapshot(store)
+    a, b = make(tmp_path / "a.nc", 5, 3), make(tmp_path / "b.nc", 20, 3)
+    done = cli("--append", "time", str(a), str(b), str(store))
+    assert done.returncode == 2 and "gap in coordinate time" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert snapshot(store) == before
+
+
+def test_concat_to_zarr_v3_is_refused_in_one_line(tmp_path):
+    a, b = make(tmp_path / "a.nc", 0, 5), make(tmp_path / "b.nc", 5, 3)
+    done = cli("--zarr-format", "3", "--concat", "time", str(a), str(b), str(tmp_path / "o.zarr"))
+    assert done.returncode == 2 and "--concat writes Zarr v2 only so far" in done.stderr, done.stderr
+    assert not (tmp_path / "o.zarr").exists()
