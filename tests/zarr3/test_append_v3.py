@@ -312,3 +312,61 @@ def test_concat_to_zarr_v3_is_refused_in_one_line(tmp_path):
     done = cli("--zarr-format", "3", "--concat", "time", str(a), str(b), str(tmp_path / "o.zarr"))
     assert done.returncode == 2 and "--concat writes Zarr v2 only so far" in done.stderr, done.stderr
     assert not (tmp_path / "o.zarr").exists()
+
+
+# ---- what is compared, what is left out --------------------------------------------------------------------
+def test_new_chunks_all_fill_are_left_out_as_one_conversion_leaves_them(tmp_path):
+    """v's new rows all -1 (its fill): the chunks holding only them are not written, exactly as one
+    conversion of the concatenated file (and zarr-python) leaves them out; the edge chunk is."""
+    import netCDF4
+
+    first, second, whole = make(tmp_path / "a1.nc", 0, 5), make(tmp_path / "a2.nc", 5, 6), make(tmp_path / "all.nc", 0,
+                                                                                                  11)
+    for path, rows in ((second, slice(None)), (whole, slice(5, None))):
+        with netCDF4.Dataset(str(path), "r+") as nc:
+            nc["v"][rows] = -1
+    store, ref = to_v3(first, tmp_path / "s.zarr"), to_v3(whole, tmp_path / "ref.zarr")
+    assert cli("--append", "time", str(second), str(store)).returncode == 0
+    assert not (ref / "v" / "c" / "2").exists()  # the peer's layout: rows 8-10 all fill, not written
+    assert objects(store) == objects(ref)
+
+
+def test_a_variable_without_the_dimension_must_hold_the_same_values(tmp_path):
+    import netCDF4
+
+    first, other = make(tmp_path / "a1.nc", 0, 5), make(tmp_path / "a2.nc", 5, 6)
+    with netCDF4.Dataset(str(other), "r+") as nc:
+        nc["x"][:] = [1, 2, 3]
+    store = to_v3(first, tmp_path / "s.zarr")
+    before = snapshot(store)
+    done = cli("--append", "time", str(other), str(store))
+    assert done.returncode == 2 and "/x: does not use the appended dimension but its values differ" in done.stderr
+    assert snapshot(store) == before
+
+
+def test_a_file_whose_fill_xarray_replaced_is_refused_by_an_xarray_store(tmp_path):
+    """xarray writes a masked float's fill as NaN (``_FillValue`` base64 NaN): a netCDF file saying
+    ``_FillValue = -1`` is refused (its -1 would read as data there), in one line, store untouched."""
+    import netCDF4
+
+    xr = pytest.importorskip("xarray")
+
+    def flat(path: Path, t0: int, n: int) -> Path:
+        with netCDF4.Dataset(str(path), "w") as nc:
+            nc.createDimension("time", None)
+            nc.createVariable("time", "i4", ("time",), chunksizes=(4,))[:] = np.arange(t0, t0 + n)
+            nc.createVariable("v", "f4", ("time",), chunksizes=(4,), fill_value=-1)[:] = np.arange(t0, t0 + n)
+        return path
+
+    first, second = flat(tmp_path / "a1.nc", 0, 5), flat(tmp_path / "a2.nc", 5, 6)
+    store = tmp_path / "x.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with xr.open_dataset(first) as ds:
+            ds.to_zarr(store, zarr_format=3, consolidated=True,
+                       encoding={"time": {"chunks": (4,)}, "v": {"chunks": (4,)}})
+    before = snapshot(store)
+    done = cli("--append", "time", str(second), str(store))
+    assert done.returncode == 2 and "/v: attributes differ" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert snapshot(store) == before
