@@ -114,8 +114,8 @@ class ZipStore(Store):
             names.append((key, info))
         infos = self.zf.infolist()
         root = self._root_of_entry0(infos[0].filename) if infos else None
-        if any(k == "/zarr.json" for k, _ in names):  # Zarr v3 at the top (zarr-python's ZipStore layout): the
-            root = "/"  # entry-0 rule is netcdf-c's for v2, and a v3 zip's first entry may well be a chunk
+        if any(key == "/zarr.json" for key, _ in names):
+            root = "/"  # a Zarr v3 root at the top: zarr-python's ZipStore opens it there, in any entry order
         self.prefix = root if root is not None else self._find_root([k for k, _ in names])
         for key, info in names:
             if key.startswith(self.prefix):
@@ -127,7 +127,9 @@ class ZipStore(Store):
 
         Entry 0 at the top level (``.zgroup``, as zarr-python's ZipStore writes) puts the root
         at the top, even when the zip also holds a folder; ``x/`` or ``x/.zgroup`` puts it in
-        ``x/``. None when entry 0 is not a safe name (the marker rule then decides).
+        ``x/``. None when entry 0 is not a safe name (the marker rule then decides). The rule
+        predates Zarr v3 (no released netcdf-c reads v3): a top-level ``zarr.json`` is the root
+        wherever entry 0 is, since our v3 writer, like zarr-python's, writes the root last.
         """
         if name.startswith("/") or "\\" in name:
             return None
