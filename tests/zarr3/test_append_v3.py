@@ -370,3 +370,62 @@ def test_a_file_whose_fill_xarray_replaced_is_refused_by_an_xarray_store(tmp_pat
     assert done.returncode == 2 and "/v: attributes differ" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert snapshot(store) == before
+
+
+def test_zarr_python_store_with_other_codecs_grows_as_zarr_pythons_own_append(tmp_path):
+    """A store zarr-python wrote with codecs our writer never uses: transpose + zstd + crc32c, big-endian
+    bytes + gzip, blosc under v2 chunk keys with ".", shards with their index at the start. Each array
+    grown by us equals, object for object, zarr-python's own ``Array.append`` of the same rows."""
+    import netCDF4
+    from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec, TransposeCodec, ZstdCodec
+
+    def rows(t0: int, n: int, dtype: str) -> np.ndarray:
+        return (np.arange(t0 * 4, (t0 + n) * 4) % 97).reshape(n, 4).astype(dtype)
+
+    specs = {  # name: (dtype, create_array keywords)
+        "tr": ("f8", {"filters": [TransposeCodec(order=(1, 0))], "compressors": [ZstdCodec(level=3), Crc32cCodec()]}),
+        "big": ("i4", {"serializer": BytesCodec(endian="big"), "compressors": [GzipCodec(level=5)]}),
+        "bl": ("u2", {"compressors": [BloscCodec(cname="zstd")], "chunk_key_encoding": {"name": "v2",
+                                                                                        "separator": "."}}),
+        "sh": ("f4", {"chunks": (6, 2), "compressors": None, "serializer": ShardingCodec(
+            chunk_shape=(3, 2), codecs=[BytesCodec(), Crc32cCodec()], index_location="start")}),
+    }
+    ours, theirs = tmp_path / "ours.zarr", tmp_path / "theirs.zarr"
+    group = zarr.open_group(str(ours), mode="w", zarr_format=3)
+    for name, (dtype, kw) in specs.items():
+        kw = {"chunks": (3, 2), **kw}
+        group.create_array(name, shape=(5, 4), dtype=dtype, dimension_names=["time", "x"], **kw)[...] = rows(0, 5,
+                                                                                                           dtype)
+    shutil.copytree(ours, theirs)
+    new = tmp_path / "new.nc"
+    with netCDF4.Dataset(str(new), "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("x", 4)
+        for name, (dtype, _) in specs.items():
+            nc.createVariable(name, dtype, ("time", "x"), chunksizes=(3, 2))[:] = rows(5, 7, dtype)
+    done = cli("--append", "time", str(new), str(ours))
+    assert done.returncode == 0, done.stderr
+    peer = zarr.open_group(str(theirs), mode="r+", zarr_format=3)
+    for name, (dtype, _) in specs.items():
+        peer[name].append(rows(5, 7, dtype), axis=0)  # type: ignore[union-attr]
+        assert np.array_equal(zarr.open_array(str(ours / name), mode="r")[...], rows(0, 12, dtype)), name
+    mine, peers = objects(ours), objects(theirs)
+    assert sorted(mine) == sorted(peers)
+    assert [k for k in mine if mine[k] != peers[k]] == []
+
+
+@pytest.mark.s3
+def test_s3_v3_store_is_refused_in_one_line_and_untouched(series, s3_bucket):
+    """Not yet: the S3 writer holds back v2 metadata only, so a v3 append there is refused before any write."""
+    first, second, _ = series
+    url = f"s3://{s3_bucket}/v3"
+    assert cli("--zarr-format", "3", str(first), url).returncode == 0
+    store = open_store(url)
+    before = {k: store.get(k, limit=sys.maxsize) for k in store.list_prefix("/")}
+    store.close()
+    done = cli("--append", "time", str(second), url)
+    assert done.returncode == 2 and "Zarr v3 store on s3 is not supported yet" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    store = open_store(url)
+    assert {k: store.get(k, limit=sys.maxsize) for k in store.list_prefix("/")} == before
+    store.close()
