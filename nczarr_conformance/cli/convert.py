@@ -184,9 +184,8 @@ def _main(argv: list[str] | None) -> int:
     transforms = _transforms(parser, args)
     if args.shard is not None and args.zarr_format != 3:
         parser.error("--shard needs --zarr-format 3 (Zarr v2 has no shards)")
-    if args.zarr_format == 3 and args.concat:
-        parser.error("--concat writes Zarr v2 only so far; --append (one file or several) grows a Zarr v3 store "
-                     "(the store's format decides: --zarr-format is not needed)")
+    if args.zarr_format == 3 and args.concat and (args.scheduler or args.workers):
+        parser.error("--concat --zarr-format 3 runs in this process: it takes no --scheduler or --workers")
     if args.flavor in V3_FLAVORS and args.flavor not in FLAVOR_ALIASES and args.zarr_format != 3:
         parser.error(f"--flavor {args.flavor} is a Zarr v3 layout: give --zarr-format 3")
     if args.append and (args.char_as or args.consolidate is not None):
@@ -211,10 +210,29 @@ def _main(argv: list[str] | None) -> int:
         with json_attributes(args.json_attributes):
             return convert_or_append()
 
+    def concat_v3() -> int:
+        from nczarr_conformance import safety
+        from nczarr_conformance.conversion.append_v3 import concat_v3
+        from nczarr_conformance.conversion.concat import expand_inputs
+
+        files = expand_inputs(args.input)
+        stats_v, warnings = concat_v3(files, args.output, args.concat, overwrite=args.overwrite,
+                                      allow_gaps=args.allow_gaps, shard=args.shard, consolidate=args.consolidate,
+                                      flavor=args.flavor or "zarr")
+        safety.raise_if_interrupted()
+        for warning in warnings:
+            print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
+        if not args.quiet:
+            print(f"nc2nczarr: {len(files)} files, {stats_v.records} records along {args.concat}: "
+                  f"{stats_v.objects_written} objects (Zarr v3), {stats_v.seconds:.2f} s", file=sys.stderr)
+        return 0
+
     def convert_or_append() -> int:
         from nczarr_conformance import safety
         from nczarr_conformance.conversion.from_netcdf import convert, total_bytes
 
+        if many and args.concat and args.zarr_format == 3:
+            return concat_v3()
         if many:
             from nczarr_conformance.conversion.concat import concat
 

@@ -34,9 +34,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numcodecs
@@ -53,7 +56,7 @@ from nczarr_conformance.conversion.append import (
     refuse_if_changed,
 )
 from nczarr_conformance.conversion.from_netcdf import _header
-from nczarr_conformance.errors import FormatError, UnsupportedError, UsageError
+from nczarr_conformance.errors import FormatError, StoreError, UnsupportedError, UsageError
 from nczarr_conformance.model import Attribute, Dataset, Group, is_internal_attribute
 from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.writer import _all_fill, _to_storage
@@ -490,3 +493,99 @@ def _open_for_append(spec: StoreSpec, reader_store: Store, replaced: set[str]) -
         target.abort()
         raise
     return target
+
+
+# ---- --concat into a new Zarr v3 store ------------------------------------------------------------------
+def concat_v3(files: list[str], dst: str, dim_name: str, *, overwrite: bool = False, allow_gaps: bool = False,
+              shard: int | None = None, consolidate: bool | None = None,
+              flavor: str = "zarr") -> tuple[AppendStats, list[str]]:
+    """``nc2nczarr --zarr-format 3 --concat``: the files in coordinate order into a new v3 store ``dst``;
+    the stats and the first conversion's warnings (what v3 does not keep).
+
+    Built as its definition says: the first file converted, the others appended (:func:`append_v3`,
+    one transaction), in a private directory beside ``dst`` (``.NAME.partial-PID-…``, a dead run's
+    leftovers are removed by the next writer); then every input's stamp is checked and the result is
+    written into ``dst`` as any new store is (a directory built aside and swapped in, a zip under a
+    temporary name), under the writer lock held from the start. A refusal or an interrupt leaves
+    ``dst`` as it was. Runs in this process (no cluster).
+    """
+    from nczarr_conformance import safety
+    from nczarr_conformance.conversion.from_netcdf import convert
+    from nczarr_conformance.stores import lock_for_writing
+
+    started = time.perf_counter()
+    spec = parse(dst)
+    if spec.kind not in ("file", "zip"):
+        raise UnsupportedError(f"{dst}: --concat into a Zarr v3 store on {spec.kind} is not supported yet (issue "
+                               "#25); directory and zip stores are")
+    if not overwrite and os.path.lexists(spec.path):
+        raise StoreError(f"{spec.path}: exists (use --overwrite to replace it)")
+    with lock_for_writing(spec):
+        stamps = [(path, Stamp.of(path)) for path in files]
+        ordered = _files_in_order(files, dim_name, allow_gaps)
+        work = safety.make_temp_dir(Path(os.path.realpath(spec.path)))
+        try:
+            stage = str(work / "stage.zarr")
+            first = convert(ordered[0], stage, flavor=flavor, zarr_format=3, shard=shard, consolidate=consolidate)
+            stats = append_v3(ordered[1:], stage, dim_name, allow_gaps=allow_gaps) if len(ordered) > 1 \
+                else AppendStats()
+            stats.records = _length_of(stage, dim_name)
+            for path, stamp in stamps:
+                refuse_if_changed(path, stamp)
+            stats.objects_written = _publish(stage, spec, overwrite)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    stats.seconds = time.perf_counter() - started
+    return stats, first.warnings
+
+
+def _files_in_order(files: list[str], dim_name: str, allow_gaps: bool) -> list[str]:
+    """The files ordered by their coordinate along the dimension (check_coordinates' rules), or as given
+    when they have no such coordinate variable."""
+    name = keys.basename(dim_name) if dim_name.startswith("/") else dim_name
+    coords = []
+    for path in files:
+        nc = nc4.open_nc(path)
+        try:
+            var = nc.variables.get(name)
+            if var is None:
+                return files
+            coords.append((path, nc4.read_values(var)))
+        finally:
+            with nc4.LOCK:
+                nc.close()
+    return [files[n] for n in check_coordinates(name, coords, allow_gaps=allow_gaps)]
+
+
+def _length_of(stage: str, dim_name: str) -> int:
+    store = open_store(stage, "r")
+    try:
+        reader = V3Reader(store)
+        name = keys.basename(dim_name) if dim_name.startswith("/") else dim_name
+        sizes = [d.size for _, g in reader.dataset.root.walk() for n, d in g.dimensions.items() if n == name]
+        return int(sizes[0]) if sizes else 0
+    finally:
+        store.close()
+
+
+def _publish(stage: str, spec: StoreSpec, overwrite: bool) -> int:
+    """Every object of the staged store into the new store ``spec`` names, the ``zarr.json`` objects last
+    (the root's at the very end); committed, or aborted on any error. Returns the objects written."""
+    source = open_store(stage, "r")
+    target = open_store(spec, "w", overwrite=overwrite)
+    try:
+        if isinstance(target, ZipStore):
+            target.entries_at_top()  # where zarr-python's ZipStore looks, as the v3 writer puts it
+        found = source.list_prefix("/")
+        order = sorted(found, key=lambda k: (keys.basename(k) == ZARR_JSON, k == keys.join("/", ZARR_JSON), k))
+        for key in order:
+            data = source.get(key, limit=sys.maxsize)  # copied as stored, never decoded
+            if data is not None:
+                target.put(key, data)
+        target.commit()
+    except BaseException:
+        target.abort()
+        raise
+    finally:
+        source.close()
+    return len(found)

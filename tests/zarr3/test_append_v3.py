@@ -307,11 +307,42 @@ def test_several_files_with_a_gap_are_refused_before_any_write(tmp_path):
     assert snapshot(store) == before
 
 
-def test_concat_to_zarr_v3_is_refused_in_one_line(tmp_path):
-    a, b = make(tmp_path / "a.nc", 0, 5), make(tmp_path / "b.nc", 5, 3)
-    done = cli("--zarr-format", "3", "--concat", "time", str(a), str(b), str(tmp_path / "o.zarr"))
-    assert done.returncode == 2 and "--concat writes Zarr v2 only so far" in done.stderr, done.stderr
-    assert not (tmp_path / "o.zarr").exists()
+@pytest.mark.parametrize("suffix", [".zarr", ".zip"])
+def test_concat_into_v3_equals_the_sequential_appends(tmp_path, suffix):
+    """``--zarr-format 3 --shard 2 --concat``: files given out of order; every object equals converting
+    the first and appending the others one by one, and one conversion of the concatenated file."""
+    parts = [make(tmp_path / f"p{i}.nc", t0, n) for i, (t0, n) in enumerate([(5, 3), (0, 5), (14, 2), (8, 6)])]
+    whole = make(tmp_path / "all.nc", 0, 16)
+    out, loop = tmp_path / f"c{suffix}", to_v3(parts[1], tmp_path / f"l{suffix}", "--shard", "2")
+    for part in (parts[0], parts[3], parts[2]):
+        assert cli("--append", "time", str(part), str(loop)).returncode == 0
+    ref = to_v3(whole, tmp_path / f"ref{suffix}", "--shard", "2")
+    done = cli("--zarr-format", "3", "--shard", "2", "--concat", "time", *map(str, parts), str(out))
+    assert done.returncode == 0, done.stderr
+    assert objects(out) == objects(loop) == objects(ref)
+    group = zarr_group(out)
+    for name, values in nc_values(whole).items():
+        assert np.array_equal(group[name][...], values), name  # type: ignore[index]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zip"])
+def test_concat_into_v3_refusals_write_nothing(tmp_path, suffix):
+    """A gap, a mismatching file (refused after the first file was staged) and an existing target
+    without --overwrite: one line, exit 2, no target, no temporary left beside it."""
+    a, b, gap = make(tmp_path / "a.nc", 0, 5), make(tmp_path / "b.nc", 5, 3), make(tmp_path / "g.nc", 20, 3)
+    other = make(tmp_path / "o.nc", 5, 3, units="hours")
+    out = tmp_path / f"c{suffix}"
+    for files, match in (((a, b, gap), "gap in coordinate time"), ((a, other), "/time: attributes differ")):
+        done = cli("--zarr-format", "3", "--concat", "time", *map(str, files), str(out))
+        assert done.returncode == 2 and match in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert cli("--zarr-format", "3", "--concat", "time", str(a), str(b), str(out)).returncode == 0
+    before = snapshot(out)
+    done = cli("--zarr-format", "3", "--concat", "time", str(a), str(b), str(out))
+    assert done.returncode == 2 and "exists (use --overwrite to replace it)" in done.stderr, done.stderr
+    assert snapshot(out) == before
 
 
 # ---- what is compared, what is left out --------------------------------------------------------------------
