@@ -4,7 +4,8 @@ Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
 conversion/transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
 ``--concat DIM`` writes many files into one store along DIM on dask.distributed (conversion/concat.py).
 ``--zarr-format 3`` writes Zarr v3 (``--flavor zarr``, xarray's layout, is the v3 layout written so far;
-``nczarr-v3-draft`` and ``nz`` are refused in one line, exit 2), ``--shard N`` N chunks per shard object.
+``nczarr-v3-draft`` and ``nz`` are refused in one line, exit 2), ``--shard N`` N chunks per shard object;
+``--append`` onto a v3 store and ``--zarr-format 3 --concat`` run in this process (conversion/append_v3.py).
 Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
 from __future__ import annotations
@@ -45,12 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--append", metavar="DIM",
                    help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
                         "with INPUT's records; several INPUT files (or patterns) are ordered, checked and written "
-                        "as --concat does, on dask.distributed")
+                        "as --concat does, on dask.distributed (a Zarr v3 store: in this process, one transaction)")
     p.add_argument("--concat", metavar="DIM",
                    help="write the INPUT files (a list, or quoted glob patterns such as 'archive/*.nc') into one "
                         "store along DIM, ordered by their DIM coordinate values; every file is checked first (as "
                         "--append does: overlaps, gaps, differing variables are refused) and converted in parallel "
-                        "on dask.distributed; the metadata is written last")
+                        "on dask.distributed; the metadata is written last (with --zarr-format 3: in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="with --concat/--append: an existing dask.distributed scheduler "
                         "(its workers must see the files)")
