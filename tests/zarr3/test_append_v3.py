@@ -465,3 +465,43 @@ def test_s3_v3_store_is_refused_in_one_line_and_untouched(series, s3_bucket):
     store = open_store(url)
     assert {k: store.get(k, limit=sys.maxsize) for k in store.list_prefix("/")} == before
     store.close()
+
+
+def test_a_second_append_while_the_first_is_stopped_inside_its_write_is_refused(tmp_path):
+    """The first append stopped (SIGSTOP) once its temporary holds written chunks: a second one is
+    refused at once in one line; the first, let go, commits; the store holds its records."""
+    first, big, more = make_long(tmp_path / "a1.nc", 0, 3), make_long(tmp_path / "a2.nc", 3, 150), \
+        make_long(tmp_path / "a3.nc", 153, 2)
+    work = tmp_path / "work"
+    work.mkdir()
+    store = to_v3(first, work / "s.zarr")
+    proc = subprocess.Popen([*CONVERT, "--append", "time", str(big), str(store)], stderr=subprocess.PIPE)
+    try:
+        _wait_for_moment(2, work, proc)
+        proc.send_signal(signal.SIGSTOP)
+        started = time.monotonic()
+        second = cli("--append", "time", str(more), str(store), timeout=30)
+        assert time.monotonic() - started < 20
+        assert second.returncode == 2 and "another writer holds it" in second.stderr, second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    assert proc.wait(timeout=60) == 0
+    assert zarr_group(store)["v"].shape == (153, 2048)  # type: ignore[index]
+
+
+def test_netcdf_c_draft_v3_layout_is_refused(series, tmp_path):
+    """netcdf-c's draft NCZarr v3 keeps dimensions in ``_nczarr_*`` attributes, which a shape change
+    alone would leave stale: refused in one line, store untouched."""
+    import json
+
+    first, second, _ = series
+    store = to_v3(first, tmp_path / "s.zarr")
+    root = json.loads((store / "zarr.json").read_text())
+    root["attributes"]["_nczarr_superblock"] = {"version": "3.0.0", "format": 3}
+    (store / "zarr.json").write_text(json.dumps(root, indent=2))
+    before = snapshot(store)
+    done = cli("--append", "time", str(second), str(store))
+    assert done.returncode == 2 and "draft NCZarr v3 layout" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert snapshot(store) == before
