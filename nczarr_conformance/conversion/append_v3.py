@@ -1,4 +1,8 @@
-"""``nc2nczarr --append`` onto a Zarr v3 store (xarray's and zarr-python 3's layout, issue #25).
+"""``nc2nczarr --append`` onto a Zarr v3 store (xarray's and zarr-python 3's layout, issue #25), and
+``--zarr-format 3 --concat`` (:func:`concat_v3`: the first file converted, the others appended).
+
+Several files are appended in coordinate order in one transaction, in this process (the v2
+path's dask cluster plans v2 chunks and metadata: not used here).
 
 What is shared with the v2 append (conversion/append.py) and used as it is: the writer lock
 taken before the store is read, the input's :class:`Stamp` checked again just before the
@@ -26,8 +30,9 @@ What differs in v3, and why:
   order kept), then the root ``zarr.json`` with the consolidated metadata updated, last.
 
 Refused in one line (exit 2), store untouched: a store in netcdf-c's draft NCZarr v3 layout
-(dimensions there are objects of their own), an array whose chunk grid is not regular, and S3
-(its writer holds back only v2 metadata until the commit).
+(its dimensions live in ``_nczarr_*`` attributes a shape change alone would leave stale), an
+array whose chunk grid is not regular, and S3 (its writer holds back only v2 metadata until the
+commit, so a ``zarr.json`` would be visible before the chunks it describes).
 """
 from __future__ import annotations
 
