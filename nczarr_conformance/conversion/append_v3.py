@@ -429,7 +429,7 @@ def _merged_unit(reader: V3Reader, g: Grown, index: tuple[int, ...], old_len: in
                     for i, (a, b) in enumerate(zip(lo, hi, strict=True)))
         unit[dst] = block
     fill = np.full(g.unit, info.fill, dtype=info.storage.numpy)
-    if not existed and is_fill(unit, fill):
+    if not existed and _all_fill(unit, fill):  # the v3 writer's rule, strings included (those it writes)
         return None
     return encode_chunk(g.chain, unit, info.fill)
 

@@ -505,3 +505,38 @@ def test_netcdf_c_draft_v3_layout_is_refused(series, tmp_path):
     assert done.returncode == 2 and "draft NCZarr v3 layout" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert snapshot(store) == before
+
+
+@pytest.mark.parametrize("shard", [None, "2"], ids=["chunks", "shard2"])
+def test_strings_chars_and_big_endian_append_as_one_conversion(tmp_path, shard):
+    """netCDF string (vlen-utf8, a last chunk holding only ""), char (null_terminated_bytes) and a
+    big-endian uint64 with a fill: every object equals one conversion of the concatenated file, and
+    zarr-python reads netCDF4's values."""
+    import netCDF4
+
+    def strings(path: Path, t0: int, n: int) -> Path:
+        with netCDF4.Dataset(str(path), "w") as nc:
+            nc.createDimension("time", None)
+            nc.createDimension("n", 3)
+            nc.createVariable("time", "i8", ("time",), chunksizes=(2,))[:] = np.arange(t0, t0 + n)
+            s = nc.createVariable("s", str, ("time",), chunksizes=(2,))
+            for i in range(n):
+                s[i] = "é" * ((t0 + i) % 3)
+            c = nc.createVariable("c", "S1", ("time", "n"), chunksizes=(2, 3))
+            c[:] = netCDF4.stringtochar(np.array([f"a{(t0 + i) % 10}" for i in range(n)], dtype="S3"))
+            u = nc.createVariable("u", "u8", ("time",), endian="big", chunksizes=(2,), fill_value=7)
+            u[:] = np.arange(t0, t0 + n)
+        return path
+
+    extra = ("--shard", shard) if shard else ()
+    first, second, whole = strings(tmp_path / "a1.nc", 0, 3), strings(tmp_path / "a2.nc", 3, 4), \
+        strings(tmp_path / "all.nc", 0, 7)
+    store, ref = to_v3(first, tmp_path / "s.zarr", *extra), to_v3(whole, tmp_path / "ref.zarr", *extra)
+    done = cli("--append", "time", str(second), str(store))
+    assert done.returncode == 0, done.stderr
+    assert objects(store) == objects(ref)
+    group = zarr_group(store)
+    with netCDF4.Dataset(str(whole)) as nc:
+        assert list(group["s"][...]) == list(nc["s"][...])  # type: ignore[index]
+        assert np.array_equal(group["u"][...], nc["u"][...])  # type: ignore[index]
+        assert np.array_equal(group["c"][...], nc["c"][...].data)  # type: ignore[index]
