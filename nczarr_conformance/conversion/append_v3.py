@@ -21,7 +21,7 @@ What differs in v3, and why:
 * chunks are encoded with the array's own codec chain read from its ``zarr.json`` (``transpose``,
   ``bytes`` with its byte order or ``vlen-utf8``/``vlen-bytes``, the bytes→bytes codecs), so an
   xarray-written store grows with its own codecs; a chunk (or shard) that becomes all fill and
-  was never written is not written, as zarr-python leaves it out;
+  was never written is not written, as the v3 writer leaves it out (numbers; string chunks are written);
 * ``sharding_indexed``: the unit written is the whole shard. Appending into a partly filled last
   shard reads that shard's inner chunks, merges the new rows and writes the shard again (its
   inner chunks and its index, with ``crc32c`` when the array has it), inside the same
