@@ -214,15 +214,17 @@ def make_long(path: Path, t0: int, n: int, nx: int = 2048) -> Path:
     return path
 
 
-@pytest.mark.parametrize("suffix", [".zarr", ".zip"])
-def test_sigkill_during_an_append_leaves_the_old_or_the_new_dataset(tmp_path, suffix):
+@pytest.mark.parametrize("suffix,shard", [(".zarr", None), (".zip", None), (".zarr", "4")],
+                         ids=["dir", "zip", "dir-shard4"])
+def test_sigkill_during_an_append_leaves_the_old_or_the_new_dataset(tmp_path, suffix, shard):
     """Killed at several moments (the process started, its temporary there, chunks being written):
     zarr-python reads the old dataset (3 rows) or the new one (3 + 150), never a mix; the next
-    append removes the dead one's leftovers and succeeds."""
+    append removes the dead one's leftovers and succeeds. Sharded: the partial last shard (3 of
+    4 rows) is rewritten inside the same transaction."""
     first, second = make_long(tmp_path / "a1.nc", 0, 3), make_long(tmp_path / "a2.nc", 3, 150)
     work = tmp_path / "work"
     work.mkdir()
-    original = to_v3(first, tmp_path / f"orig{suffix}")
+    original = to_v3(first, tmp_path / f"orig{suffix}", *(("--shard", shard) if shard else ()))
     full = np.arange(0, 153 * 2048, dtype="f4").reshape(153, 2048)
     outcomes = []
     for attempt in range(KILL_TRIES):
