@@ -4,7 +4,8 @@ Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
 conversion/transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
 ``--concat DIM`` writes many files into one store along DIM on dask.distributed (conversion/concat.py).
 ``--zarr-format 3`` writes Zarr v3 (``--flavor zarr``, xarray's layout, is the v3 layout written so far;
-``nczarr-v3-draft`` and ``nz`` are refused in one line, exit 2), ``--shard N`` N chunks per shard object.
+``nczarr-v3-draft`` and ``nz`` are refused in one line, exit 2), ``--shard N`` N chunks per shard object;
+``--append`` onto a v3 store and ``--zarr-format 3 --concat`` run in this process (conversion/append_v3.py).
 Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
 from __future__ import annotations
@@ -45,12 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--append", metavar="DIM",
                    help="extend the existing store OUTPUT along DIM (an unlimited, or the named, dimension) "
                         "with INPUT's records; several INPUT files (or patterns) are ordered, checked and written "
-                        "as --concat does, on dask.distributed")
+                        "as --concat does, on dask.distributed (a Zarr v3 store: in this process, one transaction)")
     p.add_argument("--concat", metavar="DIM",
                    help="write the INPUT files (a list, or quoted glob patterns such as 'archive/*.nc') into one "
                         "store along DIM, ordered by their DIM coordinate values; every file is checked first (as "
                         "--append does: overlaps, gaps, differing variables are refused) and converted in parallel "
-                        "on dask.distributed; the metadata is written last")
+                        "on dask.distributed; the metadata is written last (with --zarr-format 3: in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="with --concat/--append: an existing dask.distributed scheduler "
                         "(its workers must see the files)")
@@ -184,8 +185,8 @@ def _main(argv: list[str] | None) -> int:
     transforms = _transforms(parser, args)
     if args.shard is not None and args.zarr_format != 3:
         parser.error("--shard needs --zarr-format 3 (Zarr v2 has no shards)")
-    if args.zarr_format == 3 and (args.append or args.concat):
-        parser.error("--append and --concat write Zarr v2 only so far; --zarr-format 3 converts one file")
+    if args.zarr_format == 3 and args.concat and (args.scheduler or args.workers):
+        parser.error("--concat --zarr-format 3 runs in this process: it takes no --scheduler or --workers")
     if args.flavor in V3_FLAVORS and args.flavor not in FLAVOR_ALIASES and args.zarr_format != 3:
         parser.error(f"--flavor {args.flavor} is a Zarr v3 layout: give --zarr-format 3")
     if args.append and (args.char_as or args.consolidate is not None):
@@ -210,10 +211,29 @@ def _main(argv: list[str] | None) -> int:
         with json_attributes(args.json_attributes):
             return convert_or_append()
 
+    def concat_v3() -> int:
+        from nczarr_conformance import safety
+        from nczarr_conformance.conversion.append_v3 import concat_v3
+        from nczarr_conformance.conversion.concat import expand_inputs
+
+        files = expand_inputs(args.input)
+        stats_v, warnings = concat_v3(files, args.output, args.concat, overwrite=args.overwrite,
+                                      allow_gaps=args.allow_gaps, shard=args.shard, consolidate=args.consolidate,
+                                      flavor=args.flavor or "zarr")
+        safety.raise_if_interrupted()
+        for warning in warnings:
+            print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
+        if not args.quiet:
+            print(f"nc2nczarr: {len(files)} files, {stats_v.records} records along {args.concat}: "
+                  f"{stats_v.objects_written} objects (Zarr v3), {stats_v.seconds:.2f} s", file=sys.stderr)
+        return 0
+
     def convert_or_append() -> int:
         from nczarr_conformance import safety
         from nczarr_conformance.conversion.from_netcdf import convert, total_bytes
 
+        if many and args.concat and args.zarr_format == 3:
+            return concat_v3()
         if many:
             from nczarr_conformance.conversion.concat import concat
 

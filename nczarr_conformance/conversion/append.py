@@ -243,6 +243,10 @@ def append(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> Ap
     of it is ever committed.
     """
     with lock_for_writing(dst):
+        from nczarr_conformance.conversion import append_v3
+
+        if append_v3.is_v3_store(dst):  # Zarr v3 (xarray's layout): its own chunks and zarr.json, same checks
+            return append_v3.append_v3(src, dst, dim_name, allow_gaps=allow_gaps)
         return _append_unlocked(src, dst, dim_name, allow_gaps=allow_gaps)
 
 

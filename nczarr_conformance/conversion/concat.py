@@ -951,7 +951,9 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
                consolidate=consolidate, char_as=char_as)
     held = lock_for_writing(spec) if append else None  # before the checks read the store, and before a cluster
     try:
-        if client is not None:
+        if append and _v3_append(files, dst, dim_name, allow_gaps, stats):
+            pass  # a Zarr v3 store: grown in this process, one transaction (conversion/append_v3.py)
+        elif client is not None:
             job.run(OnCluster(client, own=False))
         elif in_process(files, scheduler, workers):
             job.run(InProcess())
@@ -966,6 +968,18 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
             held.release()  # (a new store's writer lock is its own, from open_target to commit or abort)
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _v3_append(files: list[str], dst: str, dim_name: str, allow_gaps: bool, stats: ConcatStats) -> bool:
+    """Append ``files`` to ``dst`` when it is a Zarr v3 store (no cluster: append_v3.py's single
+    transaction); False for a v2 store, which the cluster machinery below grows."""
+    from nczarr_conformance.conversion import append_v3
+
+    if not append_v3.is_v3_store(dst):
+        return False
+    done = append_v3.append_v3(files, dst, dim_name, allow_gaps=allow_gaps)
+    stats.records, stats.chunks, stats.objects = done.records, done.chunks_written, done.objects_written
+    return True
 
 
 def in_process(files: list[str], scheduler: str | None, workers: int | None) -> bool:
