@@ -231,9 +231,9 @@ def _typed(value: Any) -> tuple[str, Any]:
 
 
 def _our_model(url: str) -> dict[str, Any]:
-    from nczarr_conformance.zarr3.reader import read_any
     from nczarr_conformance.stores import open_store
     from nczarr_conformance.urls import parse
+    from nczarr_conformance.zarr3.reader import read_any
 
     with open_store(parse(url)) as store:
         ds = read_any(store)
@@ -318,7 +318,11 @@ def test_api_write_flavor_nz(tmp_path: Path) -> None:
     from nczarr_conformance.testing.samples import small_model
 
     out = tmp_path / "o.zarr"
-    ncz.write(small_model(), str(out), zarr_format=3, flavor="nz")
+    with pytest.warns(UserWarning) as said:
+        ncz.write(small_model(), str(out), zarr_format=3, flavor="nz")
+    lines = [str(w.message) for w in said]
+    assert "unlimited dimensions" in lines[0]
+    assert "outside its core set" in lines[1]  # the model's char and string variables
     root = json.loads((out / "zarr.json").read_text())
     assert root["attributes"]["conventions"].split()[0] == "NZ-1.0"
     assert cli("dump", "-k", str(out)).stdout == "zarr nz\n"
