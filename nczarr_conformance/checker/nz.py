@@ -114,7 +114,7 @@ def nz_dimension_names(ctx: CheckContext) -> Iterator[Finding]:
 # ---- Normative Summary 4 --------------------------------------------------------------------------------------
 @rule("NCZ-NZ-SHARED-DIMENSIONS", Severity.ERROR, source=f'{SPEC} "Dimension"; Normative Summary 4')
 def nz_shared_dimensions(ctx: CheckContext) -> Iterator[Finding]:
-    """Within a group, arrays sharing a dimension label have the same length along that axis."""
+    """Within a group, arrays sharing a dimension label have one length along that axis."""
     if not applies(ctx):
         return
     finding = get("NCZ-NZ-SHARED-DIMENSIONS").finding
@@ -232,7 +232,7 @@ def _case_twins(names: list[str], what: str) -> Iterator[str]:
 # ---- Attribute Value Types ------------------------------------------------------------------------------------
 @rule("NCZ-NZ-ATTRIBUTE-VALUES", Severity.ERROR, source=f'{SPEC} "Attribute Value Types"')
 def nz_attribute_values(ctx: CheckContext) -> Iterator[Finding]:
-    """A JSON array used as an attribute value is homogeneous: numbers, strings or booleans, never mixed."""
+    """A JSON array used as an attribute value is homogeneous: numbers, strings or booleans, not a mix."""
     if not applies(ctx):
         return
     finding = get("NCZ-NZ-ATTRIBUTE-VALUES").finding

@@ -60,7 +60,7 @@ def tokens(value: Any) -> list[str]:
 
 
 def declared(attributes: Any) -> bool:
-    """Whether a root group's attributes declare NZ-1.0 in ``conventions`` (or, read as equal, ``Conventions``)."""
+    """Whether a root group's attributes declare NZ-1.0 in ``conventions`` (or ``Conventions``, read as equivalent)."""
     if not isinstance(attributes, dict):
         return False
     return any(t.lower() == NAME.lower() for key in ("conventions", "Conventions")

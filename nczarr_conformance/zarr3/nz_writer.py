@@ -5,14 +5,14 @@ What NZ-1.0 (zarr3/nz.py names the source) adds to what :class:`V3Writer` writes
 * the root declares ``conventions`` with ``NZ-1.0`` first ("ordered from most general to most
   specific"); a netCDF ``Conventions`` (``CF-1.8``) joins it (``"NZ-1.0 CF-1.8"``), as the README's
   ``"NZ-1.0 CF-1.12"`` example and its NUG mapping (``Conventions`` → ``conventions``) say, and is not
-  written twice; our NZ reader shows it as ``Conventions`` again. NZ's schema.json asks the same
-  ``conventions`` of every group and a ``zarr_conventions`` registration in every node's attributes,
+  written twice; our NZ reader shows it as ``Conventions`` again. NZ's schema.json asks for
+  ``conventions`` on every group and a ``zarr_conventions`` registration in every node's attributes,
   so every group and array gets them (their validator refuses a node without);
 * ``dimension_names`` on every array, ``[]`` on a scalar (the schema requires the member);
 * ``_FillValue`` as a JSON value of the array's ``data_type`` (``-9999.0``, ``"NaN"``), not xarray's
   base64 spelling of a float: "The type of _FillValue is the array's data_type". xarray 2026.9
   refuses that spelling of a float ``_FillValue`` unless opened with ``use_zarr_fill_value_as_mask=True``
-  (docs/zarr-v3.md); the storage ``fill_value`` is the same value, so values mask alike;
+  (docs/writer.md); the storage ``fill_value`` holds that value too, so values mask alike;
 * an attribute whose netCDF type NZ's default JSON typing would not give back (a ``short``, a ``float``,
   an ``int`` read as ``int64``) is named in ``_nczarr_attr`` ``types`` with its v3 data type name, the
   annotation NZ's schema defines, so it reads back in its type; netCDF ``string`` attributes (JSON
