@@ -7,8 +7,8 @@ WRITE_FLAVORS = ("nczarr-4.10", "nczarr-2", "nczarr-2-upper", "zarr")
 #: what the CLI and API accept for a write flavor → the layout written
 FLAVOR_ALIASES = {"nczarr": "nczarr-4.10", "nczarr-4.10": "nczarr-4.10", "nczarr-2": "nczarr-2",
                   "nczarr-2-upper": "nczarr-2-upper", "upper": "nczarr-2-upper", "zarr": "zarr"}
-#: the Zarr v3 layouts (``--zarr-format 3``): ``zarr`` is written (zarr3/writer.py); the others (issue #25)
-#: are refused in one line until they are
+#: the Zarr v3 layouts (``--zarr-format 3``): ``zarr`` and ``nz`` are written (zarr3/writer.py, zarr3/nz_writer.py);
+#: ``nczarr-v3-draft`` (issue #25) is refused in one line until it is
 V3_FLAVORS = ("zarr", "nczarr-v3-draft", "nz")
 #: layouts nczarr-check can be told to expect (``--expect``)
 CHECK_FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "zarr-v3")

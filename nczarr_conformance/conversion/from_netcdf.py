@@ -239,7 +239,7 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
     safety.check_output_is_safe(src, spec.kind, spec.path)
     if zarr_format == 3:
         _v3_options(flavor, char_as, shard)
-        flavor = "zarr"
+        v3_flavor, flavor = flavor or "zarr", "zarr"  # the v3 layout (zarr, nz); the v2 planning below sees zarr
     elif zarr_format != 2:
         raise UsageError(f"--zarr-format {zarr_format}: 2 or 3")
     elif shard is not None:
@@ -276,7 +276,7 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
 
                 stats.copied, notes = write_v3(dataset, store, source=source, progress=counting, threads=workers,
                                                raw=without_direct_copy(raw, reencode), consolidate=consolidate,
-                                               shard=shard)
+                                               shard=shard, flavor=v3_flavor)
                 stats.warnings += [f"{src}: {note}" for note in notes]
             else:
                 stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,

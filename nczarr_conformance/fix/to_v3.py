@@ -197,6 +197,9 @@ def plan_to_v3(store: Store, flavor: str = "zarr") -> Plan:
     """The migration of ``store`` as a plan (nothing written): ``zarr.json`` objects created, the v2
     metadata objects removed. UnsupportedError (one line) when a chunk could not stay as it is."""
     refuse_flavor(flavor)
+    if flavor != "zarr":  # nc2nczarr --zarr-format 3 --flavor nz writes NZ-1.0; the migration keeps pure v3
+        raise UsageError(f"--flavor {flavor} is not written by --to-v3 yet; nc2nczarr --zarr-format 3 "
+                         f"--flavor {flavor} writes it from the store")
     all_keys = store.list_prefix("/")
     raw: dict[str, bytes] = {}
     for key in all_keys:

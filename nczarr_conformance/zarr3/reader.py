@@ -50,6 +50,7 @@ from nczarr_conformance.nczarr.reader import (
     DatasetReader,
 )
 from nczarr_conformance.stores.base import Store, slice_range
+from nczarr_conformance.zarr3 import nz
 from nczarr_conformance.zarr3.chain import Chain, build_chain
 from nczarr_conformance.zarr3.metadata import (
     FLAVOR,
@@ -145,6 +146,9 @@ class V3Reader(DatasetReader):
             raise FormatError("no dataset here: no /zarr.json")
         if node_type(root, "/zarr.json") == "array":
             raise UnsupportedError("/zarr.json: the root is a bare Zarr array, not a group; netCDF needs a root group")
+        self.nz = nz.claims(root)  # NZ-1.0 (zarr3/nz.py): its bookkeeping hidden, its attribute types
+        if self.nz:
+            self.flavor = nz.FLAVOR
         self._consolidated = self._read_consolidated(root)
         self.dataset = Dataset(self._read_group("/", root))
         self._place_pure_zarr_dims()
@@ -222,17 +226,20 @@ class V3Reader(DatasetReader):
                 group.groups[name] = self._read_group(ckey, child)
         return group
 
-    @staticmethod
-    def _attributes(node: str, doc: dict[str, Any]) -> dict[str, Attribute]:
+    def _attributes(self, node: str, doc: dict[str, Any]) -> dict[str, Attribute]:
         raw = doc.get("attributes") or {}
         if not isinstance(raw, dict):
             raise FormatError(f"{keys.join(node, ZARR_JSON)}: attributes must be an object")
+        types = nz.attribute_types(raw) if self.nz else {}
+        if self.nz:
+            raw = nz.user_attributes(raw)
         out: dict[str, Attribute] = {}
         for name, value in raw.items():
             if is_internal_attribute(name):
                 continue
             try:
-                out[name] = attr_codec.decode(value, None)
+                out[name] = (nz.decode_attribute(value, types.get(name)) if self.nz
+                             else attr_codec.decode(value, None))
             except (FormatError, UnsupportedError) as exc:
                 raise FormatError(f"{keys.join(node, ZARR_JSON)}: attribute {name!r}: {exc}") from exc
         return out

@@ -89,7 +89,7 @@ from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.zarr3.metadata import NUMERIC_TYPES, ZARR_JSON, KeyEncoding
 
 #: the v3 layouts ``--zarr-format 3`` writes, and those named in issue #25 not written yet
-V3_WRITE_FLAVORS = ("zarr",)
+V3_WRITE_FLAVORS = ("zarr", "nz")
 V3_NOT_YET = tuple(f for f in V3_FLAVORS if f not in V3_WRITE_FLAVORS)
 #: netCDF numeric type → v3 data type name
 DATA_TYPES = {nctype: name for name, nctype in NUMERIC_TYPES.items()}
@@ -330,8 +330,8 @@ class V3Writer(DatasetWriter):
                 inherited += [f"{vkey} uses {d}" for d in var.dimensions if keys.parent(d) != gkey]
                 if var.no_fill:
                     nofill.append(vkey)
-                typed += _lossy_attributes(vkey, var.attributes)
-            typed += _lossy_attributes(gkey, group.attributes)
+                typed += self._lossy_attributes(vkey, var.attributes)
+            typed += self._lossy_attributes(gkey, group.attributes)
             for dname, dim in group.dimensions.items():
                 if dim.unlimited:
                     unlimited.append(keys.join(gkey, dname))
@@ -479,6 +479,11 @@ class V3Writer(DatasetWriter):
         doc.update({"zarr_format": 3, "node_type": "array", "storage_transformers": []})
         return doc
 
+    @staticmethod
+    def _lossy_attributes(where: str, attributes: dict[str, Attribute]) -> list[str]:
+        """The attributes this layout reads back as another type (the NZ writer types them otherwise)."""
+        return _lossy_attributes(where, attributes)
+
     def _attributes(self, attributes: dict[str, Attribute]) -> dict[str, Any]:
         values, _ = self._user_attributes({n: a for n, a in attributes.items() if n != "_FillValue"})
         return values
@@ -531,7 +536,12 @@ def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "zarr", sourc
                   consolidate: bool | None = None, shard: int | None = None) -> tuple[int, list[str]]:
     """Write ``dataset`` into ``store`` as Zarr v3 (the caller commits or aborts); return the chunks
     copied from the source and the lines naming what the v3 layout did not keep."""
-    writer = V3Writer(dataset, store, flavor=flavor, source=source, progress=progress, threads=threads, raw=raw,
+    writer_class = V3Writer
+    if flavor == "nz":  # NZ-1.0 (zarr3/nz_writer.py) subclasses this writer: imported here, not at the top
+        from nczarr_conformance.zarr3.nz_writer import NzWriter
+
+        writer_class = NzWriter
+    writer = writer_class(dataset, store, flavor=flavor, source=source, progress=progress, threads=threads, raw=raw,
                       consolidate=consolidate, shard=shard)
     writer.write()
     return writer.copied, writer.notes

@@ -1,0 +1,459 @@
+"""NZ-1.0 (zarr-conventions/nz; issue #25 (c)): detect and read, check (NCZ-NZ-*), write ``--flavor nz``.
+
+Expected values come from outside the code under test: the source's values and attributes from
+netCDF4-python, the schema verdicts from NZ's own validator (their validate.js on ajv 8.17.1, copied
+unchanged into tests/zarr3/nz_peer/ with its licence), the values read back from zarr-python 3.1.6 and
+xarray, and the metadata expectations from the NZ-1.0 README (quoted where used).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO, missing_peer, require_module
+from tests.test_convert_valid import run_cli
+
+netCDF4 = require_module("netCDF4")
+zarr = require_module("zarr")
+xr = require_module("xarray")
+
+PEER = REPO / "tests" / "zarr3" / "nz_peer"
+SCHEMA = REPO / "nczarr_conformance" / "schema" / "nz-1.0.schema.json"
+AJV_DIR = Path(os.environ.get("NCZ_AJV_DIR", Path.home() / ".cache" / "nczarr-ajv"))
+#: the README's "Convention Registration" entry, as it prints it
+REGISTRATION = {
+    "schema_url": "https://raw.githubusercontent.com/zarr-conventions/nz/refs/tags/v1/schema.json",
+    "spec_url": "https://github.com/zarr-conventions/nz/blob/v1/README.md",
+    "uuid": "d0a980b5-c644-4dcc-85a1-283799a58f40",
+    "name": "NZ-1.0",
+    "description": "Structural interoperability layer for scientific array conventions on Zarr v3",
+}
+ROWS = np.arange(10, dtype="f4").reshape(2, 5)
+
+
+def cli(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
+    return subprocess.run([sys.executable, "-m", f"nczarr_conformance.cli.{module}", *args], capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+# ---- their validator ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def theirs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Any], bool]:
+    """NZ's validate.js as their test.js runs it (``node validate.js schema.json data.json``): True when valid."""
+    node = shutil.which("node")
+    if node is None:
+        missing_peer("node not on PATH (NZ's validate.js runs on Node.js)")
+    if not (AJV_DIR / "node_modules" / "ajv" / "package.json").is_file():
+        missing_peer(f"ajv not installed in {AJV_DIR} (scripts/test installs ajv 8.17.1 there; NCZ_AJV_DIR)")
+    here = tmp_path_factory.mktemp("nz-peer")
+    shutil.copy(PEER / "validate.js", here / "validate.js")
+    (here / "package.json").write_text('{"type": "module"}')  # their package.json says so too
+    (here / "node_modules").symlink_to(AJV_DIR / "node_modules")
+    counter = iter(range(10**6))
+
+    def validate(doc: Any) -> bool:
+        data = here / f"doc{next(counter)}.json"
+        data.write_text(json.dumps(doc))
+        done = subprocess.run([node, "validate.js", str(SCHEMA), str(data)], cwd=here, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode in (0, 1), done.stderr
+        return done.returncode == 0
+
+    return validate
+
+
+def ours(doc: Any) -> bool:
+    from nczarr_conformance.zarr3 import nz
+
+    return nz.schema_errors(doc) == []
+
+
+# ---- a source and its NZ store -----------------------------------------------------------------------------------
+def make_source(path: Path) -> Path:
+    """CF-style global attributes, attribute types JSON alone would not keep, fills, a scalar, a sub-group."""
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.Conventions = "CF-1.8"
+        nc.title = "nz"
+        nc.factor16 = np.int16(7)
+        nc.big = np.int64(2**40)
+        nc.ratio = np.float32(0.5)
+        nc.createDimension("t", 2)
+        nc.createDimension("x", 5)
+        f = nc.createVariable("f", "f4", ("t", "x"), fill_value=-9999.0)
+        f[:] = ROWS
+        f[1, 4] = -9999.0
+        f.units = "m"
+        f.valid = np.int32(3)
+        nc.createVariable("x", "f8", ("x",))[:] = np.arange(5) * 0.5
+        s = nc.createVariable("s", "i2", ())
+        s.assignValue(4)
+        n = nc.createVariable("n", "f8", ("x",), fill_value=np.nan)
+        n[:3] = [1, 2, 3]
+        g = nc.createGroup("g")
+        g.createDimension("y", 2)
+        v = g.createVariable("v", "i4", ("y",), fill_value=-1)
+        v[:] = [1, -1]
+    return path
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_source(tmp_path_factory.mktemp("nz-src") / "src.nc")
+
+
+def convert(source: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    done = run_cli("--zarr-format", "3", "--flavor", "nz", *extra, str(source), str(out))
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def written(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("nz-out") / "o.zarr"
+    convert(source, out)
+    return out
+
+
+def documents(store: Path) -> dict[str, Any]:
+    return {str(p.relative_to(store).parent): json.loads(p.read_text()) for p in sorted(store.rglob("zarr.json"))}
+
+
+# ---- 3. the peer: our schema verdict equals theirs -------------------------------------------------------------
+@pytest.mark.parametrize("example", sorted(p.name for p in (PEER / "examples").glob("*.json")))
+def test_their_examples_are_valid_for_both(example: str, theirs: Callable[[Any], bool]) -> None:
+    doc = json.loads((PEER / "examples" / example).read_text())
+    assert theirs(doc) is True
+    assert ours(doc) is True
+
+
+def test_every_zarr_json_we_write_is_valid_for_both(written: Path, theirs: Callable[[Any], bool]) -> None:
+    docs = documents(written)
+    assert set(docs) == {".", "f", "x", "s", "n", "g", "g/v"}
+    for where, doc in docs.items():
+        assert theirs(doc) is True, where
+        assert ours(doc) is True, where
+        for entry in (doc.get("consolidated_metadata") or {}).get("metadata", {}).values():
+            assert theirs(entry) is True and ours(entry) is True
+
+
+def _break(doc: dict[str, Any], how: str) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    attrs = out["attributes"]
+    if how == "no zarr_conventions":
+        del attrs["zarr_conventions"]
+    elif how == "foreign registration":
+        attrs["zarr_conventions"] = [{"uuid": "00000000-0000-0000-0000-000000000000", "name": "other"}]
+    elif how == "registration with an unknown member":
+        attrs["zarr_conventions"] = [dict(REGISTRATION, version="1")]
+    elif how == "no attributes":
+        del out["attributes"]
+    elif how == "zarr_format 2":
+        out["zarr_format"] = 2
+    elif how == "no conventions":
+        attrs.pop("conventions", None)
+    elif how == "conventions without NZ":
+        attrs["conventions"] = "CF-1.8"
+    elif how == "null dimension name":
+        out["dimension_names"][0] = None
+    elif how == "empty dimension name":
+        out["dimension_names"][0] = ""
+    elif how == "no dimension_names":
+        del out["dimension_names"]
+    elif how == "negative shape":
+        out["shape"][0] = -1
+    return out
+
+
+GROUP_BREAKS = ["no zarr_conventions", "foreign registration", "registration with an unknown member",
+                "no attributes", "zarr_format 2", "no conventions", "conventions without NZ"]
+ARRAY_BREAKS = ["no zarr_conventions", "null dimension name", "empty dimension name", "no dimension_names",
+                "negative shape"]
+
+
+@pytest.mark.parametrize(("node", "how"), [(".", h) for h in GROUP_BREAKS] + [("f", h) for h in ARRAY_BREAKS])
+def test_invalid_documents_are_invalid_for_both(written: Path, theirs: Callable[[Any], bool], node: str,
+                                                how: str) -> None:
+    doc = _break(documents(written)[node], how)
+    assert theirs(doc) is False
+    assert ours(doc) is False
+
+
+# ---- 1. detect and read ---------------------------------------------------------------------------------------
+def test_dump_k_says_nz(written: Path) -> None:
+    done = cli("dump", "-k", str(written))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "zarr nz\n"
+
+
+def test_root_declares_nz_first_with_cf_merged(written: Path) -> None:
+    """README, Convention Declaration: ``"conventions": "NZ-1.0 CF-1.12"``, "ordered from most general to most
+    specific"; the NUG's ``Conventions`` maps to ``conventions``, so it is not written twice."""
+    root = documents(written)["."]["attributes"]
+    assert root["conventions"] == "NZ-1.0 CF-1.8"
+    assert "Conventions" not in root
+    assert root["zarr_conventions"] == [REGISTRATION]
+    assert documents(written)["s"]["dimension_names"] == []
+
+
+def _source_model(path: Path) -> dict[str, Any]:
+    """{variable path: (dims, values, {attr: (numpy dtype kind+size or 'str', value)})} from netCDF4-python."""
+    out: dict[str, Any] = {}
+
+    def attrs(obj: Any) -> dict[str, Any]:
+        return {k: _typed(obj.getncattr(k)) for k in obj.ncattrs()}
+
+    with netCDF4.Dataset(path) as nc:
+        nc.set_auto_mask(False)
+        for group in (nc, nc["g"]):
+            prefix = "" if group is nc else "g/"
+            out[prefix or "/"] = attrs(group)
+            for name, var in group.variables.items():
+                out[prefix + name] = (list(var.dimensions), np.array(var[...]), attrs(var))
+    return out
+
+
+def _typed(value: Any) -> tuple[str, Any]:
+    if isinstance(value, str):
+        return ("str", value)
+    arr = np.asarray(value)
+    return (arr.dtype.str[1:], [v if v == v else "NaN" for v in arr.ravel().tolist()])  # NaN compares by name
+
+
+def _our_model(url: str) -> dict[str, Any]:
+    from nczarr_conformance.stores import open_store
+    from nczarr_conformance.urls import parse
+    from nczarr_conformance.zarr3.reader import read_any
+
+    with open_store(parse(url)) as store:
+        ds = read_any(store)
+    out: dict[str, Any] = {}
+
+    def attrs(attributes: dict[str, Any]) -> dict[str, Any]:
+        return {k: ("str", a.value) if isinstance(a.value, str) else _typed(a.value) for k, a in attributes.items()}
+
+    for gkey, group in ds.root.walk():
+        prefix = gkey.strip("/") + "/" if gkey != "/" else ""
+        out[prefix or "/"] = attrs(group.attributes)
+        for name, var in group.variables.items():
+            out[prefix + name] = ([d.rsplit("/", 1)[-1] for d in var.dimensions], np.asarray(var.data),
+                                  attrs(var.attributes))
+    return out
+
+
+def _same(expected: dict[str, Any], got: dict[str, Any]) -> None:
+    assert sorted(got) == sorted(expected)
+    for key, want in expected.items():
+        if isinstance(want, dict):
+            assert got[key] == want, key
+            continue
+        dims, values, attributes = got[key]
+        assert dims == want[0], key
+        np.testing.assert_array_equal(values, want[1], err_msg=key)
+        assert values.dtype == want[1].dtype, key
+        assert attributes == want[2], key
+
+
+@pytest.mark.parametrize("kind", ["dir", "zip"])
+def test_read_back_equal_through_our_reader(source: Path, tmp_path: Path, kind: str) -> None:
+    """Values, dimensions, attributes and their netCDF types as netCDF4-python reads the source: NZ's
+    bookkeeping hidden, ``Conventions`` shown again, ``_nczarr_attr`` types giving back int16/float32/int32."""
+    out = tmp_path / ("o.zip" if kind == "zip" else "o.zarr")
+    convert(source, out)
+    _same(_source_model(source), _our_model(str(out)))
+
+
+@pytest.mark.parametrize("kind", ["dir", "zip"])
+def test_read_back_equal_through_zarr_python_and_xarray(source: Path, tmp_path: Path, kind: str) -> None:
+    """zarr-python: values, dimension_names and attributes (NZ's own ones added); xarray: values and dims.
+    xarray 2026.9 refuses NZ's plain-number float ``_FillValue`` (``FillValueCoder.decode``: "expected str or
+    bytes"), even when ``open_zarr`` is told ``use_zarr_fill_value_as_mask=True``; a ``ZarrStore`` opened
+    with it masks with the storage ``fill_value``, which the NZ writer sets to the same value."""
+    out = tmp_path / ("o.zip" if kind == "zip" else "o.zarr")
+    convert(source, out)
+    expected = _source_model(source)
+    store: Any = zarr.storage.ZipStore(str(out), mode="r") if kind == "zip" else str(out)
+    root = zarr.open_group(store, mode="r", zarr_format=3)
+    for key, want in expected.items():
+        if isinstance(want, dict):
+            continue
+        arr = root[key]
+        np.testing.assert_array_equal(arr[...], want[1], err_msg=key)
+        assert list(arr.metadata.dimension_names or []) == want[0], key
+        stored = dict(arr.attrs)
+        assert stored.pop("zarr_conventions") == [REGISTRATION]
+        stored.pop("_nczarr_attr", None)
+        assert sorted(stored) == sorted(want[2]), key
+        if "_FillValue" in want[2]:  # a JSON value of the data type: a number, or "NaN" as v3 spells it
+            assert stored["_FillValue"] == want[2]["_FillValue"][1][0], key
+    assert root.attrs["conventions"] == "NZ-1.0 CF-1.8"
+    with pytest.raises(TypeError, match="expected str or bytes"):
+        xr.open_zarr(store, zarr_format=3, consolidated=True, use_zarr_fill_value_as_mask=True)
+    # open_zarr drops use_zarr_fill_value_as_mask on its way to the backend (ZarrBackendEntrypoint.open_dataset
+    # passes None, which for v3 means False); a ZarrStore opened with it is read as it says
+    zstore = xr.backends.zarr.ZarrStore.open_group(store, mode="r", zarr_format=3, consolidated=True,
+                                                   use_zarr_fill_value_as_mask=True)
+    ds = xr.open_dataset(zstore)
+    with netCDF4.Dataset(source) as nc:
+        for name in ("f", "x", "s", "n"):
+            np.testing.assert_array_equal(ds[name].values, np.ma.filled(nc[name][...].astype("f8"), np.nan))
+            assert list(ds[name].dims) == list(nc[name].dimensions)
+    if kind == "zip":
+        store.close()
+
+
+def test_api_write_flavor_nz(tmp_path: Path) -> None:
+    """``write(..., zarr_format=3, flavor="nz")`` writes the same layout as nc2nczarr."""
+    import nczarr_conformance as ncz
+    from nczarr_conformance.testing.samples import small_model
+
+    out = tmp_path / "o.zarr"
+    with pytest.warns(UserWarning) as said:
+        ncz.write(small_model(), str(out), zarr_format=3, flavor="nz")
+    lines = [str(w.message) for w in said]
+    assert "unlimited dimensions" in lines[0]
+    assert "outside its core set" in lines[1]  # the model's char and string variables
+    root = json.loads((out / "zarr.json").read_text())
+    assert root["attributes"]["conventions"].split()[0] == "NZ-1.0"
+    assert cli("dump", "-k", str(out)).stdout == "zarr nz\n"
+
+
+# ---- 4. what NZ cannot hold --------------------------------------------------------------------------------------
+def test_an_ancestor_dimension_clashing_in_a_group_is_refused(tmp_path: Path) -> None:
+    """/g/a uses /g/x (2), /g/b the root's /x (3): in NZ both are label x of group g, two lengths."""
+    import nczarr_conformance as ncz
+    from nczarr_conformance.errors import UnsupportedError
+    from nczarr_conformance.model import Dataset, Dimension, Group, Variable
+
+    root = Group()
+    root.dimensions = {"x": Dimension(3)}
+    sub = Group()
+    sub.dimensions = {"x": Dimension(2)}
+    sub.variables = {"a": Variable("int", ["/g/x"], (2,), {}, np.array([1, 2], dtype="i4")),
+                     "b": Variable("int", ["/x"], (3,), {}, np.array([1, 2, 3], dtype="i4"))}
+    root.groups = {"g": sub}
+    with pytest.raises(UnsupportedError, match="shared dimension constraint") as caught:
+        ncz.write(Dataset(root), str(tmp_path / "o.zarr"), zarr_format=3, flavor="nz")
+    assert "\n" not in str(caught.value) and "/g/b" in str(caught.value)
+    assert not (tmp_path / "o.zarr" / "zarr.json").exists()
+
+
+def test_notes_name_what_nz_does_not_keep(tmp_path: Path) -> None:
+    src = tmp_path / "notes.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("t", None)
+        v = nc.createVariable("c", str, ("t",))
+        v[0] = "a"
+        v.label = np.array(["text"], dtype=object)[0]
+        nc.setncattr_string("s", "a string")
+    done = run_cli("--zarr-format", "3", "--flavor", "nz", str(src), str(tmp_path / "o.zarr"))
+    assert done.returncode == 0, done.stderr
+    assert "unlimited dimensions (written at their current length): /t" in done.stderr
+    assert "/:s (string)" in done.stderr
+    assert "outside its core set" in done.stderr and "/c" in done.stderr
+
+
+# ---- 2. the rules: each broken once, kept by what we write ----------------------------------------------------
+def _check(store: Path) -> dict[str, Any]:
+    done = cli("check", "--format", "json", str(store))
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_what_we_write_keeps_every_nz_rule(written: Path) -> None:
+    report = _check(written)
+    assert report["flavor"] == "nz"
+    assert [f for f in report["findings"] if f["rule"].startswith("NCZ-NZ-")] == []
+
+
+def _edit(store: Path, node: str, change: Callable[[dict[str, Any]], None]) -> None:
+    path = store / node / "zarr.json" if node != "." else store / "zarr.json"
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def _set_attr(name: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda doc: doc["attributes"].__setitem__(name, value)
+
+
+def _del_attr(name: str) -> Callable[[dict[str, Any]], None]:
+    return lambda doc: doc["attributes"].pop(name)
+
+
+BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
+    "NCZ-NZ-CONVENTIONS": ("error", ".", _del_attr("conventions")),
+    "NCZ-NZ-SCHEMA": ("error", "f", _del_attr("zarr_conventions")),
+    "NCZ-NZ-DIMENSION-NAMES": ("error", "f", lambda d: d["dimension_names"].__setitem__(1, None)),
+    "NCZ-NZ-SHARED-DIMENSIONS": ("error", "n", lambda d: d.update(shape=[4], dimension_names=["x"])),
+    "NCZ-NZ-FILLVALUE": ("error", "f", _set_attr("_FillValue", "AAAAAIBnw8A=")),  # xarray's base64 of -9999.0
+    "NCZ-NZ-RESERVED": ("error", "g", _set_attr("_FillValue", 1)),
+    "NCZ-NZ-NAMES": ("error", "f", _set_attr("a/b", 1)),
+    "NCZ-NZ-ATTRIBUTE-VALUES": ("error", "f", _set_attr("mixed", [1, "a"])),
+    "NCZ-NZ-DATA-TYPES": ("warning", "x", lambda d: d.update(data_type="string",
+                                                              codecs=[{"name": "vlen-utf8"}], fill_value="")),
+}
+
+
+@pytest.mark.parametrize("rule_id", sorted(BREAKS))
+def test_each_rule_reports_its_break(source: Path, tmp_path: Path, rule_id: str) -> None:
+    severity, node, change = BREAKS[rule_id]
+    out = tmp_path / "o.zarr"
+    convert(source, out, "--no-consolidate")
+    before = [f for f in _check(out)["findings"] if f["rule"] == rule_id]
+    assert before == []
+    _edit(out, node, change)
+    found = [f for f in _check(out)["findings"] if f["rule"] == rule_id]
+    assert found and {f["severity"] for f in found} == {severity}, found
+    assert all(f["key"].endswith("zarr.json") for f in found)
+
+
+def test_consolidated_rule_reports_a_stale_entry(written: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.zarr"
+    shutil.copytree(written, out)
+    _edit(out, "f", _set_attr("units", "km"))
+    found = [f for f in _check(out)["findings"] if f["rule"] == "NCZ-NZ-CONSOLIDATED"]
+    assert len(found) == 1 and "stale" in found[0]["message"]
+
+
+def test_naming_shoulds_are_warnings(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.zarr"
+    convert(source, out, "--no-consolidate")
+    _edit(out, "f", _set_attr("9lives", 1))
+    _edit(out, "f", _set_attr("Units", "m"))
+    found = [f for f in _check(out)["findings"] if f["rule"] == "NCZ-NZ-NAMES"]
+    assert {f["severity"] for f in found} == {"warning"}
+    assert len(found) == 2
+
+
+def test_conventions_in_capital_c_only_is_a_warning_and_registration_alone_an_error(source: Path,
+                                                                                      tmp_path: Path) -> None:
+    out = tmp_path / "o.zarr"
+    convert(source, out, "--no-consolidate")
+    _edit(out, ".", lambda d: d["attributes"].update(Conventions=d["attributes"].pop("conventions")))
+    found = [f for f in _check(out)["findings"] if f["rule"] == "NCZ-NZ-CONVENTIONS"]
+    assert [f["severity"] for f in found] == ["warning"]
+    _edit(out, ".", _del_attr("Conventions"))
+    report = _check(out)
+    assert report["flavor"] == "nz"  # registered: it claims NZ, and is told what is missing
+    assert [f["severity"] for f in report["findings"] if f["rule"] == "NCZ-NZ-CONVENTIONS"] == ["error"]
+
+
+def test_a_plain_v3_store_is_not_nz(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.zarr"
+    done = run_cli("--zarr-format", "3", str(source), str(out))
+    assert done.returncode == 0, done.stderr
+    report = _check(out)
+    assert report["flavor"] == "zarr-v3"
+    assert [f for f in report["findings"] if f["rule"].startswith("NCZ-NZ-")] == []
+    assert cli("dump", "-k", str(out)).stdout == "zarr zarr-v3\n"
