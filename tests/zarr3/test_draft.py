@@ -1,0 +1,201 @@
+"""netcdf-c's DRAFT NCZarr v3 layout (netcdf-c PR #3068, unmerged): read, detect, check.
+
+Stores are synthesised as zformat3.c writes them (tests/zarr3/draft_fixtures.py). Expected values come
+from netCDF4-python: the same data written to a netCDF file, converted by ``nc2nczarr`` to v2 NCZarr,
+must read to the same model as the draft store.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import netCDF4
+import numpy as np
+import pytest
+
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.errors import FormatError
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.zarr3.draft import DRAFT_FLAVOR, DraftReader, open_v3
+from tests.check.test_check_cli import assert_one_line_failure, run
+from tests.zarr3.draft_fixtures import DGroup, sample, write_store
+
+
+def write_nc(path: Path, tree: DGroup) -> Path:
+    """``tree`` as a netCDF-4 file written by netCDF4-python (the peer the draft store must read like)."""
+    with netCDF4.Dataset(path, "w") as nc:
+        _fill_nc(nc, tree)
+    return path
+
+
+def _fill_nc(grp: Any, tree: DGroup) -> None:
+    nptype = {"byte": "i1", "ubyte": "u1", "short": "i2", "ushort": "u2", "int": "i4", "uint": "u4",
+              "int64": "i8", "uint64": "u8", "float": "f4", "double": "f8", "char": "S1", "string": str}
+    for name, (size, unlim) in tree.dims.items():
+        grp.createDimension(name, None if unlim else size)
+    for name, (nctype, value) in tree.attrs.items():
+        _set_attr(grp, name, nctype, value)
+    for name, child in tree.groups.items():
+        _fill_nc(grp.createGroup(name), child)  # subgroups first: their dimensions may be used below
+    for name, var in tree.vars.items():
+        fill = var.attrs.get("_FillValue")
+        v = grp.createVariable(name, nptype[var.type], [d.rsplit("/", 1)[-1] for d in var.dims],
+                               fill_value=None if fill is None else np.asarray(fill[1])[0])
+        for aname, (nctype, value) in var.attrs.items():
+            if aname != "_FillValue":
+                _set_attr(v, aname, nctype, value)
+        if var.type == "string":
+            v[:] = np.array(var.values, dtype=object)
+        elif var.dims:
+            v[:] = var.values
+        else:
+            v.assignValue(var.values)
+
+
+def _set_attr(obj: Any, name: str, nctype: str, value: Any) -> None:
+    if nctype == "string":
+        obj.setncattr_string(name, value)
+    elif nctype == "char":
+        obj.setncattr(name, value)
+    else:
+        obj.setncattr(name, np.asarray(value))
+
+
+def _cli(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", f"nczarr_conformance.cli.{tool}", *args], capture_output=True,
+                          text=True, check=False, timeout=120)
+
+
+def _model(path: Path) -> dict[str, Any]:
+    model: dict[str, Any] = open_dataset(str(path)).to_json(storage=False)
+    return model
+
+
+def _flat_tree() -> DGroup:
+    """sample() without the subgroup's cross-group dimension use (netCDF4-python needs /x visible)."""
+    return sample()
+
+
+# ---- read ---------------------------------------------------------------------------------------------------------
+
+def test_draft_reads_equal_to_v2_nczarr_of_the_same_netcdf(tmp_path):
+    tree = _flat_tree()
+    draft = write_store(tmp_path / "draft.zarr", tree)
+    source = write_nc(tmp_path / "same.nc", tree)
+    done = _cli("convert", str(source), str(tmp_path / "v2.zarr"))
+    assert done.returncode == 0, done.stderr
+    v2 = _model(tmp_path / "v2.zarr")
+    ours = _model(draft)
+    strip = lambda m: json.loads(json.dumps(m, default=str))  # noqa: E731
+    assert strip(ours) == strip(v2)
+
+
+def test_draft_values_equal_netcdf4_python(tmp_path):
+    tree = sample()
+    draft = write_store(tmp_path / "draft.zarr", tree)
+    source = write_nc(tmp_path / "same.nc", tree)
+    ds = open_dataset(str(draft))
+    with netCDF4.Dataset(source) as nc:
+        nc.set_auto_mask(False)
+        assert ds.root.variables["label"].data.tolist() == list(nc["label"][:])
+        assert np.asarray(ds.root.variables["name"].data, dtype="S1").tobytes() == nc["name"][:].tobytes()
+        assert float(ds.root.variables["s"].data) == float(nc["s"][...])
+        assert ds.root.groups["g"].variables["w"].data.tolist() == nc["g/w"][:].tolist()
+        assert ds.root.dimensions["time"].unlimited and nc.dimensions["time"].isunlimited()
+        assert ds.root.variables["v"].attributes["_FillValue"].value.tolist() == [nc["v"]._FillValue]
+
+
+def test_flavor_is_draft_in_dump_and_check(tmp_path):
+    draft = write_store(tmp_path / "draft.zarr", sample())
+    kind = _cli("dump", "-k", str(draft))
+    assert kind.returncode == 0, kind.stderr
+    assert kind.stdout.split()[-1] == DRAFT_FLAVOR
+    with open_store(str(draft)) as store:
+        assert isinstance(open_v3(store), DraftReader)
+
+
+@pytest.mark.parametrize("key", ["nczarr_type", "type_alias"])
+def test_draft_type_alias_either_key(tmp_path, key):
+    draft = write_store(tmp_path / "draft.zarr", sample(), alias_key=key)
+    with open_store(str(draft)) as store:
+        reader = open_v3(store)
+        assert isinstance(reader, DraftReader)
+        assert f"type:{key}" in reader.spellings
+        assert reader.dataset.root.variables["name"].type == "char"
+        assert reader.dataset.root.variables["label"].type == "string"
+
+
+def test_nczarr_keys_never_user_attributes(tmp_path):
+    tree = sample()
+    draft = write_store(tmp_path / "draft.zarr", tree)
+    ds = open_dataset(str(draft))
+    for _, group in ds.root.walk():
+        assert not [n for n in group.attributes if n.startswith("_nczarr")]
+        for var in group.variables.values():
+            assert not [n for n in var.attributes if n.startswith("_nczarr")]
+
+
+def test_documented_spellings_read_the_same(tmp_path):
+    """docs/nczarr.md's list forms of dimensions and attribute_types and 'subgroups' read like the code's."""
+    code = _model(write_store(tmp_path / "code.zarr", sample()))
+
+    def documented(path: str, doc: dict[str, Any]) -> None:
+        attrs = doc["attributes"]
+        group = attrs.get("_nczarr_group")
+        if group is not None:
+            group["dimensions"] = [{"name": n, **spec} for n, spec in group["dimensions"].items()]
+            group["subgroups"] = group.pop("groups")
+        types = attrs["_nczarr_attrs"]["attribute_types"]
+        attrs["_nczarr_attrs"]["attribute_types"] = [{"name": n, "configuration": {"type": t}}
+                                                     for n, t in types.items()]
+        if "_nczarr_array" in attrs and "nczarr_type" in attrs["_nczarr_array"]:
+            attrs["_nczarr_array"]["type_alias"] = attrs["_nczarr_array"].pop("nczarr_type")
+    doc_store = write_store(tmp_path / "doc.zarr", sample(), edit=documented)
+    assert _model(doc_store) == code
+    with open_store(str(doc_store)) as store:
+        reader = open_v3(store)
+        assert isinstance(reader, DraftReader)
+        assert {"dimensions:list", "attribute_types:list", "subgroups", "type:type_alias"} <= reader.spellings
+
+
+# ---- hostile draft metadata: one line naming the key, exit 2 as other format errors ----------------------------
+
+def _hostile(tmp_path: Path, edit: Any) -> Path:
+    return write_store(tmp_path / "bad.zarr", sample(), edit=edit)
+
+
+def _missing_dim(path: str, doc: dict[str, Any]) -> None:
+    if path == "/v":
+        doc["attributes"]["_nczarr_array"]["dimension_references"] = ["/time", "/nosuch"]
+
+
+def _huge_maxstrlen(path: str, doc: dict[str, Any]) -> None:
+    if path == "/label":
+        doc["data_type"] = f"r{8 * 10**12}"
+
+
+def _wrong_rank(path: str, doc: dict[str, Any]) -> None:
+    if path == "/v":
+        doc["attributes"]["_nczarr_array"]["dimension_references"] = ["/time"]
+
+
+def _bad_dims(path: str, doc: dict[str, Any]) -> None:
+    if path == "/":
+        doc["attributes"]["_nczarr_group"]["dimensions"] = {"x": {"size": "three"}}
+
+
+@pytest.mark.parametrize("edit, line", [
+    (_missing_dim, "/v: dimension /nosuch is not defined"),
+    (_huge_maxstrlen, "/label/zarr.json: data_type r8000000000000: a maxstrlen of 1000000000000 bytes"),
+    (_wrong_rank, "/v/zarr.json: _nczarr_array.dimension_references has 1 names for a 2-d array"),
+    (_bad_dims, "/zarr.json: _nczarr_group dimension 'x' has no valid size"),
+], ids=["draft-missing-dim", "draft-maxstrlen-1e12", "draft-dimref-rank", "draft-dim-size"])
+def test_hostile_draft_metadata_is_one_line(tmp_path, edit, line):
+    bad = _hostile(tmp_path, edit)
+    with pytest.raises(FormatError, match=line.replace("[", r"\[")), open_store(str(bad)) as store:
+        open_v3(store)
+    got = assert_one_line_failure(run(str(bad), module="dump"))
+    assert line in got
