@@ -199,3 +199,81 @@ def test_hostile_draft_metadata_is_one_line(tmp_path, edit, line):
         open_v3(store)
     got = assert_one_line_failure(run(str(bad), module="dump"))
     assert line in got
+
+
+# ---- findings: each documented-vs-coded difference, on a store that triggers it and one that does not ----------
+
+def _findings(path: Path) -> tuple[str, dict[str, list[str]]]:
+    from nczarr_conformance.checker import check
+
+    report = check(str(path))
+    out: dict[str, list[str]] = {}
+    for f in report.findings:
+        out.setdefault(f.rule, []).append(f"{f.key}: {f.message}")
+    return report.flavor, out
+
+
+def _documented(path: str, doc: dict[str, Any]) -> None:
+    """The document's spellings (appendix E) everywhere, the v3-valid fill values, a full superblock."""
+    attrs = doc["attributes"]
+    group = attrs.get("_nczarr_group")
+    if group is not None:
+        group["dimensions"] = [{"name": n, **spec} for n, spec in group["dimensions"].items()]
+        group["subgroups"] = group.pop("groups")
+    if "_nczarr_superblock" in attrs:
+        attrs["_nczarr_superblock"] = {"version": "3.0.0", "format": 3}
+    types = attrs["_nczarr_attrs"]["attribute_types"]
+    attrs["_nczarr_attrs"]["attribute_types"] = [{"name": n, "configuration": {"type": t}} for n, t in types.items()]
+    if "_nczarr_array" in attrs and "nczarr_type" in attrs["_nczarr_array"]:
+        attrs["_nczarr_array"]["type_alias"] = attrs["_nczarr_array"].pop("nczarr_type")
+    if isinstance(doc.get("fill_value"), str):
+        doc["fill_value"] = 0 if doc["data_type"] == "uint8" else [0] * (int(doc["data_type"][1:]) // 8)
+
+
+def test_code_layout_findings(tmp_path):
+    """As zformat3.c writes: type alias under nczarr_type, a version-only superblock, string char/string fills."""
+    flavor, found = _findings(write_store(tmp_path / "code.zarr", sample()))
+    assert flavor == DRAFT_FLAVOR
+    assert found["NCZ-V3-DRAFT-LAYOUT"] == ["/zarr.json: flavor nczarr-v3-draft: netcdf-c PR #3068's draft layout "
+                                            "(unmerged); no released netcdf-c reads it"]
+    assert sorted(found["NCZ-V3-DRAFT-TYPE-KEY"]) == [
+        "/label/zarr.json: type alias under 'nczarr_type' ('string'); the document reads 'type_alias'",
+        "/name/zarr.json: type alias under 'nczarr_type' ('char'); the document reads 'type_alias'"]
+    assert found["NCZ-V3-DRAFT-SUPERBLOCK"][0].startswith("/zarr.json: _nczarr_superblock keys ['version']")
+    assert sorted(found["NCZ-V3-DRAFT-FILL"]) == [
+        "/label/zarr.json: fill_value '' is a string for data_type r64: the v3 spec wants a list of bytes",
+        "/name/zarr.json: fill_value '\\x00' is a string for data_type uint8: the v3 spec wants an integer"]
+    for rule_id in ("NCZ-V3-DRAFT-DIMENSIONS", "NCZ-V3-DRAFT-SUBGROUPS", "NCZ-V3-DRAFT-ATTRIBUTE-TYPES"):
+        assert rule_id not in found, found[rule_id]
+
+
+def test_document_layout_findings(tmp_path):
+    flavor, found = _findings(write_store(tmp_path / "doc.zarr", sample(), edit=_documented))
+    assert flavor == DRAFT_FLAVOR
+    assert sorted(found["NCZ-V3-DRAFT-TYPE-KEY"]) == [
+        "/label/zarr.json: type alias under 'type_alias' ('string'); zformat3.c reads 'nczarr_type'",
+        "/name/zarr.json: type alias under 'type_alias' ('char'); zformat3.c reads 'nczarr_type'"]
+    assert found["NCZ-V3-DRAFT-DIMENSIONS"][0].startswith("/zarr.json: dimensions as the document's list")
+    assert len(found["NCZ-V3-DRAFT-DIMENSIONS"]) == 2  # the root and /g
+    assert found["NCZ-V3-DRAFT-SUBGROUPS"][0] == ("/zarr.json: subgroups listed under the document's 'subgroups'; "
+                                                  "zformat3.c reads 'groups'")
+    assert len(found["NCZ-V3-DRAFT-ATTRIBUTE-TYPES"]) == 8  # every zarr.json: 2 groups, 6 arrays
+    for rule_id in ("NCZ-V3-DRAFT-SUPERBLOCK", "NCZ-V3-DRAFT-FILL"):
+        assert rule_id not in found, found[rule_id]
+
+
+def test_nofill_is_a_fill_finding(tmp_path):
+    tree = sample()
+    tree.vars["t"].no_fill = True
+    _, found = _findings(write_store(tmp_path / "nofill.zarr", tree))
+    assert "/t/zarr.json: fill_value null (netCDF NOFILL): the v3 spec requires a value; zarr-python refuses it" \
+        in found["NCZ-V3-DRAFT-FILL"]
+
+
+def test_no_draft_findings_on_a_plain_v3_store(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    g = zarr.open_group(str(tmp_path / "plain.zarr"), mode="w", zarr_format=3)
+    g.create_array("a", shape=(2,), dtype="int32", dimension_names=["x"])
+    flavor, found = _findings(tmp_path / "plain.zarr")
+    assert flavor == "zarr-v3"
+    assert not [r for r in found if r.startswith("NCZ-V3-DRAFT")]
