@@ -2,7 +2,7 @@
 
 Source of truth: ``libnczarr/zformat3.c`` of DennisHeimbigner/netcdf-c, branch ``v3plug.dmh``
 (tip 48cd8da, 2025-02-11; the file's last change is 8da0d36, 2025-01-15, and the branches
-insert1.dmh, shard1.tmp and clean1.dmh hold the same blob 718d69c). No released netcdf-c writes
+insert1.dmh, shard1.tmp and clean1.dmh hold an identical blob 718d69c). No released netcdf-c writes
 this layout, so it is read as that code writes it, and where the PR's ``docs/nczarr.md`` appendix E
 says otherwise, the documented spelling is accepted too and the difference is recorded in
 :attr:`DraftReader.spellings` (checker/draft.py turns each into an NCZ-V3-DRAFT-* finding):
@@ -15,7 +15,7 @@ says otherwise, the documented spelling is accepted too and the difference is re
 * char is stored as ``uint8`` and string as raw bits ``r<8*maxstrlen>`` (nctype2dtype), NUL padded;
 * ``_nczarr_attrs.attribute_types``: code ``{name: type}`` (ZF3_encode_attributes via ncz_insert_attr),
   document ``[{"name", "configuration": {"type"}}]``; type ``json`` for JSON-valued attributes;
-* ``_nczarr_*`` keys are bookkeeping, never user attributes (model.is_internal_attribute).
+* ``_nczarr_*`` keys are bookkeeping, not shown as user attributes (model.is_internal_attribute).
 """
 from __future__ import annotations
 
