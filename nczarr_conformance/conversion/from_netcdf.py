@@ -237,6 +237,7 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
     if misnamed is not None:
         raise misnamed
     safety.check_output_is_safe(src, spec.kind, spec.path)
+    v3_flavor = flavor or "zarr"
     if zarr_format == 3:
         _v3_options(flavor, char_as, shard)
         flavor = "zarr"
@@ -274,9 +275,9 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
             if zarr_format == 3:
                 from nczarr_conformance.zarr3.writer import write_dataset as write_v3
 
-                stats.copied, notes = write_v3(dataset, store, source=source, progress=counting, threads=workers,
-                                               raw=without_direct_copy(raw, reencode), consolidate=consolidate,
-                                               shard=shard)
+                stats.copied, notes = write_v3(dataset, store, flavor=v3_flavor, source=source, progress=counting,
+                                               threads=workers, raw=without_direct_copy(raw, reencode),
+                                               consolidate=consolidate, shard=shard)
                 stats.warnings += [f"{src}: {note}" for note in notes]
             else:
                 stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,

@@ -89,7 +89,7 @@ from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.zarr3.metadata import NUMERIC_TYPES, ZARR_JSON, KeyEncoding
 
 #: the v3 layouts ``--zarr-format 3`` writes, and those named in issue #25 not written yet
-V3_WRITE_FLAVORS = ("zarr",)
+V3_WRITE_FLAVORS = ("zarr", "nczarr-v3-draft")
 V3_NOT_YET = tuple(f for f in V3_FLAVORS if f not in V3_WRITE_FLAVORS)
 #: netCDF numeric type → v3 data type name
 DATA_TYPES = {nctype: name for name, nctype in NUMERIC_TYPES.items()}
@@ -531,8 +531,13 @@ def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "zarr", sourc
                   consolidate: bool | None = None, shard: int | None = None) -> tuple[int, list[str]]:
     """Write ``dataset`` into ``store`` as Zarr v3 (the caller commits or aborts); return the chunks
     copied from the source and the lines naming what the v3 layout did not keep."""
-    writer = V3Writer(dataset, store, flavor=flavor, source=source, progress=progress, threads=threads, raw=raw,
-                      consolidate=consolidate, shard=shard)
+    cls = V3Writer
+    if flavor == "nczarr-v3-draft":
+        from nczarr_conformance.zarr3.draft_writer import DraftWriter  # it builds on this module
+
+        cls = DraftWriter
+    writer = cls(dataset, store, flavor=flavor, source=source, progress=progress, threads=threads, raw=raw,
+                 consolidate=consolidate, shard=shard)
     writer.write()
     return writer.copied, writer.notes
 
