@@ -35,7 +35,7 @@ from nczarr_conformance.model import Attribute, Group, Variable, is_internal_att
 from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN
 from nczarr_conformance.nczarr.writer import ArrayPlan, ChunkEncoder, _to_storage
-from nczarr_conformance.zarr3.draft import ARRAY, ATTRS, DRAFT_FLAVOR, GROUP, SUPERBLOCK
+from nczarr_conformance.zarr3.draft import ARRAY, ATTRS, GROUP, SUPERBLOCK
 from nczarr_conformance.zarr3.writer import DATA_TYPES, ChunkCodec, V3Plan, V3Writer, fill_json
 
 #: zformat3.c ZF3_encode_superblock: ``"%d.0.0"`` of the NCZarr format 3
@@ -71,7 +71,7 @@ class DraftWriter(V3Writer):
     def __init__(self, *args: Any, shard: int | None = None, **kwargs: Any) -> None:
         if shard is not None:
             raise UsageError("--shard: the draft NCZarr v3 layout (netcdf-c PR #3068) has no shards")
-        kwargs["flavor"] = DRAFT_FLAVOR
+        kwargs["flavor"] = "zarr"  # V3Writer's machinery; the layout is this class's
         kwargs["consolidate"] = False  # zformat3.c writes none
         super().__init__(*args, **kwargs)
 

@@ -89,7 +89,7 @@ from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.zarr3.metadata import NUMERIC_TYPES, ZARR_JSON, KeyEncoding
 
 #: the v3 layouts ``--zarr-format 3`` writes, and those named in issue #25 not written yet
-V3_WRITE_FLAVORS = ("zarr", "nczarr-v3-draft")
+V3_WRITE_FLAVORS = ("zarr",)
 V3_NOT_YET = tuple(f for f in V3_FLAVORS if f not in V3_WRITE_FLAVORS)
 #: netCDF numeric type → v3 data type name
 DATA_TYPES = {nctype: name for name, nctype in NUMERIC_TYPES.items()}
@@ -102,8 +102,11 @@ GZIP_HEAD = b"\x1f\x8b\x08\x00\x00\x00\x00\x00"
 CONSOLIDATED = {"kind": "inline", "must_understand": False}
 
 
-def refuse_flavor(flavor: str) -> None:
-    """One line for a v3 layout not written yet (nc2nczarr exits 2 on it)."""
+def refuse_flavor(flavor: str, *, draft: bool = False) -> None:
+    """One line for a v3 layout not written yet (nc2nczarr exits 2 on it); ``draft``: the caller writes
+    ``nczarr-v3-draft`` (zarr3/draft_writer.py: nc2nczarr and write(), not nczarr-fix --to-v3)."""
+    if draft and flavor == "nczarr-v3-draft":
+        return
     if flavor in V3_NOT_YET:
         raise UsageError(f"--flavor {flavor} is not written yet for Zarr v3 (issue #25); --flavor zarr writes "
                          "pure Zarr v3 as xarray and zarr-python 3 write it")

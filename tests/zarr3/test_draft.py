@@ -277,3 +277,98 @@ def test_no_draft_findings_on_a_plain_v3_store(tmp_path):
     flavor, found = _findings(tmp_path / "plain.zarr")
     assert flavor == "zarr-v3"
     assert not [r for r in found if r.startswith("NCZ-V3-DRAFT")]
+
+
+# ---- write: nc2nczarr --zarr-format 3 --flavor nczarr-v3-draft -----------------------------------------------------
+
+def _convert_draft(tmp_path: Path, out: str, tree: DGroup | None = None) -> tuple[Path, Path]:
+    source = write_nc(tmp_path / "src.nc", tree or sample())
+    target = tmp_path / out
+    done = _cli("convert", "--zarr-format", "3", "--flavor", DRAFT_FLAVOR, str(source), str(target))
+    assert done.returncode == 0, done.stderr
+    return source, target
+
+
+@pytest.mark.parametrize("out", ["draft-dir.zarr", "draft.zip"])
+def test_written_draft_reads_back_equal(tmp_path, out):
+    source, target = _convert_draft(tmp_path, out)
+    done = _cli("convert", str(source), str(tmp_path / "v2.zarr"))
+    assert done.returncode == 0, done.stderr
+    assert _model(target) == _model(tmp_path / "v2.zarr")
+    kind = _cli("dump", "-k", str(target))
+    assert kind.stdout.split()[-1] == DRAFT_FLAVOR, kind
+
+
+def test_written_draft_layout_is_zformat3s(tmp_path):
+    """The keys zformat3.c writes (draft_fixtures.py names its lines), compared with the fixture's documents."""
+    _, target = _convert_draft(tmp_path, "draft.zarr")
+    fixture = write_store(tmp_path / "fixture.zarr", sample())
+
+    def docs(root: Path) -> dict[str, Any]:
+        return {str(p.parent.relative_to(root)): json.loads(p.read_text()) for p in root.rglob("zarr.json")}
+    ours, theirs = docs(target), docs(fixture)
+    assert sorted(ours) == sorted(theirs)
+    for node, doc in theirs.items():
+        got = ours[node]
+        assert list(got) == list(doc), node  # zformat3.c's key order
+        for key in ("node_type", "zarr_format", "shape", "chunk_key_encoding", "dimension_names", "codecs"):
+            if key != "codecs" or doc["node_type"] == "array":
+                assert got.get(key) == doc.get(key), (node, key)
+        got_attrs, attrs = got["attributes"], doc["attributes"]
+        assert set(got_attrs) == set(attrs), node
+        for key in ("_nczarr_group", "_nczarr_superblock", "_nczarr_array"):
+            assert got_attrs.get(key) == attrs.get(key), (node, key)
+        assert got_attrs["_nczarr_attrs"] == attrs["_nczarr_attrs"] or node == "label", node
+    # the fixture's string width is 8; ours sizes it as nc2nczarr's v2 |S (128 unless longer)
+    assert ours["label"]["data_type"] == "r1024" and ours["label"]["attributes"]["_nczarr_maxstrlen"] == 128
+    # the one deliberate difference: v3-valid char/string fills where zformat3.c writes JSON strings
+    assert ours["name"]["fill_value"] == 0 and theirs["name"]["fill_value"] == "\u0000"
+    assert ours["label"]["fill_value"] == [0] * 128
+
+
+def test_written_draft_as_zarr_python_sees_it(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    source, target = _convert_draft(tmp_path, "draft.zarr")
+    g = zarr.open_group(str(target), mode="r")
+    with netCDF4.Dataset(source) as nc:
+        nc.set_auto_mask(False)
+        name = g["name"]
+        assert name.dtype == np.dtype("uint8")  # char: zarr-python sees the bytes as uint8
+        np.testing.assert_array_equal(name[:], np.frombuffer(nc["name"][:].tobytes(), "u1").reshape(3, 4))
+        np.testing.assert_array_equal(g["v"][:], nc["v"][:])
+        np.testing.assert_array_equal(g["g/w"][:], nc["g/w"][:])
+        assert float(g["s"][...]) == float(nc["s"][...])
+        assert g.attrs["title"] == nc.getncattr("title")
+        assert g.attrs["_nczarr_superblock"] == {"version": "3.0.0"}  # zarr-python shows the bookkeeping as is
+    with pytest.raises(ValueError, match="No Zarr data type found that matches 'r1024'"):
+        g["label"]  # zarr-python 3.1.6 has no raw-bits data type: the string variable does not open
+
+
+def test_written_draft_as_xarray_sees_it(tmp_path):
+    xr = pytest.importorskip("xarray")
+    tree = sample()
+    del tree.vars["label"]  # xarray opens every array; zarr-python opens no r<bits> one
+    source, target = _convert_draft(tmp_path, "draft.zarr", tree)
+    with netCDF4.Dataset(source) as nc, xr.open_zarr(target, zarr_format=3, consolidated=False,
+                                                      mask_and_scale=False) as ds:
+        nc.set_auto_mask(False)
+        assert ds["v"].dims == ("time", "x")
+        np.testing.assert_array_equal(ds["v"].values, nc["v"][:])
+        assert ds["name"].dtype == np.dtype("uint8")
+
+
+def test_draft_write_refuses_shard(tmp_path):
+    source = write_nc(tmp_path / "src.nc", sample())
+    done = _cli("convert", "--zarr-format", "3", "--flavor", DRAFT_FLAVOR, "--shard", "2", str(source),
+                str(tmp_path / "o.zarr"))
+    line = assert_one_line_failure(done)
+    assert "the draft NCZarr v3 layout (netcdf-c PR #3068) has no shards" in line
+    assert not (tmp_path / "o.zarr").exists()
+
+
+def test_write_api_draft(tmp_path):
+    import nczarr_conformance
+
+    model = open_dataset(str(write_store(tmp_path / "fixture.zarr", sample())))
+    nczarr_conformance.write(model, str(tmp_path / "api.zarr"), zarr_format=3, flavor=DRAFT_FLAVOR)
+    assert _model(tmp_path / "api.zarr") == _model(tmp_path / "fixture.zarr")
