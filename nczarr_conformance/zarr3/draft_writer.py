@@ -13,7 +13,7 @@ are reused; what differs follows ``libnczarr/zformat3.c`` of DennisHeimbigner/ne
 * char as ``uint8``, string as raw bits ``r<8*maxstrlen>`` NUL padded, the length in the variable's
   ``_nczarr_maxstrlen`` (128, or the longest value when longer, as our v2 writer sizes ``|S``);
 * a ``bytes`` codec with its ``endian`` first in every chain, the ``default`` key encoding with ``/``,
-  ``fill_value`` always present (``null`` for NOFILL, as zformat3.c writes it).
+  ``fill_value`` in every array (``null`` for NOFILL, as zformat3.c writes it).
 
 One deliberate difference: zformat3.c writes a char or string fill as a JSON string, which the v3
 spec does not allow for ``uint8`` or ``r<bits>`` (zarr-python 3.1.6 refuses to open such an array:
