@@ -372,3 +372,16 @@ def test_write_api_draft(tmp_path):
     model = open_dataset(str(write_store(tmp_path / "fixture.zarr", sample())))
     nczarr_conformance.write(model, str(tmp_path / "api.zarr"), zarr_format=3, flavor=DRAFT_FLAVOR)
     assert _model(tmp_path / "api.zarr") == _model(tmp_path / "fixture.zarr")
+
+
+def test_check_reads_a_draft_store_as_draft(tmp_path):
+    """NCZ-V3-READ reads through the draft reader: a clean store has no error; a missing dimension is one."""
+    from nczarr_conformance.checker import check
+
+    _, ours = _convert_draft(tmp_path, "ours.zarr")
+    report = check(str(ours), deep=True)
+    assert report.flavor == DRAFT_FLAVOR
+    assert [(f.rule, f.message) for f in report.findings if f.severity == "error"] == []
+    bad = check(str(_hostile(tmp_path, _missing_dim)))
+    assert [(f.rule, f.message) for f in bad.findings if f.rule == "NCZ-V3-READ"] == [
+        ("NCZ-V3-READ", "/v: dimension /nosuch is not defined")]
