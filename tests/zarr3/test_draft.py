@@ -385,3 +385,13 @@ def test_check_reads_a_draft_store_as_draft(tmp_path):
     bad = check(str(_hostile(tmp_path, _missing_dim)))
     assert [(f.rule, f.message) for f in bad.findings if f.rule == "NCZ-V3-READ"] == [
         ("NCZ-V3-READ", "/v: dimension /nosuch is not defined")]
+
+
+def test_fix_to_v3_still_refuses_the_draft(tmp_path):
+    """Only nc2nczarr and write() write the draft; nczarr-fix --to-v3 keeps refusing it in one line."""
+    from nczarr_conformance.errors import UsageError
+    from nczarr_conformance.fix.to_v3 import plan_to_v3
+    from nczarr_conformance.stores.memory import MemoryStore
+
+    with pytest.raises(UsageError, match="--flavor nczarr-v3-draft is not written yet for Zarr v3"):
+        plan_to_v3(MemoryStore(), DRAFT_FLAVOR)
