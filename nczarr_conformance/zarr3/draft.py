@@ -174,6 +174,13 @@ def parse_dimensions(gkey: str, info: dict[str, Any], found: set[str]) -> dict[s
     return out
 
 
+
+def _in_order(found: dict[str, Any], listed: Any) -> dict[str, Any]:
+    """``found`` (children by store listing) in the order ``_nczarr_group`` lists them, which is netCDF's
+    creation order (ncdump's); children it does not list follow in listing order."""
+    names = [n for n in listed if isinstance(n, str) and n in found] if isinstance(listed, list) else []
+    return {**{n: found[n] for n in names}, **{n: v for n, v in found.items() if n not in names}}
+
 class DraftReader(V3Reader):
     """Reads a draft NCZarr v3 store: the v3 reader's chunks, the draft's netCDF metadata."""
 
@@ -199,6 +206,8 @@ class DraftReader(V3Reader):
         if "subgroups" in info:
             self.spellings.add("subgroups")
         group.dimensions = {n: Dimension(s, u) for n, (s, u) in parse_dimensions(gkey, info, self.spellings).items()}
+        group.variables = _in_order(group.variables, info.get("arrays"))
+        group.groups = _in_order(group.groups, info.get("groups", info.get("subgroups")))
         return group
 
     def _attributes(self, node: str, doc: dict[str, Any]) -> dict[str, Attribute]:  # type: ignore[override]

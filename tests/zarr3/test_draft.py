@@ -395,3 +395,17 @@ def test_fix_to_v3_still_refuses_the_draft(tmp_path):
 
     with pytest.raises(UsageError, match="--flavor nczarr-v3-draft is not written yet for Zarr v3"):
         plan_to_v3(MemoryStore(), DRAFT_FLAVOR)
+
+
+def test_nczarr_dump_of_written_draft_equals_ncdump_of_the_source(tmp_path):
+    """CDL of the draft store (variables in _nczarr_group's order, netCDF's) equals ncdump's of the source file."""
+    import shutil
+
+    ncdump = shutil.which("ncdump")
+    if ncdump is None:
+        pytest.skip("ncdump not installed")
+    source, target = _convert_draft(tmp_path, "src.zarr")  # the same base name: the same first CDL line
+    ours = _cli("dump", str(target))
+    assert ours.returncode == 0, ours.stderr
+    theirs = subprocess.run([ncdump, str(source)], capture_output=True, text=True, check=True, timeout=60)
+    assert ours.stdout == theirs.stdout
