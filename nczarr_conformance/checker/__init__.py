@@ -13,6 +13,7 @@ from typing import Any
 from nczarr_conformance.checker import (  # noqa: F401  (registers the rules)
     attrs,
     chunks,
+    draft,
     interop,
     layout,
     metadata,
@@ -110,7 +111,8 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
             ctx.flavor = V3_FLAVOR  # the v2 rule families do not apply: checker/zarr3.py's rules do
         findings: list[Finding] = []
         if ctx.flavor == V3_FLAVOR:
-            order = list(zarr3.V3_RULES) + list(nz.NZ_RULES)  # the NZ-1.0 rules act on a store claiming it
+            # the NZ-1.0 rules act on a store claiming it; the draft rules find nothing off a draft store
+            order = list(zarr3.V3_RULES) + list(nz.NZ_RULES) + list(draft.DRAFT_RULES)
         elif ctx.flavor == "unknown":
             order = ["NCZ-LAYOUT-NODATASET"]
         else:  # rules reporting what the context recorded run after every rule that reads
@@ -130,5 +132,10 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
         crash_kept = not (ignore and RULES["NCZ-CHECK-CRASH"].matches(ignore))
         findings = [f for f in findings if f.rule in keep or (f.rule == "NCZ-CHECK-CRASH" and crash_kept)]
         findings = [with_fix(f) for f in findings]
-        flavor = nz.REPORT_FLAVOR if ctx.flavor == V3_FLAVOR and nz.applies(ctx) else ctx.flavor
+        if ctx.flavor == V3_FLAVOR and draft.draft_docs(ctx):
+            flavor = draft.DRAFT_FLAVOR
+        elif ctx.flavor == V3_FLAVOR and nz.applies(ctx):
+            flavor = nz.REPORT_FLAVOR
+        else:
+            flavor = ctx.flavor
         return Report(url, flavor, findings, ctx.objects_read, time.perf_counter() - started, fail_on)

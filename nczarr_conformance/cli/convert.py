@@ -3,8 +3,8 @@
 Takes nccopy's transforms (-d -s -c -M -u -V -G, same syntax and rules, see
 conversion/transforms.py) and ``--compressor`` for the other codecs netcdf-c reads.
 ``--concat DIM`` writes many files into one store along DIM on dask.distributed (conversion/concat.py).
-``--zarr-format 3`` writes Zarr v3 (``--flavor zarr``, xarray's layout, is the v3 layout written so far;
-``nczarr-v3-draft`` and ``nz`` are refused in one line, exit 2), ``--shard N`` N chunks per shard object;
+``--zarr-format 3`` writes Zarr v3 (``--flavor zarr``, xarray's layout; ``nczarr-v3-draft``, netcdf-c PR #3068's
+unmerged draft layout; ``nz``, the NZ-1.0 proposal), ``--shard N`` N chunks per shard object;
 ``--append`` onto a v3 store and ``--zarr-format 3 --concat`` run in this process (conversion/append_v3.py).
 Exit codes: 0 converted, 2 could not convert or bad usage (one line on stderr, nothing written).
 """
@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flavor", default=None, choices=sorted({*FLAVOR_ALIASES, *V3_FLAVORS}),
                    help="layout to write: nczarr (netcdf-c ≥ 4.9.3, default), nczarr-2 (netcdf-c 4.9.1–4.9.2), "
                         "nczarr-2-upper (netcdf-c 4.9.0), zarr; with --zarr-format 3: zarr (xarray's and "
-                        "zarr-python 3's layout, the default; nczarr-v3-draft and nz are not written yet)")
+                        "zarr-python 3's layout, the default; nczarr-v3-draft: netcdf-c PR #3068's draft; "
+                        "nz is not written yet)")
     p.add_argument("--zarr-format", type=int, choices=(2, 3), default=2,
                    help="2 (default) or 3: Zarr v3 (zarr.json, dimension_names), what xarray and zarr-python 3 "
                         "write by default; no released netcdf-c reads it")

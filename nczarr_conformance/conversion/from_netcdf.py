@@ -237,6 +237,7 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
     if misnamed is not None:
         raise misnamed
     safety.check_output_is_safe(src, spec.kind, spec.path)
+    v3_flavor = flavor or "zarr"
     if zarr_format == 3:
         _v3_options(flavor, char_as, shard)
         v3_flavor, flavor = flavor or "zarr", "zarr"  # the v3 layout (zarr, nz); the v2 planning below sees zarr
@@ -300,7 +301,7 @@ def _v3_options(flavor: str | None, char_as: str | None, shard: int | None) -> N
     """Refuse, in one line, what a Zarr v3 conversion does not take."""
     from nczarr_conformance.zarr3.writer import refuse_flavor
 
-    refuse_flavor(flavor or "zarr")
+    refuse_flavor(flavor or "zarr", draft=True)
     if char_as is not None:
         raise UsageError("--char-as is for Zarr v2; Zarr v3 writes char as null_terminated_bytes of 1 byte "
                          "(numpy S1), as xarray and zarr-python 3 do")

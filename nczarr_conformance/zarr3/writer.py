@@ -102,8 +102,11 @@ GZIP_HEAD = b"\x1f\x8b\x08\x00\x00\x00\x00\x00"
 CONSOLIDATED = {"kind": "inline", "must_understand": False}
 
 
-def refuse_flavor(flavor: str) -> None:
-    """One line for a v3 layout not written yet (nc2nczarr exits 2 on it)."""
+def refuse_flavor(flavor: str, *, draft: bool = False) -> None:
+    """One line for a v3 layout not written yet (nc2nczarr exits 2 on it); ``draft``: the caller writes
+    ``nczarr-v3-draft`` (zarr3/draft_writer.py: nc2nczarr and write(), not nczarr-fix --to-v3)."""
+    if draft and flavor == "nczarr-v3-draft":
+        return
     if flavor in V3_NOT_YET:
         raise UsageError(f"--flavor {flavor} is not written yet for Zarr v3 (issue #25); --flavor zarr writes "
                          "pure Zarr v3 as xarray and zarr-python 3 write it")
@@ -541,8 +544,12 @@ def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "zarr", sourc
         from nczarr_conformance.zarr3.nz_writer import NzWriter
 
         writer_class = NzWriter
+    elif flavor == "nczarr-v3-draft":
+        from nczarr_conformance.zarr3.draft_writer import DraftWriter  # it builds on this module
+
+        writer_class = DraftWriter
     writer = writer_class(dataset, store, flavor=flavor, source=source, progress=progress, threads=threads, raw=raw,
-                      consolidate=consolidate, shard=shard)
+                          consolidate=consolidate, shard=shard)
     writer.write()
     return writer.copied, writer.notes
 

@@ -331,7 +331,7 @@ def test_one_warning_line_names_what_v3_does_not_keep(source: Path, converted: A
     assert "/:factor16 (ushort)" in lines[0]
 
 
-@pytest.mark.parametrize("flavor", ["nczarr-v3-draft", "nczarr"])  # nz: tests/zarr3/test_nz.py
+@pytest.mark.parametrize("flavor", ["nczarr"])  # nz, nczarr-v3-draft are written: tests/zarr3/test_nz.py, test_draft.py
 def test_flavors_not_written_for_v3_are_refused_in_one_line(source: Path, tmp_path: Path, flavor: str) -> None:
     out = tmp_path / "o.zarr"
     done = run_cli("--zarr-format", "3", "--flavor", flavor, str(source), str(out))
