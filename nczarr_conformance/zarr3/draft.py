@@ -210,7 +210,7 @@ class DraftReader(V3Reader):
         group.groups = _in_order(group.groups, info.get("groups", info.get("subgroups")))
         return group
 
-    def _attributes(self, node: str, doc: dict[str, Any]) -> dict[str, Attribute]:  # type: ignore[override]
+    def _attributes(self, node: str, doc: dict[str, Any]) -> dict[str, Attribute]:
         raw = doc.get("attributes") or {}
         where = keys.join(node, ZARR_JSON)
         if not isinstance(raw, dict):
