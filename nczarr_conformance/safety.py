@@ -52,10 +52,12 @@ from typing import Any, Self
 from nczarr_conformance import keys
 from nczarr_conformance.errors import StoreError, UsageError
 
-META_NAMES = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata", ".nczarr"})
-ROOT_META = ("/.zmetadata", "/.zgroup", "/.zarray", "/.nczarr", "/.zattrs")  # deleted in this order
+META_NAMES = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata", ".nczarr", "zarr.json"})
+ROOT_META = ("/zarr.json", "/.zmetadata", "/.zgroup", "/.zarray", "/.nczarr", "/.zattrs")  # deleted in this order
 S3_MARKER = "/.nczarr-partial"  # an S3 writer holds the prefix: {"host", "pid", "command", "mode"}
 _CHUNK_SEGMENT = re.compile(r"^\d+(\.\d+)*$")
+#: a Zarr v3 chunk key's first segment under its array: ``c`` (``c/0/1``, a scalar's ``c``) or ``c.0.1``
+_V3_CHUNK_HEAD = re.compile(r"^c(\.\d+)*$")
 _PARTIAL = re.compile(r"\.partial-(\d+)(-[^/]*)?$")
 
 
@@ -85,15 +87,18 @@ def is_dataset_shaped(key: str) -> bool:
 
 
 def split_dataset_keys(all_keys: Iterable[str]) -> tuple[list[str], list[str]]:
-    """(objects of the Zarr v2 dataset rooted at '/', every other object).
+    """(objects of the Zarr dataset rooted at '/', every other object).
 
     A node is a group (``.zgroup``) or an array (``.zarray``) whose ancestors are all
     groups up to a root group; its objects are its metadata objects and, for an array,
-    keys below it made of chunk-index segments (``0.1`` or nested ``0/1``).
+    keys below it made of chunk-index segments (``0.1`` or nested ``0/1``). A Zarr v3 node
+    (``zarr.json``) may be either, which its key does not say: below it, chunk keys of the
+    ``default`` encoding (``c/0/1``, ``c.0.1``, a scalar's ``c``) or the ``v2`` one are its own.
     """
     keyset = sorted(set(all_keys))
-    groups = {keys.parent(k) for k in keyset if keys.basename(k) == ".zgroup"}
-    arrays = {keys.parent(k) for k in keyset if keys.basename(k) == ".zarray"}
+    v3_nodes = {keys.parent(k) for k in keyset if keys.basename(k) == "zarr.json"}
+    groups = {keys.parent(k) for k in keyset if keys.basename(k) == ".zgroup"} | v3_nodes
+    arrays = {keys.parent(k) for k in keyset if keys.basename(k) == ".zarray"} | v3_nodes
 
     def linked(node: str) -> bool:
         while node != "/":
@@ -114,7 +119,11 @@ def split_dataset_keys(all_keys: Iterable[str]) -> tuple[list[str], list[str]]:
             for i in range(len(segs) - 1, -1, -1):
                 candidate = keys.join(*segs[:i])
                 if candidate in arrays:
-                    ok = all(_CHUNK_SEGMENT.match(s) for s in segs[i:]) and linked(candidate)
+                    tail = segs[i:]
+                    chunk = all(_CHUNK_SEGMENT.match(s) for s in tail) or (
+                        candidate in v3_nodes and bool(tail) and bool(_V3_CHUNK_HEAD.match(tail[0]))
+                        and all(_CHUNK_SEGMENT.match(s) for s in tail[1:]))
+                    ok = chunk and linked(candidate)
                     break
         (owned if ok else foreign).append(key)
     return owned, foreign

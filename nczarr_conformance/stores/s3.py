@@ -718,8 +718,9 @@ class S3Store(Store):
             self._uploader.cancel()
 
     def _metadata_order(self) -> list[str]:
-        """Held metadata: deepest first, the root's last with .zgroup then .zmetadata at the very end."""
-        last = {"/.zattrs": 0, "/.zarray": 1, "/.zgroup": 2, "/.zmetadata": 3}
+        """Held metadata: deepest first, the root's last with .zgroup then .zmetadata (v3: the root
+        zarr.json, holding the consolidated metadata) at the very end."""
+        last = {"/.zattrs": 0, "/.zarray": 1, "/.zgroup": 2, "/.zmetadata": 3, "/zarr.json": 4}
         return sorted(self._held, key=lambda k: (k in last, last.get(k, 0), -len(keys.split(k)), k))
 
     def abort(self) -> None:

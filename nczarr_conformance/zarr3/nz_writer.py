@@ -21,7 +21,10 @@ What NZ-1.0 (zarr3/nz.py names the source) adds to what :class:`V3Writer` writes
 
 What NZ-1.0 cannot hold is said by the v3 writer's notes line (unlimited dimensions; dimensions from an
 ancestor group, which NZ scopes to the group: "Dimension labels are scoped to the group"), plus one
-line for data types outside NZ's core set. Refused (one line, nothing written): a group in which two
+line for data types outside NZ's core set, one for char arrays (``null_terminated_bytes`` is a
+data_type object, which NZ's schema.json refuses though its README admits extension types) and one
+for float attributes mixing numbers with NaN or infinities (JSON spells those as strings; NZ wants
+attribute arrays of one JSON type). Refused (one line, nothing written): a group in which two
 arrays would give one dimension label two lengths (an ancestor's ``x`` and the group's own ``x``):
 that store breaks NZ's shared dimension constraint and no reader can place both.
 """
@@ -59,6 +62,21 @@ class NzWriter(V3Writer):
         if outside:
             self.notes.append(f"NZ-1.0 data types outside its core set (string, char: extension types NZ readers "
                               f"need not decode): {', '.join(outside)}")
+        chars = [keys.join(g, v) for g, group in self.ds.root.walk() for v, var in group.variables.items()
+                 if var.type == "char"]
+        if chars:
+            self.notes.append("char written as null_terminated_bytes, a data_type object NZ-1.0's schema.json "
+                              "refuses (it allows names only) although its README admits extension types "
+                              f"(NCZ-NZ-SCHEMA): {', '.join(chars)}")
+        mixed = [f"{keys.join(g, name)}:{n}" if name else f"{g}:{n}"
+                 for g, group in self.ds.root.walk()
+                 for name, attributes in [("", group.attributes),
+                                          *((v, var.attributes) for v, var in group.variables.items())]
+                 for n, a in attributes.items() if n != "_FillValue" and _mixes_numbers_and_names(a)]
+        if mixed:
+            self.notes.append("float attributes holding NaN or ±Infinity among numbers, written as JSON arrays "
+                              "mixing numbers and strings, which NZ-1.0 does not allow "
+                              f"(NCZ-NZ-ATTRIBUTE-VALUES): {', '.join(mixed)}")
 
     @staticmethod
     def _lossy_attributes(where: str, attributes: dict[str, Attribute]) -> list[str]:
@@ -92,6 +110,17 @@ class NzWriter(V3Writer):
             if key == gkey:
                 return group
         raise KeyError(gkey)
+
+
+def _mixes_numbers_and_names(attr: Attribute) -> bool:
+    """A float attribute of several values, some NaN or infinite (JSON spells those as strings) and some not."""
+    import numpy as np
+
+    if attr.type not in ("float", "double"):
+        return False
+    values = np.asarray(attr.value).ravel()
+    finite = np.isfinite(values)
+    return bool(values.size > 1 and finite.any() and not finite.all())
 
 
 def _declare(attributes: dict[str, Any]) -> None:

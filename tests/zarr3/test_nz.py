@@ -457,3 +457,22 @@ def test_a_plain_v3_store_is_not_nz(source: Path, tmp_path: Path) -> None:
     assert report["flavor"] == "zarr-v3"
     assert [f for f in report["findings"] if f["rule"].startswith("NCZ-NZ-")] == []
     assert cli("dump", "-k", str(out)).stdout == "zarr zarr-v3\n"
+
+
+def test_what_nz_cannot_hold_of_the_bundled_sample_is_named_and_is_all_the_checker_finds(
+        tmp_path: Path, theirs: Callable[[Any], bool]) -> None:
+    """corpus/rich.nc (char data, a float attribute holding NaN among numbers): every NCZ-NZ error
+    nczarr-check finds in our NZ output is on an object the writer's warning named, and NZ's own
+    validator refuses exactly the documents our schema rule refuses."""
+    out = tmp_path / "rich.zarr"
+    done = run_cli("--zarr-format", "3", "--flavor", "nz", str(REPO / "corpus" / "rich.nc"), str(out))
+    assert done.returncode == 0, done.stderr
+    said = done.stderr
+    assert "char written as null_terminated_bytes" in said and "/chars" in said
+    assert "float attributes holding NaN or ±Infinity among numbers" in said and "/:f32" in said
+    errors = [f for f in _check(out)["findings"] if f["severity"] == "error" and f["rule"].startswith("NCZ-NZ-")]
+    assert {(f["rule"], f["key"]) for f in errors} == {("NCZ-NZ-SCHEMA", "/chars/zarr.json"),
+                                                       ("NCZ-NZ-ATTRIBUTE-VALUES", "/zarr.json")}, errors
+    refused = sorted(str(p.relative_to(out)) for p in out.rglob("zarr.json")
+                     if not theirs(json.loads(p.read_text())))
+    assert refused == ["chars/zarr.json"]

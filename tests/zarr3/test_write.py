@@ -600,3 +600,62 @@ def test_our_reader_reads_what_we_wrote_like_zarr_python(source: Path, converted
                 got = got if isinstance(got, str) else np.asarray(got).ravel()[0]
                 assert (got == want.decode() if isinstance(want, bytes)
                         else np.array_equal(float(got), float(want), equal_nan=True)), name
+
+
+# ---- --overwrite of a v3 store ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flavor", ["zarr", "nz", "nczarr-v3-draft"])
+def test_overwrite_replaces_a_v3_dataset_and_refuses_a_foreign_file(source: Path, tmp_path: Path,
+                                                                    flavor: str) -> None:
+    """A v3 dataset (zarr.json nodes, c/… chunk keys) is a dataset --overwrite may replace, in every v3
+    flavor; a file that is no part of it still stops the overwrite, leaving both as they were."""
+    out = tmp_path / "o.zarr"
+    for _ in range(2):
+        done = run_cli("--quiet", "--zarr-format", "3", "--flavor", flavor, "--overwrite", str(source), str(out))
+        assert done.returncode == 0, done.stderr
+    (out / "notes.txt").write_text("mine")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    done = run_cli("--quiet", "--zarr-format", "3", "--flavor", flavor, "--overwrite", str(source), str(out))
+    assert done.returncode == 2 and "holds notes.txt, which is not part of a Zarr dataset" in done.stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.s3
+def test_overwrite_of_a_v3_dataset_on_s3_holds_its_metadata_to_the_end(source: Path, expected: dict[str, Any],
+                                                                        s3_bucket: str, moto_server: str) -> None:
+    """On S3 a v3 overwrite replaces the old dataset; zarr.json objects are metadata as .zarray is, put
+    after every chunk and the root's last (the order the S3 store's requests show)."""
+    import boto3
+
+    from nczarr_conformance.stores import open_store
+    from nczarr_conformance.zarr3.reader import read_any
+
+    url = f"s3://{s3_bucket}/v3"
+    for _ in range(2):
+        done = run_cli("--quiet", "--zarr-format", "3", "--overwrite", str(source), url)
+        assert done.returncode == 0, done.stderr
+    client = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
+    client.put_object(Bucket=s3_bucket, Key="v3/notes.txt", Body=b"mine")
+    done = run_cli("--quiet", "--zarr-format", "3", "--overwrite", str(source), url)
+    assert done.returncode == 2 and "notes.txt" in done.stderr
+    with open_store(url) as store:
+        back = read_any(store)
+    for key, values in expected.items():
+        assert _same(_model_var(back, key).data, values), key
+    with open_store(f"s3://{s3_bucket}/order", "w") as store:  # what the commit will put, in its order
+        for key in ("/zarr.json", "/g/zarr.json", "/g/v/zarr.json", "/g/v/c/0"):
+            store.put(key, b"{}")
+        assert store._metadata_order() == ["/g/v/zarr.json", "/g/zarr.json", "/zarr.json"]  # type: ignore[attr-defined]
+
+
+def test_the_objects_of_a_v3_dataset_are_its_nodes_and_their_chunk_keys() -> None:
+    """What --overwrite and a dead writer's cleanup may remove: zarr.json nodes linked to the root and,
+    below each, keys of the default (c/0/1, c.0.1, a scalar's c) or v2 (0.1, 0/1) chunk key encodings."""
+    from nczarr_conformance.safety import split_dataset_keys
+
+    owned, foreign = split_dataset_keys(["/zarr.json", "/a/zarr.json", "/a/c/0/1", "/a/c.0.1", "/s/zarr.json",
+                                         "/s/c", "/v/zarr.json", "/v/0.1", "/v/0/1", "/g/zarr.json",
+                                         "/g/x/zarr.json", "/g/x/c/0", "/a/c/x", "/a/d/0", "/orphan/c/0",
+                                         "/a/notes.txt"])
+    assert foreign == ["/a/c/x", "/a/d/0", "/a/notes.txt", "/orphan/c/0"]
+    assert len(owned) == 12
