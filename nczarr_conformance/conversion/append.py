@@ -441,20 +441,29 @@ def _updated_metadata(reader: DatasetReader, along: dict[str, int], dim: str, to
     return out
 
 
+def rewritten_zip(spec: Any, reader_store: Store, replaced: set[str], *, at_top: bool = False) -> ZipStore:
+    """A zip is write-once: a new one under a temporary name holding every entry of the old one but
+    ``replaced`` (the objects about to be written), copied as stored; ``at_top``: entries at the top
+    of the zip (Zarr v3, as zarr-python reads them), else in the dataset's folder as netcdf-c names it."""
+    target = ZipStore(spec.path, "w", overwrite=True)
+    try:
+        if at_top:
+            target.entries_at_top()
+        for key in reader_store.list_prefix("/"):
+            if key not in replaced:
+                data = reader_store.get(key, limit=sys.maxsize)  # copied as stored, never decoded
+                if data is not None:
+                    target.put(key, data)
+    except BaseException:
+        target.abort()
+        raise
+    return target
+
+
 def _open_for_append(spec: Any, reader_store: Store, replaced: set[str]) -> Store:
     """The store to write into: in place for directories and S3, a rewritten copy for zip (write-once)."""
     if spec.kind == "zip":
-        target = ZipStore(spec.path, "w", overwrite=True)
-        try:
-            for key in reader_store.list_prefix("/"):
-                if key not in replaced:
-                    data = reader_store.get(key, limit=sys.maxsize)  # copied as stored, never decoded
-                    if data is not None:
-                        target.put(key, data)
-        except BaseException:
-            target.abort()
-            raise
-        return target
+        return rewritten_zip(spec, reader_store, replaced)
     try:
         return open_store(spec, "a")
     except StoreError:

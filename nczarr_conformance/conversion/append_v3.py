@@ -59,6 +59,7 @@ from nczarr_conformance.conversion.append import (
     _check_values,
     check_coordinates,
     refuse_if_changed,
+    rewritten_zip,
 )
 from nczarr_conformance.conversion.from_netcdf import _header
 from nczarr_conformance.errors import FormatError, StoreError, UnsupportedError, UsageError
@@ -485,19 +486,8 @@ def _open_for_append(spec: StoreSpec, reader_store: Store, replaced: set[str]) -
     the top of the zip, as zarr-python reads them, or in a folder)."""
     if spec.kind != "zip":
         return open_store(spec, "a")
-    target = ZipStore(spec.path, "w", overwrite=True)
-    try:
-        if getattr(reader_store, "prefix", None) in ("", "/"):  # the reader's "/" is the top of the zip
-            target.entries_at_top()
-        for key in reader_store.list_prefix("/"):
-            if key not in replaced:
-                data = reader_store.get(key, limit=sys.maxsize)  # copied as stored, never decoded
-                if data is not None:
-                    target.put(key, data)
-    except BaseException:
-        target.abort()
-        raise
-    return target
+    at_top = getattr(reader_store, "prefix", None) in ("", "/")  # the reader's "/" is the top of the zip
+    return rewritten_zip(spec, reader_store, replaced, at_top=at_top)
 
 
 # ---- --concat into a new Zarr v3 store ------------------------------------------------------------------
