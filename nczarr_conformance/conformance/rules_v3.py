@@ -37,8 +37,9 @@ def _writes_v3(peer: Peer) -> Verdict | None:
     return None
 
 
-def _arrays(ctx: RuleContext, peer: Peer) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(case, array path, zarr.json) of every array ``peer`` wrote in the run, by case and path."""
+def _arrays(ctx: RuleContext, peer: Peer, *, with_store: bool = False) -> Iterator[Any]:
+    """(case, array path, zarr.json) of every array ``peer`` wrote in the run, by case and path
+    (``with_store``: and the open store holding it, as a fourth item)."""
     for (case, writer), url in sorted(ctx.run.stores.items()):
         if writer != peer.id:
             continue
@@ -49,7 +50,8 @@ def _arrays(ctx: RuleContext, peer: Peer) -> Iterator[tuple[str, str, dict[str, 
                 raw = store.get(key)
                 doc = json.loads(raw) if raw else None
                 if isinstance(doc, dict) and doc.get("node_type") == "array":
-                    yield case, key[: -len("/zarr.json")] or "/", doc
+                    path = key[: -len("/zarr.json")] or "/"
+                    yield (case, path, doc, store) if with_store else (case, path, doc)
 
 
 def _chain_fault(codecs: Any) -> str | None:
@@ -171,17 +173,11 @@ def v3_keys(ctx: RuleContext, peer: Peer) -> Verdict:
     if scope:
         return scope
     seen = 0
-    for (case, writer), url in sorted(ctx.run.stores.items()):
-        if writer != peer.id:
-            continue
-        with open_store(url) as store:
-            for key in sorted(store.list_prefix("/")):
-                doc = json.loads(store.get(key) or b"{}") if key.endswith("/zarr.json") else None
-                if isinstance(doc, dict) and doc.get("node_type") == "array":
-                    seen += 1
-                    fault = _chunk_keys_fault(store, key[: -len("/zarr.json")], doc)
-                    if fault:
-                        return "deviates", f"case {case}: {fault}"
+    for case, path, doc, store in _arrays(ctx, peer, with_store=True):
+        seen += 1
+        fault = _chunk_keys_fault(store, path, doc)
+        if fault:
+            return "deviates", f"case {case}: {fault}"
     if not seen:
         return "skipped", "no v3 array written in the run"
     return "follows", f"every object in the folders of {seen} arrays is named by its chunk_key_encoding"
