@@ -35,6 +35,7 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
     timeout = 60                                 # seconds per call (default 120)
     version = "mytool --version"                 # its first line is the reported version
     requires = ["mytool"]                        # programs a wrapper script runs: missing → skipped, named
+    preload = ["zarr"]                           # a Python adapter's imports, done once (peers/forkserver.py)
 
 A config's commands run in the config file's directory; command-line ones in the working directory.
 """

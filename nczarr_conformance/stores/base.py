@@ -236,7 +236,7 @@ class Store(ABC):
 
 def read_extent(fd: int, offset: int, size: int) -> bytes:
     """``size`` bytes of ``fd`` from ``offset`` (``os.pread``: no shared seek position); a short file is a
-    StoreError naming the fd's file, never a short object."""
+    StoreError naming the fd's file rather than a short object."""
     import os
 
     data = os.pread(fd, size, offset)
