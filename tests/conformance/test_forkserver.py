@@ -3,6 +3,7 @@
 the expected values come from the plain CommandPeer (subprocess), the fork server must match them."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -71,3 +72,26 @@ def test_a_preload_that_cannot_import_falls_back_to_a_process(tmp_path):
     peer = CommandPeer("p", reader=f"{sys.executable} {script} {{path}}", preload=("no_such_module_ncz",))
     assert peer._run([sys.executable, str(script), "x"], "reader")[0] == b"plain\n"
     assert Path(script).exists()
+
+
+def test_report_runs_one_cell_per_core_by_default(tmp_path, monkeypatch):
+    """Issue #26: without --jobs the matrix runs os.cpu_count() cells at a time."""
+    import os
+
+    from nczarr_conformance.cli import report
+    from nczarr_conformance.conformance import matrix
+
+    asked: list[int] = []
+
+    class Stop(Exception):
+        pass
+
+    def run_matrix(*args: object, jobs: int = 1, **kw: object) -> None:
+        asked.append(jobs)
+        raise Stop
+
+    monkeypatch.setattr(matrix, "run_matrix", run_matrix)
+    monkeypatch.chdir(tmp_path)  # no nczarr-conformance.toml here: built-in peers only
+    with contextlib.suppress(Stop, SystemExit):  # the CLI turns the stop into an exit status
+        report.main(["report", "--out", str(tmp_path / "r"), "--peers", "ours"])
+    assert asked == [os.cpu_count() or 1]
