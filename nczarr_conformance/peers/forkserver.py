@@ -40,7 +40,7 @@ def _child(request: dict[str, Any]) -> None:
         os.dup2(err, 2)
         argv = request["argv"]
         sys.argv = list(argv)
-        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+        sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))  # as ``python SCRIPT`` puts it first
         try:
             runpy.run_path(argv[0], run_name="__main__")
             code = 0
@@ -68,6 +68,9 @@ def _reply(doc: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    # this file's folder (nczarr_conformance/peers: base.py, netcdf4.py, …) must not shadow what the
+    # adapter imports, nor be on its path
+    del sys.path[0]
     for name in sys.argv[1:]:
         importlib.import_module(name)
     _reply({"ready": True})

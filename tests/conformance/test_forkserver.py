@@ -95,3 +95,16 @@ def test_report_runs_one_cell_per_core_by_default(tmp_path, monkeypatch):
     with contextlib.suppress(Stop, SystemExit):  # the CLI turns the stop into an exit status
         report.main(["report", "--out", str(tmp_path / "r"), "--peers", "ours"])
     assert asked == [os.cpu_count() or 1]
+
+
+def test_the_script_imports_from_its_own_folder_and_not_the_servers(tmp_path):
+    """``python SCRIPT`` puts the script's folder first on sys.path; the server's folder (peers/, with a
+    base.py and a command.py) must not be there for the script."""
+    (tmp_path / "helper_ncz.py").write_text("WHO = 'beside the script'\n")
+    script = tmp_path / "adapter.py"
+    script.write_text("import helper_ncz, importlib.util\n"
+                      "print(helper_ncz.WHO, importlib.util.find_spec('command') is None)\n")
+    peer = CommandPeer("p", reader=f"{sys.executable} {script} {{path}}", preload=("json",))
+    out, _ = peer._run([sys.executable, str(script), "x"], "reader")
+    assert out == b"beside the script True\n"
+    assert peer._servers[sys.executable].qsize() == 1
