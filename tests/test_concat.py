@@ -23,7 +23,7 @@ from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.conversion.append import append
 from nczarr_conformance.conversion.concat import concat
 from nczarr_conformance.conversion.from_netcdf import convert
-from nczarr_conformance.errors import UsageError
+from nczarr_conformance.errors import StoreError, UsageError
 from nczarr_conformance.model import diff
 from tests.conftest import require_module
 from tests.test_append import make
@@ -565,6 +565,37 @@ def test_a_task_never_writes_outside_its_plan(tmp_path):
     assert not b_task.may_write("/v/3.0", rows)  # past the planned 12 records
     assert not b_task.may_write("/x/0", rows)  # a variable without the dimension: the first file's task writes it
     assert not b_task.may_write("/v/1.5", rows) and not b_task.may_write("/v/.zarray", rows)
+
+
+def test_chunks_copied_file_to_file_go_through_the_tasks_guard(tmp_path):
+    """Issue #26: a copied HDF5 chunk reaches the tree by Store.put_extent (copy_file_range), not put; the
+    task's guard and its list of written keys (what an abort removes) must see it all the same."""
+    from nczarr_conformance.conversion.concat import (
+        _pieces,
+        _plan_target,
+        describe,
+        order_and_check,
+        plan_tasks,
+        run_task,
+    )
+    from nczarr_conformance.stores.part import PartSpec
+
+    ordered = order_and_check([describe(str(p), "time") for p in _aligned(tmp_path)])
+    plans = _plan_target(ordered[0], 12, "nczarr-4.10", True).plans
+    along = {k: p.var.dimensions.index("/time") for k, p in plans.items() if "/time" in p.var.dimensions}
+    (tmp_path / "tree").mkdir()
+    tasks = plan_tasks(_pieces(ordered, 0), "/time", 12, plans, along, PartSpec("file", str(tmp_path / "tree")),
+                       flavor="nczarr-4.10", xarray=True, direct=True)
+    b_task = next(t for t in tasks if t.path == str(tmp_path / "b.nc"))
+    _, copied, put = run_task(b_task)
+    on_disk = {"/" + p.relative_to(tmp_path / "tree").as_posix() for p in (tmp_path / "tree").rglob("*") if p.is_file()}
+    assert copied > 0 and "/v/1.0" in on_disk
+    assert sorted(put) == sorted(on_disk)  # every file the task wrote, copied ones included, is on its list
+    b_task.may_write = lambda key, rows: not key.startswith("/v/")  # type: ignore[method-assign]
+    (tmp_path / "tree2").mkdir()
+    b_task.part = PartSpec("file", str(tmp_path / "tree2"))
+    with pytest.raises(StoreError, match=r"b\.nc: would write v/1\.0, outside the chunks planned for it"):
+        run_task(b_task)
 
 
 def test_a_worker_compares_an_inputs_stamp_without_its_device_number(tmp_path):

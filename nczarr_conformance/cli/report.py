@@ -56,7 +56,8 @@ def build_parser() -> Parser:
                         help="only these implementations (ids, glob patterns); --reader/--writer ones always run")
     subset.add_argument("--cases", action="append", default=[], metavar="GLOB,…", help="only these cases")
     subset.add_argument("--rules", action="append", default=[], metavar="GLOB,…", help="only these spec rules")
-    subset.add_argument("--jobs", type=int, default=1, metavar="N", help="run N cells at a time (threads)")
+    subset.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="run N cells at a time (threads; default: one per core)")
     results = report.add_argument_group("results")
     results.add_argument("--junit", metavar="FILE", help="also write the run as JUnit XML")
     results.add_argument("--fail-on-skip", action="store_true",
@@ -160,6 +161,8 @@ def _list_caps() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.jobs is None:  # the cells wait on peer processes and netCDF4's lock: a thread per core keeps them busy
+        args.jobs = os.cpu_count() or 1
     if args.jobs < 1:
         build_parser().error(f"--jobs must be at least 1, not {args.jobs}")
 

@@ -474,14 +474,25 @@ def _run_task(task: Task, proven: set[Chain]) -> tuple[int, int, list[str]]:
     plain_put = store.put
     rows = task.rows()
 
-    def planned_put(key: str, data: bytes) -> None:
+    plain_extent = store.put_extent
+
+    def planned(key: str) -> None:
         if not task.may_write(key, rows):
             raise StoreError(f"{task.path or ', '.join(task.inputs)}: would write {key.lstrip('/')}, outside the "
                              "chunks planned for it; refused")
+
+    def planned_put(key: str, data: bytes) -> None:
+        planned(key)
         plain_put(key, data)
         put.append(key)
 
+    def planned_extent(key: str, fd: int, offset: int, size: int) -> None:  # a chunk copied file to file
+        planned(key)
+        plain_extent(key, fd, offset, size)
+        put.append(key)
+
     store.put = planned_put  # type: ignore[method-assign]
+    store.put_extent = planned_extent  # type: ignore[method-assign]
     opened: dict[str, tuple[Any, dict[str, Any], Any]] = {}
 
     def nc_of(path: str) -> tuple[Any, dict[str, Any], Any]:

@@ -386,6 +386,9 @@ class DatasetWriter:
         raw_copy = self.raw(plan) if self.raw is not None else None
         if raw_copy is not None and not self._raw_copy_verified(plan, pipeline, raw_copy, fill_chunk):
             raw_copy = None
+        # (fd, offset, size) of a chunk copied as-is (sources/hdf5_chunks.py): the store copies the file
+        # range itself (a directory store in the kernel), so the bytes need not pass through Python
+        locate: Callable[[tuple[int, ...]], tuple[int, int, int] | None] | None = getattr(raw_copy, "extent", None)
 
         def encode(item: tuple[tuple[int, ...], tuple[slice, ...]]) -> tuple[int, int]:
             index, region = item
@@ -393,6 +396,12 @@ class DatasetWriter:
             assert at is not None
             ckey = self._chunk_key(plan, at)
             if raw_copy is not None:
+                where = locate(index) if locate is not None else None
+                if where is not None:  # the source's compressed chunk, copied file to file
+                    self.store.put_extent(ckey, *where)
+                    with self._count:
+                        self.copied += 1
+                    return fill_chunk.nbytes, where[2]
                 payload = raw_copy(index)
                 if payload == NOT_STORED:  # all fill (NOFILL: undefined) in the source; nothing to read
                     if skip_fill or plan.var.no_fill:

@@ -35,20 +35,26 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
     timeout = 60                                 # seconds per call (default 120)
     version = "mytool --version"                 # its first line is the reported version
     requires = ["mytool"]                        # programs a wrapper script runs: missing → skipped, named
+    preload = ["zarr"]                           # a Python adapter's imports, done once (peers/forkserver.py)
 
 A config's commands run in the config file's directory; command-line ones in the working directory.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
+import queue
 import re
+import select
 import shlex
 import shutil
 import signal
 import string
 import subprocess
 import tempfile
+import threading
 import tomllib
 import zipfile
 from collections.abc import Mapping
@@ -73,7 +79,8 @@ DEFAULT_TIMEOUT = 120.0
 #: how much of a failing command's stderr a cell keeps (the end: where a traceback says what broke)
 DETAIL_LIMIT = 4000
 CONFIG_NAME = "nczarr-conformance.toml"
-CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version", "requires"})
+CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version", "requires",
+                         "preload"})
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
 
@@ -156,7 +163,7 @@ class CommandPeer(Peer):
                  caps: frozenset[str] = ALL, env: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, cwd: Path | None = None, version_command: str | None = None,
                  name: str | None = None, source: str = "the command line",
-                 requires: tuple[str, ...] = ()) -> None:
+                 requires: tuple[str, ...] = (), preload: tuple[str, ...] = ()) -> None:
         where = f"{source}: {peer_id}"
         if not ID_PATTERN.match(peer_id):
             raise UsageError(f"{where}: an implementation id is letters, digits and . _ + - (not {peer_id!r})")
@@ -170,6 +177,10 @@ class CommandPeer(Peer):
         self.timeout = float(timeout)
         self.cwd = cwd
         self.requires = tuple(requires)
+        #: modules a Python adapter imports, loaded once in a fork server (peers/forkserver.py)
+        self.preload = tuple(preload)
+        self._servers: dict[str, queue.SimpleQueue[_ForkServer]] = {}
+        self._servers_lock = threading.Lock()
         self.reader = Template.parse(reader, READ_FIELDS, f"{where} reader") if reader is not None else None
         self.writer = Template.parse(writer, WRITE_FIELDS, f"{where} writer") if writer is not None else None
         self.version_command = (Template.parse(version_command, (), f"{where} version")
@@ -199,6 +210,14 @@ class CommandPeer(Peer):
         """(stdout, stderr) of one call; a non-zero exit, a signal or the timeout raises PeerFailed with
         one line and the stderr as its detail. The call gets a session of its own, so that a timeout ends
         everything it started (a shell's children too), not only the first process."""
+        if self.preload and len(argv) >= 2 and argv[1].endswith(".py") and what != "version":
+            server = self._server(argv[0])
+            if server is not None:
+                try:
+                    returncode, out, err = server.call(argv[1:], self._environment(), self.cwd, self.timeout)
+                finally:
+                    self._servers[argv[0]].put(server)
+                return self._outcome(what, returncode, out, err)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     env=self._environment(), cwd=self.cwd, start_new_session=True)
@@ -212,13 +231,33 @@ class CommandPeer(Peer):
                 out, err = proc.communicate()
                 detail = err.decode("utf-8", "replace")[-DETAIL_LIMIT:]
                 raise PeerFailed(f"{what} timed out after {self.timeout:g} s", detail) from None
+        return self._outcome(what, proc.returncode, out, err)
+
+    def _outcome(self, what: str, returncode: int | None, out: bytes, err: bytes) -> tuple[bytes, str]:
         detail = err.decode("utf-8", "replace")[-DETAIL_LIMIT:]
-        if proc.returncode < 0:
-            raise PeerFailed(f"{what} killed by signal {-proc.returncode}: {_last_line(detail) or 'no message'}",
+        if returncode is None:
+            raise PeerFailed(f"{what} timed out after {self.timeout:g} s", detail)
+        if returncode < 0:
+            raise PeerFailed(f"{what} killed by signal {-returncode}: {_last_line(detail) or 'no message'}",
                              detail)
-        if proc.returncode != 0:
-            raise PeerFailed(f"{what} exit {proc.returncode}: {_last_line(detail) or 'no message'}", detail)
+        if returncode != 0:
+            raise PeerFailed(f"{what} exit {returncode}: {_last_line(detail) or 'no message'}", detail)
         return out, detail
+
+    def _server(self, interpreter: str) -> _ForkServer | None:
+        """An idle fork server of ``interpreter`` (one per call in flight, kept for the run); None where
+        one cannot start (its preload fails): the call then starts a process as any other does."""
+        with self._servers_lock:
+            idle = self._servers.setdefault(interpreter, queue.SimpleQueue())
+        try:
+            return idle.get_nowait()
+        except queue.Empty:
+            pass
+        try:
+            return _ForkServer([os.path.expanduser(interpreter), str(Path(__file__).with_name("forkserver.py")),
+                                *self.preload], self._environment(), self.cwd)
+        except (OSError, ValueError):
+            return None
 
     def version(self) -> str:
         if self.version_command is None:
@@ -285,6 +324,64 @@ class CommandPeer(Peer):
 
 # ---- declaring command peers: the command line and the TOML file ------------------------------------
 
+class _ForkServer:
+    """One ``forkserver.py`` process (see there): a call is a fork of it, run as the script would run."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str], cwd: Path | None) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=dict(env), cwd=cwd, start_new_session=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        if not self._line(PRELOAD_SECONDS).get("ready"):
+            self.close()
+            raise ValueError("the fork server did not start")
+        _SERVERS.append(self)
+
+    def _line(self, timeout: float) -> dict[str, Any]:
+        ready, _, _ = select.select([self.stdout], [], [], timeout)
+        if not ready:
+            return {}
+        line = self.stdout.readline()
+        return json.loads(line) if line else {}
+
+    def call(self, argv: list[str], env: Mapping[str, str], cwd: Path | None,
+             timeout: float) -> tuple[int | None, bytes, bytes]:
+        """(exit status or None on timeout, stdout, stderr) of the script run with ``argv``."""
+        with tempfile.TemporaryDirectory(prefix="ncz-fork-") as tmp:
+            out, err = Path(tmp) / "out", Path(tmp) / "err"
+            request = {"argv": argv, "cwd": str(cwd) if cwd else None, "env": dict(env), "out": str(out),
+                       "err": str(err)}
+            self.stdin.write((json.dumps(request) + "\n").encode())
+            self.stdin.flush()
+            pid = self._line(PRELOAD_SECONDS).get("pid")
+            if pid is None:
+                raise PeerFailed("the fork server stopped")
+            done = self._line(timeout)
+            if not done:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                self._line(PRELOAD_SECONDS)
+            status = done.get("status")
+            return (int(status) if status is not None else None), out.read_bytes(), err.read_bytes()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+        self.proc.kill()
+        self.proc.wait()
+
+
+#: seconds a fork server may take to import its preload (and to answer a fork)
+PRELOAD_SECONDS = 60.0
+_SERVERS: list[_ForkServer] = []
+
+
+@atexit.register
+def _close_servers() -> None:
+    for server in _SERVERS:
+        server.close()
+
+
 def split_assignment(text: str, option: str) -> tuple[str, str]:
     """``NAME=VALUE`` of ``--reader``/``--writer``/``--caps``; anything else is a usage error."""
     name, sep, value = text.partition("=")
@@ -338,6 +435,9 @@ def load_config(path: Path) -> dict[str, dict[str, Any]]:
         requires = spec.get("requires", [])
         if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
             raise UsageError(f"{where}: requires must be a list of program names")
+        preload = spec.get("preload", [])
+        if not isinstance(preload, list) or not all(isinstance(r, str) for r in preload):
+            raise UsageError(f"{where}: preload must be a list of module names")
         env = spec.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise UsageError(f"{where}: env must be a table of strings")
@@ -372,7 +472,8 @@ def build(specs: Mapping[str, Mapping[str, Any]], *, overrides: Mapping[str, Map
         peers.append(CommandPeer(name, reader=spec.get("reader"), writer=spec.get("writer"), caps=caps,
                                  env=spec.get("env"), timeout=float(spec.get("timeout", DEFAULT_TIMEOUT)),
                                  cwd=spec.get("cwd"), version_command=spec.get("version"), name=spec.get("name"),
-                                 source=where, requires=tuple(spec.get("requires", ()))))
+                                 source=where, requires=tuple(spec.get("requires", ())),
+                                 preload=tuple(spec.get("preload", ()))))
     return peers
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from nczarr_conformance.errors import StoreError
 from nczarr_conformance.nczarr.writer import NOT_STORED, ArrayPlan
 from nczarr_conformance.sources import hdf5_types
+from nczarr_conformance.stores.base import read_extent
 
 H5Z_FILTER_DEFLATE = 1
 H5Z_FILTER_SHUFFLE = 2
@@ -156,20 +157,40 @@ class DirectChunks:
             stored = self._stored(dataset)
             copyable = self._copyable(plan, dataset)
 
-        def read(index: tuple[int, ...]) -> bytes | None:
-            where = stored.get(tuple(i * c for i, c in zip(index, plan.chunks, strict=True)))
-            if where is None:
-                return unstored
-            if not copyable or where.filter_mask != 0:
-                return None  # re-encode it (a nonzero mask: a filter was skipped for this chunk)
-            if self.fd >= 0:
-                payload = os.pread(self.fd, where.size, where.address)
-                if len(payload) != where.size:
-                    raise StoreError(f"{self.file.filename}: truncated: chunk at {where.address} has "
-                                  f"{len(payload)} of {where.size} bytes")
-                return payload
-            with self.lock:
-                _, data = dataset.id.read_direct_chunk(tuple(i * c for i, c in zip(index, plan.chunks, strict=True)))
-            return bytes(data)
+        return _Reader(self, dataset, plan, stored, unstored, copyable)
 
-        return read
+
+class _Reader:
+    """One variable's chunks: :meth:`__call__` gives a chunk's bytes (RawSource), :meth:`extent` where
+    they lie in the file, so a store that writes files copies them in the kernel (Store.put_extent)."""
+
+    def __init__(self, owner: DirectChunks, dataset: Any, plan: ArrayPlan, stored: dict[tuple[int, ...], Stored],
+                 unstored: bytes | None, copyable: bool) -> None:
+        self.owner, self.dataset, self.plan, self.stored = owner, dataset, plan, stored
+        self.unstored, self.copyable = unstored, copyable
+
+    def _offset(self, index: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(i * c for i, c in zip(index, self.plan.chunks, strict=True))
+
+    def extent(self, index: tuple[int, ...]) -> tuple[int, int, int] | None:
+        """(fd, offset, size) of a chunk copied as it is; None where :meth:`__call__` decides."""
+        where = self.stored.get(self._offset(index))
+        if where is None or not self.copyable or where.filter_mask != 0 or self.owner.fd < 0:
+            return None
+        return self.owner.fd, where.address, where.size
+
+    def __call__(self, index: tuple[int, ...]) -> bytes | None:
+        where = self.stored.get(self._offset(index))
+        if where is None:
+            return self.unstored
+        if not self.copyable or where.filter_mask != 0:
+            return None  # re-encode it (a nonzero mask: a filter was skipped for this chunk)
+        if self.owner.fd >= 0:
+            try:
+                return read_extent(self.owner.fd, where.address, where.size)
+            except StoreError:
+                raise StoreError(f"{self.owner.file.filename}: truncated: chunk at {where.address} is "
+                                 f"shorter than its {where.size} bytes") from None
+        with self.owner.lock:
+            _, data = self.dataset.id.read_direct_chunk(self._offset(index))
+        return bytes(data)

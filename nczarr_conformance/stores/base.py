@@ -12,6 +12,7 @@ is still writing into it; a put after an interrupt signal raises instead of writ
 """
 from __future__ import annotations
 
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator
@@ -131,6 +132,31 @@ class Store(ABC):
                 self._in_flight -= 1
                 self._idle.notify_all()
 
+    def put_extent(self, key: str, fd: int, offset: int, size: int) -> None:
+        """Put ``size`` bytes of the open file ``fd`` from ``offset`` as object ``key`` (a chunk copied as-is).
+
+        A backend that writes files copies them in the kernel (:class:`DirectoryStore`); the others, and
+        that one where the kernel refuses, read the bytes (:func:`read_extent`) and :meth:`put` them.
+        """
+        self._check_writable()
+        key = keys.validate(key)
+        safety.raise_if_interrupted()
+        with self._count_lock:
+            if self._closed:
+                raise StoreError(f"{self!r}: written after it was committed or aborted")
+            self.writes += 1
+            self._in_flight += 1
+        try:
+            self._put_extent(key, fd, offset, size)
+        finally:
+            with self._count_lock:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def _put_extent(self, key: str, fd: int, offset: int, size: int) -> None:
+        """Default for backends that are not files: the bytes through Python."""
+        self._put(key, read_extent(fd, offset, size))
+
     def _quiesce(self) -> None:
         """Refuse new puts and wait for the ones in flight (before commit or abort touches files)."""
         with self._count_lock:
@@ -206,3 +232,22 @@ class Store(ABC):
             else:
                 self.abort()
         self.close()
+
+
+def read_extent(fd: int, offset: int, size: int) -> bytes:
+    """``size`` bytes of ``fd`` from ``offset`` (``os.pread``: no shared seek position); a short file is a
+    StoreError naming the fd's file rather than a short object."""
+    import os
+
+    data = os.pread(fd, size, offset)
+    if len(data) != size:
+        raise StoreError(f"{fd_name(fd)}: truncated: chunk at {offset} has {len(data)} of {size} bytes")
+    return data
+
+
+def fd_name(fd: int) -> str:
+    """The path an open file descriptor names, for an error message."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return f"file descriptor {fd}"

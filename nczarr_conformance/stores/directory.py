@@ -26,10 +26,11 @@ import tempfile
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError
-from nczarr_conformance.stores.base import Pin, Store, replaced, resolve_range
+from nczarr_conformance.stores.base import Pin, Store, fd_name, read_extent, replaced, resolve_range
 
 
 class DirectoryStore(Store):
@@ -189,6 +190,13 @@ class DirectoryStore(Store):
             return os.pread(fd, count, first) if count else b"", info.st_size
 
     def _put(self, key: str, data: bytes) -> None:
+        self._write(key, data)
+
+    def _put_extent(self, key: str, fd: int, offset: int, size: int) -> None:
+        """The chunk copied file to file in the kernel (``copy_file_range``), never through Python."""
+        self._write(key, Extent(fd, offset, size))
+
+    def _write(self, key: str, data: bytes | Extent) -> None:
         path = self._path(key)
         try:
             if path.parent not in self._made:
@@ -389,23 +397,77 @@ def _link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
-def write_object(path: Path, data: bytes, mode: int, *, in_place: bool) -> None:
+class Extent(NamedTuple):
+    """``size`` bytes of the open file ``fd`` from ``offset``: an object copied from another file as-is."""
+
+    fd: int
+    offset: int
+    size: int
+
+
+#: errors of copy_file_range that mean "not here" (another file system on older kernels, a file system or
+#: kernel without it, a seccomp filter): the bytes then go through read and write
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM, errno.ENOTSUP}
+
+
+def copy_extent(src: Extent, out: int) -> None:
+    """Copy ``src`` into the fresh file ``out`` in the kernel, or through Python where the kernel refuses.
+
+    ``copy_file_range`` is what ``cp`` uses: no copy into user space, and a reflink where the file system
+    shares blocks. It may copy less than asked (a signal, a length limit): it is called until done; 0
+    before the end means the source is shorter than its chunk index says (StoreError, as ``read_extent``).
+    """
+    done = 0
+    copy = getattr(os, "copy_file_range", None)
+    while copy is not None and done < src.size:
+        try:
+            n = copy(src.fd, out, src.size - done, src.offset + done)
+        except OSError as exc:
+            if exc.errno not in _NO_KERNEL_COPY or done:
+                raise
+            break
+        if n == 0:
+            raise StoreError(f"{fd_name(src.fd)}: truncated: chunk at {src.offset} has {done} of {src.size} bytes")
+        done += n
+    if done < src.size:
+        _write_all(out, read_extent(src.fd, src.offset, src.size))
+
+
+def _write_all(out: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(out, view):]
+
+
+def _fill(out: int, data: bytes | Extent) -> None:
+    if isinstance(data, Extent):
+        copy_extent(data, out)
+    else:
+        _write_all(out, data)
+
+
+def write_object(path: Path, data: bytes | Extent, mode: int, *, in_place: bool) -> None:
     """Write one object file, never through a symlink (O_NOFOLLOW, mkstemp).
 
     ``in_place`` inside a private tree nobody reads yet; otherwise (an append's or a fix's tree,
     whose files may be hard links to the live store's) into a temporary file renamed over the
     object, so a reader sees the old bytes or the new ones and a linked file is never written into.
+    ``data`` an :class:`Extent`: the bytes are copied from that file (:func:`copy_extent`).
     """
     if in_place:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        try:
+            _fill(fd, data)
+        finally:
+            os.close(fd)
         return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), mode)
-            fh.write(data)
+        try:
+            os.fchmod(fd, mode)
+            _fill(fd, data)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from nczarr_conformance import keys, safety
 from nczarr_conformance.errors import StoreError
 from nczarr_conformance.stores.base import Store
-from nczarr_conformance.stores.directory import write_object
+from nczarr_conformance.stores.directory import Extent, write_object
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +80,13 @@ class DirectoryPart(_Part):
         return data
 
     def _put(self, key: str, data: bytes) -> None:
+        self._write(key, data)
+
+    def _put_extent(self, key: str, fd: int, offset: int, size: int) -> None:
+        """A chunk copied file to file in the kernel, as DirectoryStore does."""
+        self._write(key, Extent(fd, offset, size))
+
+    def _write(self, key: str, data: bytes | Extent) -> None:
         self._check_chunk(key)
         parts = keys.split(key)
         path = self.root.joinpath(*parts)

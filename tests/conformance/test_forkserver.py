@@ -1,0 +1,110 @@
+"""Issue #26: a command peer with ``preload`` runs each Python adapter call as a fork of a server
+(peers/forkserver.py). Every outcome must be what the same call started as its own process gives:
+the expected values come from the plain CommandPeer (subprocess), the fork server must match them."""
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nczarr_conformance.peers.base import PeerFailed
+from nczarr_conformance.peers.command import CommandPeer
+
+SCRIPT = r'''
+import os, sys, time
+what = open(sys.argv[1]).read().strip()
+print("model from", os.path.basename(os.getcwd()), os.environ.get("NCZ_FORK_TEST"), sys.argv[1:])
+print("a line on stderr", file=sys.stderr)
+if what == "exit3":
+    print("the reason, last", file=sys.stderr)
+    sys.exit(3)
+if what == "raise":
+    raise ValueError("adapter bug")
+if what == "signal":
+    sys.stdout.flush()
+    os.kill(os.getpid(), 9)
+if what == "sleep":
+    time.sleep(30)
+'''
+
+
+def _outcome(peer: CommandPeer, argv: list[str]) -> tuple[str, bytes | None, str]:
+    try:
+        out, detail = peer._run(argv, "reader")
+    except PeerFailed as exc:
+        return f"failed: {exc}", None, str(getattr(exc, "detail", ""))
+    return "ok", out, detail
+
+
+@pytest.mark.parametrize("what", ["ok", "exit3", "raise", "signal", "sleep"])
+def test_a_forked_call_gives_what_a_started_process_gives(tmp_path, what):
+    (tmp_path / "work").mkdir()
+    script = tmp_path / "adapter.py"
+    script.write_text(SCRIPT)
+    (tmp_path / "work" / "case.txt").write_text(what)
+    argv = [sys.executable, str(script), "case.txt"]
+    kw = {"reader": f"{sys.executable} {script} {{path}}", "env": {"NCZ_FORK_TEST": "yes"}, "timeout": 2.0,
+          "cwd": tmp_path / "work"}
+    plain = CommandPeer("plain", **kw)  # type: ignore[arg-type]
+    forked = CommandPeer("forked", preload=("json",), **kw)  # type: ignore[arg-type]
+    expected = _outcome(plain, argv)
+    started = time.monotonic()
+    got = _outcome(forked, argv)
+    assert forked._servers[sys.executable].qsize() == 1  # the call went to a fork server, now idle again
+    if what == "raise":  # the traceback names runpy's frames where the interpreter names none: compare the end
+        assert got[0] == expected[0] == "failed: reader exit 1: ValueError: adapter bug"
+        assert got[2].startswith("a line on stderr\nTraceback")
+    else:
+        assert got == expected
+    if what == "sleep":
+        assert got[0] == "failed: reader timed out after 2 s" and time.monotonic() - started < 10
+    # the server survives every outcome: a second call is served by the same process
+    assert _outcome(forked, argv)[0] == expected[0]
+    assert forked._servers[sys.executable].qsize() == 1
+
+
+def test_a_preload_that_cannot_import_falls_back_to_a_process(tmp_path):
+    script = tmp_path / "adapter.py"
+    script.write_text("print('plain')\n")
+    peer = CommandPeer("p", reader=f"{sys.executable} {script} {{path}}", preload=("no_such_module_ncz",))
+    assert peer._run([sys.executable, str(script), "x"], "reader")[0] == b"plain\n"
+    assert Path(script).exists()
+
+
+def test_report_runs_one_cell_per_core_by_default(tmp_path, monkeypatch):
+    """Issue #26: without --jobs the matrix runs os.cpu_count() cells at a time."""
+    import os
+
+    from nczarr_conformance.cli import report
+    from nczarr_conformance.conformance import matrix
+
+    asked: list[int] = []
+
+    class Stop(Exception):
+        pass
+
+    def run_matrix(*args: object, jobs: int = 1, **kw: object) -> None:
+        asked.append(jobs)
+        raise Stop
+
+    monkeypatch.setattr(matrix, "run_matrix", run_matrix)
+    monkeypatch.chdir(tmp_path)  # no nczarr-conformance.toml here: built-in peers only
+    with contextlib.suppress(Stop, SystemExit):  # the CLI turns the stop into an exit status
+        report.main(["report", "--out", str(tmp_path / "r"), "--peers", "ours"])
+    assert asked == [os.cpu_count() or 1]
+
+
+def test_the_script_imports_from_its_own_folder_and_not_the_servers(tmp_path):
+    """``python SCRIPT`` puts the script's folder first on sys.path; the server's folder (peers/, with a
+    base.py and a command.py) must not be there for the script."""
+    (tmp_path / "helper_ncz.py").write_text("WHO = 'beside the script'\n")
+    script = tmp_path / "adapter.py"
+    script.write_text("import helper_ncz, importlib.util\n"
+                      "print(helper_ncz.WHO, importlib.util.find_spec('command') is None)\n")
+    peer = CommandPeer("p", reader=f"{sys.executable} {script} {{path}}", preload=("json",))
+    out, _ = peer._run([sys.executable, str(script), "x"], "reader")
+    assert out == b"beside the script True\n"
+    assert peer._servers[sys.executable].qsize() == 1
