@@ -203,7 +203,8 @@ def test_a_bad_declaration_is_one_line_exit_2(args, line, capsys, tmp_path, monk
 
 @pytest.mark.parametrize(("toml", "line"), [
     ("[implementations.t]\nreader = 'tool {url}'\ncolour = 'red'\n",
-     " [implementations.t]: unknown key 'colour'; known: caps, env, name, preload, reader, requires, timeout, version, writer"),
+     " [implementations.t]: unknown key 'colour'; known: caps, env, name, preload, reader, requires, timeout, "
+     "version, writer"),
     ("[implementations.t]\nreader = 'tool {url}'\ntimeout = 'soon'\n",
      " [implementations.t]: timeout must be a number of seconds"),
     ("[peers.t]\nreader = 'tool {url}'\n", ": unknown table 'peers' (expected [implementations.NAME])"),
