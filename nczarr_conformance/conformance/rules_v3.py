@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +37,9 @@ def _writes_v3(peer: Peer) -> Verdict | None:
     return None
 
 
-def _arrays(ctx: RuleContext, peer: Peer, *, with_store: bool = False) -> Iterator[Any]:
-    """(case, array path, zarr.json) of every array ``peer`` wrote in the run, by case and path
-    (``with_store``: and the open store holding it, as a fourth item)."""
+def _arrays(ctx: RuleContext, peer: Peer) -> Iterator[tuple[str, str, dict[str, Any], Any]]:
+    """(case, array path, zarr.json, the open store holding it) of every array ``peer`` wrote in the
+    run, by case and path."""
     for (case, writer), url in sorted(ctx.run.stores.items()):
         if writer != peer.id:
             continue
@@ -51,7 +51,25 @@ def _arrays(ctx: RuleContext, peer: Peer, *, with_store: bool = False) -> Iterat
                 doc = json.loads(raw) if raw else None
                 if isinstance(doc, dict) and doc.get("node_type") == "array":
                     path = key[: -len("/zarr.json")] or "/"
-                    yield (case, path, doc, store) if with_store else (case, path, doc)
+                    yield case, path, doc, store
+
+
+def _each_array(ctx: RuleContext, peer: Peer, fault_of: Callable[[Any, str, dict[str, Any]], str | None],
+                follows: str) -> Verdict:
+    """A writer rule held by every array it wrote: deviates at the first array ``fault_of(store, path,
+    doc)`` finds at fault, else follows (``follows`` formatted with ``seen``, the arrays judged)."""
+    scope = _writes_v3(peer)
+    if scope:
+        return scope
+    seen = 0
+    for case, path, doc, store in _arrays(ctx, peer):
+        seen += 1
+        fault = fault_of(store, path, doc)
+        if fault:
+            return "deviates", f"case {case}: {fault}"
+    if not seen:
+        return "skipped", "no v3 array written in the run"
+    return "follows", follows.format(seen=seen)
 
 
 def _chain_fault(codecs: Any) -> str | None:
@@ -77,18 +95,11 @@ def _chain_fault(codecs: Any) -> str | None:
 
 
 def v3_codecs(ctx: RuleContext, peer: Peer) -> Verdict:
-    scope = _writes_v3(peer)
-    if scope:
-        return scope
-    seen = 0
-    for case, path, doc in _arrays(ctx, peer):
-        seen += 1
+    def fault_of(store: Any, path: str, doc: dict[str, Any]) -> str | None:
         fault = _chain_fault(doc.get("codecs"))
-        if fault:
-            return "deviates", f"case {case}: {path}: {fault}"
-    if not seen:
-        return "skipped", "no v3 array written in the run"
-    return "follows", f"{seen} arrays in every case written: one array→bytes codec each, in order"
+        return f"{path}: {fault}" if fault else None
+
+    return _each_array(ctx, peer, fault_of, "{seen} arrays in every case written: one array→bytes codec each, in order")
 
 
 def _itemsize(data_type: Any) -> int:
@@ -113,7 +124,7 @@ def v3_endian(ctx: RuleContext, peer: Peer) -> Verdict:
     if scope:
         return scope
     seen = 0
-    for case, path, doc in _arrays(ctx, peer):
+    for case, path, doc, _ in _arrays(ctx, peer):
         if _itemsize(doc.get("data_type")) < 2:
             continue
         for codec in _bytes_codecs(doc.get("codecs")):
@@ -133,9 +144,9 @@ def v3_dims(ctx: RuleContext, peer: Peer) -> Verdict:
         return scope
     # case groups-nested: the variables' netCDF dimension names
     wanted = {"/top": ["x"], "/g1/w": ["x", "y"], "/g1/g2/deep": ["y"]}
-    docs = {path: doc for case, path, doc in _arrays(ctx, peer) if case == "groups-nested"}
+    docs = {path: doc for case, path, doc, _ in _arrays(ctx, peer) if case == "groups-nested"}
     if not docs:
-        docs = {path: doc for case, path, doc in _arrays(ctx, peer) if case == "numeric-types"}
+        docs = {path: doc for case, path, doc, _ in _arrays(ctx, peer) if case == "numeric-types"}
         if not docs:
             return "skipped", "cases groups-nested and numeric-types: nothing written"
         names = {path: doc.get("dimension_names") for path, doc in docs.items()}
@@ -169,18 +180,8 @@ def _chunk_keys_fault(store: Any, path: str, doc: dict[str, Any]) -> str | None:
 
 
 def v3_keys(ctx: RuleContext, peer: Peer) -> Verdict:
-    scope = _writes_v3(peer)
-    if scope:
-        return scope
-    seen = 0
-    for case, path, doc, store in _arrays(ctx, peer, with_store=True):
-        seen += 1
-        fault = _chunk_keys_fault(store, path, doc)
-        if fault:
-            return "deviates", f"case {case}: {fault}"
-    if not seen:
-        return "skipped", "no v3 array written in the run"
-    return "follows", f"every object in the folders of {seen} arrays is named by its chunk_key_encoding"
+    return _each_array(ctx, peer, _chunk_keys_fault,
+                       "every object in the folders of {seen} arrays is named by its chunk_key_encoding")
 
 
 # ---- readers ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from typing import Self
 
 from nczarr_conformance import keys, limits, safety
@@ -117,20 +118,8 @@ class Store(ABC):
         return slice_range(data, start, length), len(data)
 
     def put(self, key: str, data: bytes) -> None:
-        self._check_writable()
-        key = keys.validate(key)
-        safety.raise_if_interrupted()
-        with self._count_lock:
-            if self._closed:
-                raise StoreError(f"{self!r}: written after it was committed or aborted")
-            self.writes += 1
-            self._in_flight += 1
-        try:
-            self._put(key, bytes(data))
-        finally:
-            with self._count_lock:
-                self._in_flight -= 1
-                self._idle.notify_all()
+        with self._writing(key) as valid:
+            self._put(valid, bytes(data))
 
     def put_extent(self, key: str, fd: int, offset: int, size: int) -> None:
         """Put ``size`` bytes of the open file ``fd`` from ``offset`` as object ``key`` (a chunk copied as-is).
@@ -138,8 +127,15 @@ class Store(ABC):
         A backend that writes files copies them in the kernel (:class:`DirectoryStore`); the others, and
         that one where the kernel refuses, read the bytes (:func:`read_extent`) and :meth:`put` them.
         """
+        with self._writing(key) as valid:
+            self._put_extent(valid, fd, offset, size)
+
+    @contextmanager
+    def _writing(self, key: str) -> Iterator[str]:
+        """One write of ``key`` (validated, yielded): refused once the store is closed or interrupted,
+        counted, and in flight until it returns, so that a commit waits for it (:meth:`_quiesce`)."""
         self._check_writable()
-        key = keys.validate(key)
+        valid = keys.validate(key)
         safety.raise_if_interrupted()
         with self._count_lock:
             if self._closed:
@@ -147,7 +143,7 @@ class Store(ABC):
             self.writes += 1
             self._in_flight += 1
         try:
-            self._put_extent(key, fd, offset, size)
+            yield valid
         finally:
             with self._count_lock:
                 self._in_flight -= 1
