@@ -175,3 +175,20 @@ def test_the_rules_inputs_are_what_zarr_python_wrote(tmp_path):
     missing = ctx.built("V3.missing", rules_v3._write_missing)
     assert sorted(str(p.relative_to(missing / "m")) for p in (missing / "m" / "c").rglob("*") if p.is_file()) == \
         ["c/1"]
+
+
+def test_dims_judges_groups_nested_alone_when_it_was_written(tmp_path):
+    """numeric-types is only the fallback of a root-only writer: with groups-nested written, its arrays
+    (here without dimension_names) are not judged, and groups-nested's own are."""
+    nested = {"top/zarr.json": _good(dimension_names=["x"]), "g1/zarr.json": {"zarr_format": 3, "node_type": "group"},
+              "g1/w/zarr.json": _good(shape=[2, 3], dimension_names=["x", "y"]),
+              "g1/g2/zarr.json": {"zarr_format": 3, "node_type": "group"},
+              "g1/g2/deep/zarr.json": _good(dimension_names=["y"])}
+    both = {"groups-nested": nested, "numeric-types": {"v_int/zarr.json": _good(dimension_names=None)},
+            "big-endian": {"v/zarr.json": _good(dimension_names=None)}, "f-order": {"a/zarr.json": _good()}}
+    assert rules_v3.v3_dims(_context(tmp_path, both), Writer())[0] == "follows"
+    only = {"numeric-types": {"v_int/zarr.json": _good(dimension_names=None)}, "big-endian": both["big-endian"],
+            "f-order": {"a/zarr.json": _good(dimension_names=["q"])},
+            "scalar": {"d/zarr.json": _good(dimension_names=["q"])}}
+    status, evidence = rules_v3.v3_dims(_context(tmp_path / "b", only), Writer())
+    assert status == "deviates" and evidence == "case numeric-types: dimension_names {'/v_int': None}", evidence
