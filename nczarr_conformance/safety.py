@@ -132,7 +132,7 @@ def split_dataset_keys(all_keys: Iterable[str]) -> tuple[list[str], list[str]]:
 def orphan_chunks(all_keys: Iterable[str], zarrays: Mapping[str, Any]) -> list[str]:
     """Chunk objects of the dataset's arrays that lie outside their array's chunk grid.
 
-    ``zarrays`` maps each array (its key) to its parsed ``.zarray``. No reader reads a chunk
+    ``zarrays`` maps each array (its key) to its parsed ``.zarray`` (or Zarr v3 ``zarr.json``). No reader reads a chunk
     whose index is past ``ceil(shape / chunks)`` along some axis, so such objects (the new
     chunks of an append killed before its metadata went in) are provably not part of the
     dataset. A key this cannot parse against its ``.zarray`` is never called an orphan.
@@ -152,16 +152,44 @@ def orphan_chunks(all_keys: Iterable[str], zarrays: Mapping[str, Any]) -> list[s
 
 def _outside_grid(tail: list[str], zarray: Any) -> bool:
     try:
-        shape = [int(n) for n in zarray["shape"]]
-        chunks = [int(n) for n in zarray["chunks"]]
-        separator = zarray.get("dimension_separator") or "."
-        parts = tail if separator == "/" else tail[0].split(".") if len(tail) == 1 else []
-        index = [int(p) for p in parts]
+        if zarray.get("zarr_format") == 3:
+            shape, chunks, index = _v3_grid_index(tail, zarray)
+        else:
+            shape = [int(n) for n in zarray["shape"]]
+            chunks = [int(n) for n in zarray["chunks"]]
+            separator = zarray.get("dimension_separator") or "."
+            parts = tail if separator == "/" else tail[0].split(".") if len(tail) == 1 else []
+            index = [int(p) for p in parts]
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
     if not shape or len(index) != len(shape) or len(chunks) != len(shape) or min(chunks) <= 0:
         return False
     return any(i >= -(-n // c) for i, n, c in zip(index, shape, chunks, strict=True))
+
+
+def _v3_grid_index(tail: list[str], meta: Any) -> tuple[list[int], list[int], list[int]]:
+    """(shape, chunk shape, the key's chunk index) of a Zarr v3 array's chunk key below it.
+
+    Only the ``regular`` grid and the two chunk key encodings of the v3 core spec: ``default``
+    (``c`` then the indices, separator ``/`` unless configured) and ``v2`` (the indices, ``.``
+    unless configured). A sharded array's keys name shards: the grid is the outer one. Anything
+    else raises ValueError, so the key is never called an orphan.
+    """
+    if meta.get("node_type") != "array" or meta["chunk_grid"]["name"] != "regular":
+        raise ValueError("not a regular v3 grid")
+    shape = [int(n) for n in meta["shape"]]
+    chunks = [int(n) for n in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+    encoding = meta.get("chunk_key_encoding") or {"name": "default"}
+    name = encoding["name"]
+    separator = (encoding.get("configuration") or {}).get("separator", "/" if name == "default" else ".")
+    parts = tail if separator == "/" else tail[0].split(".") if len(tail) == 1 else []
+    if name == "default":
+        if not parts or parts[0] != "c":
+            raise ValueError("not a default-encoded chunk key")
+        parts = parts[1:]
+    elif name != "v2":
+        raise ValueError(f"chunk key encoding {name!r}")
+    return shape, chunks, [int(p) for p in parts]
 
 
 def refuse_foreign(where: str, all_keys: Iterable[str]) -> list[str]:

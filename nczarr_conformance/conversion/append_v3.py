@@ -29,10 +29,15 @@ What differs in v3, and why:
 * metadata: each grown array's ``zarr.json`` with its new ``shape`` (nothing else changed, key
   order kept), then the root ``zarr.json`` with the consolidated metadata updated, last.
 
+On S3 the store's own transaction is the prefix's marker and the order of PUTs (stores/s3.py):
+the chunks and rewritten shards first (outside the old shapes, or holding the old values), then
+the root ``zarr.json`` deleted, the arrays' ``zarr.json`` PUT, the root's last; a kill leaves the
+old dataset or, inside that last phase, one no reader opens (never a readable mix), and the
+next append removes the dead one's chunks outside every grid.
+
 Refused in one line (exit 2), store untouched: a store in netcdf-c's draft NCZarr v3 layout
-(its dimensions live in ``_nczarr_*`` attributes a shape change alone would leave stale), an
-array whose chunk grid is not regular, and S3 (its writer holds back only v2 metadata until the
-commit, so a ``zarr.json`` would be visible before the chunks it describes).
+(its dimensions live in ``_nczarr_*`` attributes a shape change alone would leave stale) and an
+array whose chunk grid is not regular.
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ import math
 import os
 import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,9 +184,6 @@ def append_v3(srcs: str | list[str], dst: str, dim_name: str, *, allow_gaps: boo
     started = time.perf_counter()
     paths = [srcs] if isinstance(srcs, str) else list(srcs)
     spec = parse(dst)
-    if spec.kind not in ("file", "zip"):
-        raise UnsupportedError(f"{dst}: --append onto a Zarr v3 store on {spec.kind} is not supported yet (issue "
-                               "#25); directory and zip stores are")
     pieces = [Piece(path, Stamp.of(path)) for path in paths]
     try:
         stats = _append(pieces, spec, dst, dim_name, allow_gaps)
@@ -499,10 +502,11 @@ def concat_v3(files: list[str], dst: str, dim_name: str, *, overwrite: bool = Fa
 
     Built as its definition says: the first file converted, the others appended (:func:`append_v3`,
     one transaction), in a private directory beside ``dst`` (``.NAME.partial-PID-…``, a dead run's
-    leftovers are removed by the next writer); then every input's stamp is checked and the result is
-    written into ``dst`` as any new store is (a directory built aside and swapped in, a zip under a
-    temporary name), under the writer lock held from the start. A refusal or an interrupt leaves
-    ``dst`` as it was. Runs in this process (no cluster).
+    leftovers are removed by the next writer; for S3, in the system's temporary directory); then
+    every input's stamp is checked and the result is written into ``dst`` as any new store is (a
+    directory built aside and swapped in, a zip under a temporary name, S3 objects with every
+    ``zarr.json`` held until the chunks are up), under the writer lock held from the start.
+    A refusal or an interrupt leaves ``dst`` as it was. Runs in this process (no cluster).
     """
     from nczarr_conformance import safety
     from nczarr_conformance.conversion.from_netcdf import convert
@@ -510,15 +514,21 @@ def concat_v3(files: list[str], dst: str, dim_name: str, *, overwrite: bool = Fa
 
     started = time.perf_counter()
     spec = parse(dst)
-    if spec.kind not in ("file", "zip"):
-        raise UnsupportedError(f"{dst}: --concat into a Zarr v3 store on {spec.kind} is not supported yet (issue "
-                               "#25); directory and zip stores are")
-    if not overwrite and os.path.lexists(spec.path):
+    if spec.kind in ("file", "zip") and not overwrite and os.path.lexists(spec.path):
         raise StoreError(f"{spec.path}: exists (use --overwrite to replace it)")
     with lock_for_writing(spec):
+        # S3: the prefix opened for writing now, so a dataset there without --overwrite is refused before any work
+        target = open_store(spec, "w", overwrite=overwrite) if spec.kind == "s3" else None
         stamps = [(path, Stamp.of(path)) for path in files]
-        ordered = _files_in_order(files, dim_name, allow_gaps)
-        work = safety.make_temp_dir(Path(os.path.realpath(spec.path)))
+        try:
+            ordered = _files_in_order(files, dim_name, allow_gaps)
+            # the stage: beside a local store (same file system, swapped in), in the temporary directory for S3
+            work = Path(tempfile.mkdtemp(prefix=".nczarr-concat-")) if target is not None \
+                else safety.make_temp_dir(Path(os.path.realpath(spec.path)))
+        except BaseException:
+            if target is not None:
+                target.abort()
+            raise
         try:
             stage = str(work / "stage.zarr")
             first = convert(ordered[0], stage, flavor=flavor, zarr_format=3, shard=shard, consolidate=consolidate)
@@ -527,7 +537,11 @@ def concat_v3(files: list[str], dst: str, dim_name: str, *, overwrite: bool = Fa
             stats.records = _length_of(stage, dim_name)
             for path, stamp in stamps:
                 refuse_if_changed(path, stamp)
-            stats.objects_written = _publish(stage, spec, overwrite)
+            stats.objects_written = _publish(stage, target or open_store(spec, "w", overwrite=overwrite))
+        except BaseException:
+            if target is not None:
+                target.abort()  # (an abort after a commit or an abort does nothing)
+            raise
         finally:
             shutil.rmtree(work, ignore_errors=True)
     stats.seconds = time.perf_counter() - started
@@ -563,11 +577,10 @@ def _length_of(stage: str, dim_name: str) -> int:
         store.close()
 
 
-def _publish(stage: str, spec: StoreSpec, overwrite: bool) -> int:
-    """Every object of the staged store into the new store ``spec`` names, the ``zarr.json`` objects last
-    (the root's at the very end); committed, or aborted on any error. Returns the objects written."""
+def _publish(stage: str, target: Store) -> int:
+    """Every object of the staged store into ``target`` (opened for writing a new store), the ``zarr.json``
+    objects last (the root's at the very end); committed, or aborted on any error. Returns the objects written."""
     source = open_store(stage, "r")
-    target = open_store(spec, "w", overwrite=overwrite)
     try:
         if isinstance(target, ZipStore):
             target.entries_at_top()  # where zarr-python's ZipStore looks, as the v3 writer puts it

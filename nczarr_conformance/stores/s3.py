@@ -28,10 +28,10 @@ Writing, and why in this order (S3 has no rename, so readers see each PUT at onc
   deleted (a chunk the new dataset leaves out as all-fill must not show the old one's
   data), children first (one depth at a time, in parallel) and the root ``.zgroup`` (then
   ``.zmetadata``) last; the marker is deleted last of all.
-* An append PUTs its chunks (new ones lie outside the old shapes, the rewritten edge chunk
-  keeps the old values, so the old dataset reads the same), then at ``commit()`` deletes the
-  root ``.zgroup``/``.zmetadata``, PUTs the new metadata and the root last. ``abort()`` during
-  that phase puts the old metadata back.
+* An append PUTs its chunks (new ones lie outside the old shapes, the rewritten edge chunk or
+  shard keeps the old values, so the old dataset reads the same), then at ``commit()`` deletes
+  the root ``.zgroup``/``.zmetadata`` (Zarr v3: the root ``zarr.json``), PUTs the new metadata
+  and the root last. ``abort()`` during that phase puts the old metadata back.
 
 Mode ``u`` (nczarr-fix's in-place update) PUTs each object at once and nothing else (under
 its marker): an S3 PUT replaces one object atomically, which is all an in-place metadata fix needs.
@@ -82,6 +82,10 @@ MULTIPART_THRESHOLD = 16 * 1024**2
 PART_SIZE = 8 * 1024**2
 _CLIENTS: dict[tuple[str | None, str | None, str | None, str | None], tuple[Any, Any]] = {}
 _CLIENTS_LOCK = threading.Lock()
+#: the root objects an append deletes before its metadata PUTs and puts (back) last, in this order:
+#: without them no reader opens the dataset (v2's root group, then its consolidated metadata; v3's
+#: root ``zarr.json``, which holds the consolidated metadata)
+_ROOT_OPENERS = ("/.zgroup", "/.zmetadata", "/zarr.json")
 
 
 class _CutShort(Exception):
@@ -275,21 +279,23 @@ class S3Store(Store):
 
     def _complete(self, existing: set[str]) -> bool:
         """Whether the prefix holds a dataset readers open: its root ``.zgroup`` (or a root array's
-        ``.zarray``) is there and is a JSON object.
+        ``.zarray``, or Zarr v3's root ``zarr.json``) is there and is a JSON object.
 
-        Every writer puts the root ``.zgroup`` after every other object of the new dataset and
+        Every writer puts the root object after every other object of the new dataset and
         an append deletes it before its first metadata PUT, so present means either the
         writer never touched what readers read, or its new dataset was whole.
         """
-        for key in ("/.zgroup", "/.zarray"):
+        for key in ("/zarr.json", "/.zgroup", "/.zarray"):
             if key in existing:
                 return isinstance(self._json(key), dict)
         return False
 
     def _zarrays(self, existing: set[str]) -> dict[str, Any]:
-        """Each array's parsed ``.zarray`` (one not parsed: none of its chunks is called an orphan)."""
-        out = {keys.parent(k): self._json(k) for k in existing if keys.basename(k) == ".zarray"}
-        return {node: zarray for node, zarray in out.items() if isinstance(zarray, dict)}
+        """Each array's parsed ``.zarray`` or v3 ``zarr.json`` (one not parsed: none of its chunks is
+        called an orphan; a v3 group's is not an array's)."""
+        out = {keys.parent(k): self._json(k) for k in existing if keys.basename(k) in (".zarray", "zarr.json")}
+        return {node: meta for node, meta in out.items() if isinstance(meta, dict)
+                and (meta.get("zarr_format") != 3 or meta.get("node_type") == "array")}
 
     def _claim(self, mode: str, dead_etag: str | None) -> safety.Release:
         """PUT the marker only if no other writer's is there (``If-None-Match: *``), or only over
@@ -381,11 +387,13 @@ class S3Store(Store):
             self._generation.restore(pinned)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
-        if params.get("Bucket") != self.bucket or not str(params.get("Key", params.get("Prefix", ""))).startswith(
-                self.prefix):
+        """One entry per request on this prefix; a DeleteObjects batch, one entry per key it deletes."""
+        if params.get("Bucket") != self.bucket:
             return
+        batch = params.get("Delete", {}).get("Objects", []) if model.name == "DeleteObjects" else []
+        names = [str(o.get("Key", "")) for o in batch] or [str(params.get("Key", params.get("Prefix", "")))]
         with self._lock:
-            self.requests.append((model.name, str(params.get("Key", params.get("Prefix", "")))))
+            self.requests.extend((model.name, name) for name in names if name.startswith(self.prefix))
 
     def close(self) -> None:
         """Stop recording requests on the shared clients (and let go of an update's claim)."""
@@ -677,13 +685,14 @@ class S3Store(Store):
                         if key not in self._restore:
                             self._restore[key] = self._get(key)
                     root = [k for k in safety.ROOT_META if self._restore.get(k) is not None
-                            and keys.basename(k) in (".zgroup", ".zmetadata")]
+                            and k in _ROOT_OPENERS]
                     self._delete_many(root)
                 self._put_metadata()
-                if self.mode == "a":  # the old root .zgroup, when the append did not rewrite it
-                    zgroup = self._restore.get("/.zgroup")
-                    if "/.zgroup" not in self._held and zgroup is not None:
-                        self._put_now("/.zgroup", zgroup)
+                if self.mode == "a":  # the old root object readers open by, when the append did not rewrite it
+                    for key in _ROOT_OPENERS:
+                        old = self._restore.get(key)
+                        if key not in self._held and old is not None:
+                            self._put_now(key, old)
             except BaseException:
                 self._cancel_uploads()
                 self._abort_writes()
@@ -743,7 +752,8 @@ class S3Store(Store):
                 new = [k for k in self._put_keys if k not in self._old and k not in self._restore]
                 self._delete_many(new)
                 restore = [k for k in self._restore if self._restore[k] is not None]
-                for key in sorted(restore, key=lambda k: k in ("/.zgroup", "/.zmetadata")):
+                for key in sorted(restore, key=lambda k: (k in _ROOT_OPENERS, _ROOT_OPENERS.index(k)
+                                                           if k in _ROOT_OPENERS else 0)):
                     data = self._restore[key]
                     if data is not None:
                         self._put_now(key, data)
