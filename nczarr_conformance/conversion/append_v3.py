@@ -36,8 +36,9 @@ old dataset or, inside that last phase, one no reader opens (never a readable mi
 next append removes the dead one's chunks outside every grid.
 
 Refused in one line (exit 2), store untouched: a store in netcdf-c's draft NCZarr v3 layout
-(its dimensions live in ``_nczarr_*`` attributes a shape change alone would leave stale) and an
-array whose chunk grid is not regular.
+(its dimensions live in ``_nczarr_*`` attributes a shape change alone would leave stale), one
+declaring NZ-1.0 (typed attributes and ``_FillValue`` in NZ's forms, which the comparison and the
+chunk fill of a pure v3 append do not speak) and an array whose chunk grid is not regular.
 """
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ from nczarr_conformance.sources import netcdf4 as nc4
 from nczarr_conformance.stores import ZipStore, open_store
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import StoreSpec, parse
+from nczarr_conformance.zarr3 import nz
 from nczarr_conformance.zarr3.chain import MAX_UINT64, Chain, Sharding
 from nczarr_conformance.zarr3.metadata import ZARR_JSON
 from nczarr_conformance.zarr3.reader import V3ArrayInfo, V3Reader, is_v3
@@ -270,6 +272,10 @@ def _refuse_layout(store: Store) -> None:
     if any(str(k).startswith("_nczarr") for k in attributes):
         raise UnsupportedError("/zarr.json: netcdf-c's draft NCZarr v3 layout (_nczarr_* attributes); --append "
                                "grows pure Zarr v3 stores only (issue #25)")
+    if nz.claims(root):
+        raise UnsupportedError("/zarr.json: the NZ-1.0 layout (its attribute types and _FillValue are NZ's, not "
+                               "what a pure Zarr v3 append compares and writes); --append grows pure Zarr v3 stores "
+                               "only (issue #25)")
 
 
 def _new_length(new: Dataset, name: str, src: str) -> int:

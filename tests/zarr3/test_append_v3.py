@@ -494,6 +494,18 @@ def test_netcdf_c_draft_v3_layout_is_refused(series, tmp_path):
     assert snapshot(store) == before
 
 
+def test_an_nz_store_is_refused_in_one_line_naming_the_layout(series, tmp_path):
+    """An NZ-1.0 store (our --flavor nz, whose output NZ's own validator accepts: tests/zarr3/test_nz.py)
+    keeps typed attributes and _FillValue in NZ's forms: refused by name, not as "attributes differ"."""
+    first, second, _ = series
+    store = to_v3(first, tmp_path / "s.zarr", "--flavor", "nz")
+    before = snapshot(store)
+    done = cli("--append", "time", str(second), str(store))
+    assert done.returncode == 2 and "/zarr.json: the NZ-1.0 layout" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert snapshot(store) == before
+
+
 @pytest.mark.parametrize("shard", [None, "2"], ids=["chunks", "shard2"])
 def test_strings_chars_and_big_endian_append_as_one_conversion(tmp_path, shard):
     """netCDF string (vlen-utf8, a last chunk holding only ""), char (null_terminated_bytes) and a

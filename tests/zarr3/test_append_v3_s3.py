@@ -243,7 +243,7 @@ def test_v3_orphans_are_chunks_outside_the_outer_grid_in_either_key_encoding():
               "/shard": array([16, 2], [8, 2])}               # shards of 8 rows: grid 2 x 1
     outside = ["/d/c/2/0", "/d/c/0/2", "/dot/c.2.1", "/v2/2", "/v2s/2/0", "/shard/c/2/0"]
     inside = ["/d/c/1/1", "/dot/c.1.1", "/v2/1", "/v2s/1/1", "/shard/c/1/0"]
-    unparsable = ["/d/c/9", "/d/9/0", "/dot/c/2/0", "/v2/c/5", "/d/c/0/0/7"]
+    unparsable = ["/d/c/9", "/d/9/0", "/d/2/2/0", "/dot/c/2/0", "/v2/c/5", "/d/c/0/0/7"]
     meta = ["/zarr.json", *(f"{a}/zarr.json" for a in arrays)]
     assert sorted(safety.orphan_chunks(meta + outside + inside + unparsable, arrays)) == sorted(outside)
 
