@@ -7,11 +7,11 @@ WRITE_FLAVORS = ("nczarr-4.10", "nczarr-2", "nczarr-2-upper", "zarr")
 #: what the CLI and API accept for a write flavor → the layout written
 FLAVOR_ALIASES = {"nczarr": "nczarr-4.10", "nczarr-4.10": "nczarr-4.10", "nczarr-2": "nczarr-2",
                   "nczarr-2-upper": "nczarr-2-upper", "upper": "nczarr-2-upper", "zarr": "zarr"}
-#: the Zarr v3 layouts (``--zarr-format 3``): ``zarr`` and ``nz`` are written (zarr3/writer.py, zarr3/nz_writer.py);
-#: ``nczarr-v3-draft`` (issue #25) is refused in one line until it is
+#: the Zarr v3 layouts (``--zarr-format 3``): pure Zarr v3 (zarr3/writer.py), netcdf-c's draft NCZarr v3
+#: (zarr3/draft_writer.py) and NZ-1.0 (zarr3/nz_writer.py)
 V3_FLAVORS = ("zarr", "nczarr-v3-draft", "nz")
 #: layouts nczarr-check can be told to expect (``--expect``)
-CHECK_FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "zarr-v3")
+CHECK_FLAVORS = ("nczarr-v1", "nczarr-2-upper", "nczarr-2", "nczarr-4.10", "zarr", "zarr-v3", "nczarr-v3-draft", "nz")
 #: how char attributes whose text parses as JSON are written (nczarr/attrs.py): lossless (as JSON strings,
 #: the default) or spec (Appendix D case 3, as that JSON)
 JSON_ATTRIBUTE_MODES = ("lossless", "spec")

@@ -49,8 +49,15 @@ FLAVOR_CHOICES = CHECK_FLAVORS
 def expected_flavor(ctx: CheckContext) -> Iterator[Finding]:
     """The detected flavor is the one --expect names."""
     expected = ctx.__dict__.get("expect")
-    if expected and ctx.flavor != expected:
-        yield get("NCZ-LAYOUT-FLAVOR").finding(None, f"flavor {ctx.flavor}, expected {expected}")
+    if expected:
+        yield from _flavor_differs(ctx.flavor, expected)
+
+
+def _flavor_differs(flavor: str, expected: str) -> Iterator[Finding]:
+    """NCZ-LAYOUT-FLAVOR's finding when the reported flavor is not the expected one (a Zarr v3 store's
+    is the layout found in it: ``zarr-v3``, ``nczarr-v3-draft`` or ``nz``)."""
+    if flavor != expected:
+        yield get("NCZ-LAYOUT-FLAVOR").finding(None, f"flavor {flavor}, expected {expected}")
 
 
 @rule("NCZ-CHECK-CRASH", Severity.ERROR, source="nczarr-check")
@@ -127,15 +134,15 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
                 raise  # a store that did not answer is no finding about the dataset: see check()
             except Exception as exc:  # a rule's exception is a finding, never a crash
                 findings.append(get("NCZ-CHECK-CRASH").finding(None, f"{rule_id} raised {type(exc).__name__}: {exc}"))
-        if expect and ctx.flavor == "unknown":
-            findings.extend(expected_flavor(ctx))
-        crash_kept = not (ignore and RULES["NCZ-CHECK-CRASH"].matches(ignore))
-        findings = [f for f in findings if f.rule in keep or (f.rule == "NCZ-CHECK-CRASH" and crash_kept)]
-        findings = [with_fix(f) for f in findings]
         if ctx.flavor == V3_FLAVOR and draft.draft_docs(ctx):
             flavor = draft.DRAFT_FLAVOR
         elif ctx.flavor == V3_FLAVOR and nz.applies(ctx):
             flavor = nz.REPORT_FLAVOR
         else:
             flavor = ctx.flavor
+        if expect and ctx.flavor in ("unknown", V3_FLAVOR):  # (the v2 families ran NCZ-LAYOUT-FLAVOR above)
+            findings.extend(_flavor_differs(flavor, expect))
+        crash_kept = not (ignore and RULES["NCZ-CHECK-CRASH"].matches(ignore))
+        findings = [f for f in findings if f.rule in keep or (f.rule == "NCZ-CHECK-CRASH" and crash_kept)]
+        findings = [with_fix(f) for f in findings]
         return Report(url, flavor, findings, ctx.objects_read, time.perf_counter() - started, fail_on)

@@ -450,3 +450,32 @@ def test_a_fill_value_spelled_otherwise_is_not_stale(tmp_path):
     assert messages(path, "NCZ-V3-CONSOLIDATED") == []
     _edit(path / "x" / "zarr.json", lambda d: d.update(fill_value=0))
     assert any("differs from /x/zarr.json in fill_value" in m for m in messages(path, "NCZ-V3-CONSOLIDATED"))
+
+
+# ---- --expect on a v3 store ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("expect", ["zarr-v3", "nz", "nczarr-v3-draft", "nczarr-4.10", "zarr"])
+def test_expect_names_the_v3_layout_found_and_fails_on_any_other(tmp_path, expect):
+    """``--expect`` holds on Zarr v3 stores as on v2 ones: a store zarr-python wrote is ``zarr-v3``,
+    one written as NZ-1.0 is ``nz`` and netcdf-c's draft layout is ``nczarr-v3-draft``; any other
+    expectation is NCZ-LAYOUT-FLAVOR (exit 1) naming both. (Before: never reported on v3, exit 0.)"""
+    import netCDF4
+
+    src = tmp_path / "s.nc"
+    with netCDF4.Dataset(str(src), "w") as nc:
+        nc.createDimension("x", 3)
+        nc.createVariable("v", "f4", ("x",))[:] = [1, 2, 3]
+    peer = tmp_path / "zarr-v3.zarr"
+    root = zarr.open_group(str(peer), mode="w", zarr_format=3)
+    root.create_array("v", shape=(3,), dtype="f4", dimension_names=["x"])[:] = [1, 2, 3]
+    stores = {"zarr-v3": peer}
+    for flavor in ("nz", "nczarr-v3-draft"):
+        stores[flavor] = tmp_path / f"{flavor}.zarr"
+        done = run("--zarr-format", "3", "--flavor", flavor, "-q", str(src), str(stores[flavor]), module="convert")
+        assert done.returncode == 0, done.stderr
+    for found, path in stores.items():
+        done = run("--expect", expect, "--select", "NCZ-LAYOUT-FLAVOR", str(path))
+        if found == expect:
+            assert done.returncode == 0 and "NCZ-LAYOUT-FLAVOR" not in done.stdout, done.stdout
+        else:
+            assert done.returncode == 1, (found, done.stdout, done.stderr)
+            assert f"error NCZ-LAYOUT-FLAVOR -: flavor {found}, expected {expect}" in done.stdout, done.stdout
