@@ -46,6 +46,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -210,7 +211,7 @@ def _append(pieces: list[Piece], spec: StoreSpec, dst: str, dim_name: str, allow
             piece.nc = nc4.open_nc(piece.path, check="all")  # what netCDF-4 hides would be lost: refused
             with nc4.LOCK:
                 new = Dataset(_header(piece.nc, "/", piece.variables))
-            old_len, grown = _plan(reader, reader_store, new, name, piece.path)
+            old_len, grown = _plan(reader, reader_store, new, name, piece.path, piece.variables)
             piece.length = _new_length(new, name, piece.path)
         pieces[:] = _ordered(reader, pieces, dim_name, name, dst, allow_gaps)
         n_new = 0
@@ -296,10 +297,12 @@ def _coordinate(reader: V3Reader, dim_name: str, name: str) -> str | None:
     return vkey if vkey in reader.arrays else None
 
 
-def _plan(reader: V3Reader, store: Store, new: Dataset, name: str, src: str) -> tuple[int, dict[str, Grown]]:
-    """The store's length along ``name`` and each array that grows; UsageError on any mismatch."""
+def _plan(reader: V3Reader, store: Store, new: Dataset, name: str, src: str,
+          variables: dict[str, Any]) -> tuple[int, dict[str, Grown]]:
+    """The store's length along ``name`` and each array that grows; UsageError on any mismatch.
+    ``variables``: the new file's netCDF4 variables by key (a few values are read to judge a calendar)."""
     problems: list[str] = []
-    _compare(reader.dataset.root, new.root, "/", name, problems, store)
+    _compare(reader.dataset.root, new.root, "/", name, problems, store, variables)
     if problems:
         raise UsageError(f"cannot append {src}: {problems[0]}" + (f" (and {len(problems) - 1} more)"
                                                                   if len(problems) > 1 else ""))
@@ -363,8 +366,11 @@ def _same_json(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True, allow_nan=True) == json.dumps(b, sort_keys=True, allow_nan=True)
 
 
-def _compare(old: Group, new: Group, path: str, name: str, problems: list[str], store: Store) -> None:
-    """append.py's comparison in v3 terms: dimensions by name, attributes as stored JSON."""
+def _compare(old: Group, new: Group, path: str, name: str, problems: list[str], store: Store,
+             variables: dict[str, Any]) -> None:
+    """append.py's comparison in v3 terms: dimensions by name, attributes as stored JSON (less what
+    xarray adds on its own: :func:`_xarray_encoding_added`). Chunk shapes are not compared: the new
+    rows are read by region and encoded into the store's own grid, as xarray's append does."""
     if set(old.groups) != set(new.groups):
         problems.append(f"{path}: groups {sorted(old.groups)} in the store, {sorted(new.groups)} in the new file")
     if set(old.variables) != set(new.variables):
@@ -385,13 +391,56 @@ def _compare(old: Group, new: Group, path: str, name: str, problems: list[str], 
             for dname, sa, sb in zip(names_a, a.shape, b.shape, strict=True):
                 if dname != name and sa != sb:
                     problems.append(f"{keys.join(path, dname)}: size {sa} in the store, {sb} in the new file")
-        if b.chunks and a.chunks and list(a.chunks) != list(b.chunks):
-            problems.append(f"{vkey}: chunks {a.chunks} in the store, {b.chunks} in the new file")
         doc = json.loads(store.get(keys.join(vkey, ZARR_JSON)) or b"null")
-        if not _same_json(_stored_attributes(doc), _written_attributes(b.attributes, b.type)):
+        written = _written_attributes(b.attributes, b.type)
+        stored = _xarray_encoding_added(_stored_attributes(doc), written, b.type, variables.get(vkey))
+        if not _same_json(stored, written):
             problems.append(f"{vkey}: attributes differ")
     for gname in sorted(set(old.groups) & set(new.groups)):
-        _compare(old.groups[gname], new.groups[gname], keys.join(path, gname), name, problems, store)
+        _compare(old.groups[gname], new.groups[gname], keys.join(path, gname), name, problems, store, variables)
+
+
+#: CF time units ("days since 2000-01-01"): what xarray decodes to dates and writes back with a calendar
+_TIME_UNITS = re.compile(r"^\s*[A-Za-z]+\s+since\s+\S")
+
+
+def _xarray_encoding_added(stored: dict[str, Any], written: dict[str, Any], nctype: str,
+                           variable: Any) -> dict[str, Any]:
+    """``stored`` less the two attributes xarray's ``to_zarr`` adds to a variable that had neither,
+    when they change nothing the appended values mean:
+
+    * ``_FillValue`` NaN on a float variable with no ``_FillValue`` (xarray's default encoding of
+      floats): NaN reads as missing either way, and the file's other values are written as they are,
+      as xarray's own append writes them;
+    * ``calendar: proleptic_gregorian`` on a variable with CF time units and no ``calendar`` (CF's
+      default is ``standard``): xarray writes that name for dates it decoded to numpy datetime64,
+      and the two calendars are the same day for day from 1582-10-15 on, which the new values are
+      checked to be (decoded by cftime in ``standard``); an earlier date keeps the difference.
+    """
+    out = dict(stored)
+    if "_FillValue" not in written and nctype in ("float", "double") and "_FillValue" in out \
+            and out["_FillValue"] == _fill_attribute(nctype, Attribute(nctype, np.array([np.nan]))):
+        del out["_FillValue"]
+    units = written.get("units")
+    if "calendar" not in written and out.get("calendar") == "proleptic_gregorian" and isinstance(units, str) \
+            and _TIME_UNITS.match(units) and variable is not None and _from_gregorian_reform(variable, units):
+        del out["calendar"]
+    return out
+
+
+def _from_gregorian_reform(variable: Any, units: str) -> bool:
+    """Whether every value of the netCDF variable is a date on or after 1582-10-15 in the ``standard`` calendar."""
+    import cftime
+
+    values = np.asarray(nc4.read_values(variable), dtype="f8").ravel()
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return True
+    try:
+        reform = cftime.date2num(cftime.datetime(1582, 10, 15, calendar="standard"), units, calendar="standard")
+    except ValueError:
+        return False
+    return bool(values.min() >= reform)
 
 
 # ---- the chunks ---------------------------------------------------------------------------------------

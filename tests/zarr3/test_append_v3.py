@@ -10,6 +10,7 @@ finished append made it).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -379,6 +380,88 @@ def test_a_variable_without_the_dimension_must_hold_the_same_values(tmp_path):
     before = snapshot(store)
     done = cli("--append", "time", str(other), str(store))
     assert done.returncode == 2 and "/x: does not use the appended dimension but its values differ" in done.stderr
+    assert snapshot(store) == before
+
+
+def cf_daily(path: Path, t0: int, n: int, *, units: str = "days since 2000-01-01", calendar: str | None = None) -> Path:
+    """A daily file as archives hold them: CF time units, netCDF-4's default chunking (time 512 / 1 row),
+    a float variable without ``_FillValue``; no group (xarray's to_zarr writes the root only)."""
+    import netCDF4
+
+    with netCDF4.Dataset(str(path), "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("x", 3)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units = units
+        if calendar:
+            t.calendar = calendar
+        t[:] = np.arange(t0, t0 + n, dtype="f8")
+        v = nc.createVariable("v", "f4", ("time", "x"), zlib=True)
+        v.long_name = "v"
+        v[:] = np.arange(t0 * 3, (t0 + n) * 3, dtype="f4").reshape(n, 3)
+    return path
+
+
+@pytest.mark.parametrize("target", ["dir", "s3"])
+def test_a_store_xarray_wrote_with_its_defaults_grows_as_xarrays_own_append(tmp_path, target, request):
+    """The common case: xarray's ``to_zarr`` of the first daily file with no encoding given: it picks its
+    own chunks (5 rows, not the file's 512 / 1) and adds ``calendar: proleptic_gregorian`` to the time
+    and a NaN ``_FillValue`` to the floats. Our append of the next file (refused before: "chunks [5] in
+    the store, [512] in the new file", "attributes differ") equals xarray's own
+    ``to_zarr(mode="a", append_dim="time")`` object for object, on a directory and on S3."""
+    xr = pytest.importorskip("xarray")
+    first, second = cf_daily(tmp_path / "d1.nc", 0, 5), cf_daily(tmp_path / "d2.nc", 5, 6)
+    theirs = tmp_path / "theirs.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with xr.open_dataset(first) as ds:
+            ds.to_zarr(theirs, zarr_format=3, mode="w")
+        before = objects(theirs)
+        assert json.loads(before["/time/zarr.json"])["attributes"]["calendar"] == "proleptic_gregorian"
+        assert json.loads(before["/v/zarr.json"])["chunk_grid"]["configuration"]["chunk_shape"] == [5, 3]
+        if target == "s3":
+            import boto3
+
+            bucket = request.getfixturevalue("s3_bucket")
+            ours = f"s3://{bucket}/ours"
+            client = boto3.client("s3")
+            for key, data in before.items():
+                client.put_object(Bucket=bucket, Key="ours" + key, Body=data)
+        else:
+            ours = str(shutil.copytree(theirs, tmp_path / "ours.zarr"))
+        with xr.open_dataset(second) as ds:
+            ds.to_zarr(theirs, mode="a", append_dim="time", zarr_format=3)
+    done = cli("--append", "time", str(second), ours)
+    assert done.returncode == 0, done.stderr
+    mine = objects(Path(ours)) if target == "dir" else _s3_objects(ours)
+    assert mine == objects(theirs)
+
+
+def _s3_objects(url: str) -> dict[str, bytes]:
+    store = open_store(url)
+    try:
+        return {k: store.get(k, limit=sys.maxsize) or b"" for k in store.list_prefix("/")}
+    finally:
+        store.close()
+
+
+def test_a_file_without_calendar_is_refused_where_proleptic_gregorian_differs_from_standard(tmp_path):
+    """The store's time says ``calendar: proleptic_gregorian`` (the source declared it); the new file has
+    no calendar (CF: ``standard``) and its dates fall before 1582-10-15, where the two calendars name
+    different days: refused in one line, store untouched. (From 1582-10-15 on they agree: see above.)"""
+    xr = pytest.importorskip("xarray")
+    first = cf_daily(tmp_path / "d1.nc", 0, 5, units="days since 1500-01-01", calendar="proleptic_gregorian")
+    second = cf_daily(tmp_path / "d2.nc", 5, 6, units="days since 1500-01-01")
+    store = tmp_path / "x.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with xr.open_dataset(first) as ds:
+            ds.to_zarr(store, zarr_format=3, mode="w")
+    assert json.loads((store / "time" / "zarr.json").read_text())["attributes"]["calendar"] == "proleptic_gregorian"
+    before = snapshot(store)
+    done = cli("--append", "time", str(second), str(store))
+    assert done.returncode == 2 and "/time: attributes differ" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
     assert snapshot(store) == before
 
 
