@@ -11,7 +11,7 @@ the edits as a unified diff per object and writes nothing. Before writing, the s
 before and after the edits by our reader, zarr-python and netcdf-c; an edit one of them
 would read worse is refused.
 
-``--to-v3 [--flavor zarr]`` migrates instead: the metadata of a Zarr v2 store (any NCZarr flavor,
+``--to-v3 [--flavor zarr|nz]`` migrates instead: the metadata of a Zarr v2 store (any NCZarr flavor,
 or pure Zarr) rewritten as pure Zarr v3, every chunk kept under its key byte for byte (chunk key
 encoding ``v2``), through the fixes' in-place, ``--out`` and ``--dry-run`` paths; what cannot stay
 without re-encoding a chunk is refused (docs/nczarr-fix.md).
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-backup", action="store_true", help="in place: do not keep a backup of the rewritten objects")
     p.add_argument("--to-v3", action="store_true",
                    help="migrate the store to Zarr v3 (metadata only, chunks kept byte for byte) instead of fixing it")
-    p.add_argument("--flavor", metavar="FLAVOR", help="with --to-v3: the v3 layout (zarr, the default)")
+    p.add_argument("--flavor", metavar="FLAVOR", help="with --to-v3: the v3 layout (zarr, the default, or nz)")
     p.add_argument("--list-fixes", action="store_true", help="print every fix: id, readers, what it does")
     return p
 

@@ -48,6 +48,7 @@ from nczarr_conformance.nczarr.reader import ArrayInfo, DatasetReader
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.stores.memory import MemoryStore
 from nczarr_conformance.zarr3.metadata import ZARR_JSON, KeyEncoding
+from nczarr_conformance.zarr3.nz_writer import NzWriter
 from nczarr_conformance.zarr3.writer import (
     BLOSC_SHUFFLE,
     DATA_TYPES,
@@ -193,13 +194,32 @@ class MigrationWriter(V3Writer):
         return {k: v for k, v in docs.items() if v is not None}, list(self.notes)
 
 
+class NzMigrationWriter(MigrationWriter, NzWriter):
+    """``--to-v3 --flavor nz``: the migration's arrays (every chunk kept) with NZ-1.0's attributes on
+    every node (zarr3/nz_writer.py: ``conventions``, the ``zarr_conventions`` registration,
+    ``_FillValue`` apart from ``fill_value``, ``_nczarr_attr`` types), checked as nc2nczarr's NZ
+    output is (one length per dimension label within a group, else refused in one line)."""
+
+    def validate(self) -> None:
+        super().validate()
+        kept = [k for k, i in self.reader.arrays.items() if i.storage.nctype == "string"]
+        if kept:
+            self.notes.append("strings kept as null_terminated_bytes of their stored width (their chunks are not "
+                              "re-encoded), a data_type object NZ-1.0's schema.json refuses (NCZ-NZ-SCHEMA); "
+                              f"nc2nczarr --zarr-format 3 --flavor nz writes them as string: {', '.join(kept)}")
+
+
+#: the v3 layouts --to-v3 writes, each by its writer
+MIGRATION_WRITERS: dict[str, type[MigrationWriter]] = {"zarr": MigrationWriter, "nz": NzMigrationWriter}
+
+
 def plan_to_v3(store: Store, flavor: str = "zarr") -> Plan:
     """The migration of ``store`` as a plan (nothing written): ``zarr.json`` objects created, the v2
     metadata objects removed. UnsupportedError (one line) when a chunk could not stay as it is."""
     refuse_flavor(flavor)
-    if flavor != "zarr":  # nc2nczarr --zarr-format 3 --flavor nz writes NZ-1.0; the migration keeps pure v3
-        raise UsageError(f"--flavor {flavor} is not written by --to-v3 yet; nc2nczarr --zarr-format 3 "
-                         f"--flavor {flavor} writes it from the store")
+    if flavor not in MIGRATION_WRITERS:  # the draft: its strings and char types are not the v2 chunks' bytes
+        raise UsageError(f"--flavor {flavor} is not written by --to-v3; nc2nczarr --zarr-format 3 "
+                         f"--flavor {flavor} writes it from the source netCDF file")
     all_keys = store.list_prefix("/")
     raw: dict[str, bytes] = {}
     for key in all_keys:
@@ -216,7 +236,7 @@ def plan_to_v3(store: Store, flavor: str = "zarr") -> Plan:
         raise UnsupportedError("a single array at the root (no /.zgroup) is not migrated; only datasets (groups)")
     _refuse_stale_consolidated(raw)
     reader = DatasetReader(store)
-    docs, notes = MigrationWriter(reader, MemoryStore()).migrate()
+    docs, notes = MIGRATION_WRITERS[flavor](reader, MemoryStore()).migrate()
     edits = [ObjectEdit(key, raw.get(key), data, (TO_V3,)) for key, data in sorted(docs.items())]
     edits += [ObjectEdit(key, data, None, (TO_V3,)) for key, data in sorted(raw.items())
               if keys.basename(key) in V2_METADATA]

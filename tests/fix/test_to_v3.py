@@ -434,10 +434,30 @@ def test_a_stale_zmetadata_is_refused(tmp_path):
     assert files(store) == before
 
 
-def test_an_unwritten_v3_flavor_is_refused(tmp_path):
+def test_the_draft_layout_is_refused_and_nz_names_the_strings_it_keeps_as_bytes(tmp_path):
+    """--flavor nczarr-v3-draft is not a migration target (its char and string types are not the v2
+    chunks' bytes): one line, exit 2, nothing written. --flavor nz migrates (tests/zarr3/test_nz.py) and
+    says which string arrays keep their stored bytes as null_terminated_bytes, which NZ's schema refuses."""
+    import netCDF4
+
     store = our_store(tmp_path / "o.file", "zarr")
-    result = cli(str(store), "--to-v3", "--flavor", "nz")
-    assert result.returncode == 2 and "--flavor nz" in one_line(result.stderr)
+    before = files(store)
+    result = cli(str(store), "--to-v3", "--flavor", "nczarr-v3-draft")
+    assert result.returncode == 2 and "--flavor nczarr-v3-draft" in one_line(result.stderr)
+    assert files(store) == before
+    src = tmp_path / "s.nc"
+    with netCDF4.Dataset(str(src), "w") as nc:
+        nc.createDimension("x", 2)
+        nc.createVariable("names", str, ("x",))[:] = np.array(["ab", "c"], dtype=object)
+    v2 = tmp_path / "s.zarr"
+    done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "-q", str(src), str(v2)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    result = cli(str(v2), "--to-v3", "--flavor", "nz", "--no-backup")
+    assert result.returncode == 0, result.stderr
+    assert "strings kept as null_terminated_bytes of their stored width" in result.stdout and "/names" in result.stdout
+    doc = json.loads((v2 / "names" / "zarr.json").read_text())
+    assert doc["data_type"]["name"] == "null_terminated_bytes" and doc["attributes"]["zarr_conventions"]
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):

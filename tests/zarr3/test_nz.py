@@ -476,3 +476,34 @@ def test_what_nz_cannot_hold_of_the_bundled_sample_is_named_and_is_all_the_check
     refused = sorted(str(p.relative_to(out)) for p in out.rglob("zarr.json")
                      if not theirs(json.loads(p.read_text())))
     assert refused == ["chars/zarr.json"]
+
+
+# ---- nczarr-fix --to-v3 --flavor nz ------------------------------------------------------------------------------
+def test_fix_to_v3_flavor_nz_keeps_every_chunk_and_reads_as_the_source(source: Path, tmp_path: Path,
+                                                                        theirs: Callable[[Any], bool]) -> None:
+    """An NCZarr v2 store (nc2nczarr's default layout) migrated in NZ-1.0's layout: every chunk object
+    under its key, byte for byte; every zarr.json valid for NZ's own validator and for ours; read back
+    as netCDF4-python reads the source (attribute types through ``_nczarr_attr``); the checker finds no
+    NZ rule broken. (Before: refused in one line, "--flavor nz is not written by --to-v3 yet".)"""
+    v2, out = tmp_path / "v2.zarr", tmp_path / "v3.zarr"
+    assert run_cli(str(source), str(v2)).returncode == 0
+
+    def chunk_files(store: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(store)): p.read_bytes() for p in store.rglob("*")
+                if p.is_file() and not p.name.startswith(".") and p.name != "zarr.json"}
+
+    kept = chunk_files(v2)
+    assert kept
+    done = cli("fix", str(v2), "--to-v3", "--flavor", "nz", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert chunk_files(out) == kept
+    docs = documents(out)
+    assert sorted(docs) == [".", "f", "g", "g/v", "n", "s", "x"]
+    for node, doc in docs.items():
+        assert theirs(doc) and ours(doc), node
+    assert docs["."]["attributes"]["zarr_conventions"] == [REGISTRATION]
+    assert docs["f"]["chunk_key_encoding"]["name"] == "v2"  # the keys the chunks already have
+    _same(_source_model(source), _our_model(str(out)))
+    report = _check(out)
+    assert report["flavor"] == "nz"
+    assert [f for f in report["findings"] if f["rule"].startswith("NCZ-NZ") and f["severity"] == "error"] == []
