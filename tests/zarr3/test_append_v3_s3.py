@@ -116,6 +116,9 @@ def test_concat_into_v3_on_s3_equals_the_directory_concat(tmp_path, s3_bucket, m
     parts = [make(tmp_path / f"p{i}.nc", t0, n) for i, (t0, n) in enumerate([(5, 3), (0, 5), (8, 8)])]
     whole = make(tmp_path / "all.nc", 0, 16)
     url = f"s3://{s3_bucket}/cat"
+    gap = cli("--zarr-format", "3", "--concat", "time", str(parts[1]), str(make(tmp_path / "gap.nc", 20, 2)), url)
+    assert gap.returncode == 2 and "gap in coordinate time" in gap.stderr, gap.stderr
+    assert s3_objects(s3_bucket, "cat") == {}  # nothing written, the marker taken back
     done = cli("--zarr-format", "3", "--shard", "2", "--concat", "time", *map(str, parts), url)
     assert done.returncode == 0, done.stderr
     local = tmp_path / "cat.zarr"
