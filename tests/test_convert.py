@@ -107,10 +107,10 @@ def test_cli_default_flavor_with_mode_zarr_url_writes_pure_zarr(tmp_path):
 
 
 def test_a_sample_chunk_is_compared_on_a_slab_of_leading_rows_not_whole(tmp_path):
-    """The copied-chunk check compares each sample with the source on a slab, "so a big chunk's values are not read,
-    converted and compared in full" (writer._raw_copy_verified): the first copied chunk's first rows and the last
-    one's last rows, as many as hold VERIFY_SLAB_BYTES (1 MiB). Chunks of (1024, 512) floats have 2048-byte rows:
-    512 rows each, whatever column the chunk starts at."""
+    """The copied-chunk check compares its sample with the source on a slab, "so a big chunk's values are not read,
+    converted and compared in full" (writer._raw_copy_verified): the smallest stored chunk's first rows, as many as
+    hold VERIFY_SLAB_BYTES (1 MiB), once for the variable's codec chain. Chunks of (1024, 512) floats have 2048-byte
+    rows: 512 rows, whatever column the chunk starts at; which chunk is smallest, h5py's chunk index says."""
     import netCDF4
     import numpy as np
 
@@ -143,5 +143,89 @@ def test_a_sample_chunk_is_compared_on_a_slab_of_leading_rows_not_whole(tmp_path
     finally:
         nc.close()
     rows = VERIFY_SLAB_BYTES // (512 * 4)
+    column = _smallest_stored(path, "v")[1][1]
     assert copied == 2 and rows == 512
-    assert read == [(slice(0, rows), slice(0, 512)), (slice(1024 - rows, 1024), slice(512, 1024))]
+    assert read == [(slice(0, rows), slice(column, column + 512))]
+
+
+def _smallest_stored(path, name):
+    """(size, element offset) of the smallest chunk HDF5 stored for ``name``, from h5py's own chunk index."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        dataset = f[name]
+        return min((info.size, tuple(info.chunk_offset))
+                   for info in (dataset.id.get_chunk_info(i) for i in range(dataset.id.get_num_chunks())))
+
+
+def _shared_chain_file(path, *, zeros=False):
+    """a and b: float32 with HDF5 shuffle + deflate 1 (one codec chain) in chunks of other shapes; c: float64 with
+    deflate alone (another chain). a's second chunk is a ramp (compresses best), or with ``zeros`` all zeros."""
+    import netCDF4
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    with netCDF4.Dataset(str(path), "w") as nc:
+        nc.createDimension("t", 8)
+        nc.createDimension("x", 256)
+        a = nc.createVariable("a", "f4", ("t", "x"), chunksizes=(4, 256), zlib=True, complevel=1, shuffle=True)
+        b = nc.createVariable("b", "f4", ("t", "x"), chunksizes=(2, 64), zlib=True, complevel=1, shuffle=True)
+        c = nc.createVariable("c", "f8", ("t", "x"), chunksizes=(8, 128), zlib=True, complevel=1, shuffle=False)
+        second = np.zeros((4, 256)) if zeros else np.tile(np.arange(256) / 256, (4, 1))
+        a[:] = np.concatenate([rng.random((4, 256)), second]).astype("f4")
+        b[:] = rng.random((8, 256)).astype("f4")
+        c[:] = rng.random((8, 256))
+
+
+def test_a_codec_chain_shared_by_variables_is_verified_once_on_its_smallest_stored_chunk(tmp_path, monkeypatch):
+    """One decode-and-compare per codec chain (HDF5 filters and parameters, type, byte order), on the chain's
+    smallest stored chunk (h5py's chunk index says which): a and b share one, c has its own, so two samples, and
+    every stored chunk is still copied and reads as the source."""
+    from nczarr_conformance.nczarr.writer import DatasetWriter
+
+    src = tmp_path / "shared.nc"
+    _shared_chain_file(src)
+    sampled: list[tuple[str, int]] = []
+    real = DatasetWriter._sample_matches
+
+    def counted(self, plan, pipeline, payload, *args, **kw):
+        sampled.append((plan.key, len(payload)))
+        return real(self, plan, pipeline, payload, *args, **kw)
+
+    monkeypatch.setattr(DatasetWriter, "_sample_matches", counted)
+    stats = convert(str(src), str(tmp_path / "out.file"))
+    f4 = min(_smallest_stored(src, "a")[0], _smallest_stored(src, "b")[0])
+    assert sorted(size for _, size in sampled) == sorted([f4, _smallest_stored(src, "c")[0]]), sampled
+    assert stats.copied == 2 + 4 * 4 + 2  # a: 2 chunks, b: 16, c: 2
+    assert diff(read_source(str(src)), open_dataset(str(tmp_path / "out.file")), ignore=CONTIGUOUS) == []
+
+
+def test_a_codec_mismatch_on_a_shared_chain_re_encodes_every_variable_of_it(tmp_path, monkeypatch):
+    """The guarantee kept: a real file (a and b: HDF5 shuffle + deflate) read by a mapping made wrong (it sees no
+    shuffle filter and plans zlib alone, so a copied chunk decodes to shuffled bytes). The chain's smallest chunk
+    is a's zeros, the same bytes shuffled or not: it tells nothing, so the next smallest is compared, fails, and
+    then no chunk of a or b is copied: both are re-encoded and read as the source; c (deflate alone, where the
+    wrong mapping is right) is still copied."""
+    from nczarr_conformance.nczarr.writer import DatasetWriter
+    from nczarr_conformance.sources.hdf5_chunks import H5Z_FILTER_SHUFFLE, DirectChunks
+
+    src = tmp_path / "shared.nc"
+    _shared_chain_file(src, zeros=True)
+    real_codecs, real_filters = DatasetWriter._codecs, DirectChunks._filters
+    monkeypatch.setattr(DatasetWriter, "_codecs",
+                        staticmethod(lambda akey, var, itemsize: (real_codecs(akey, var, itemsize)[0], None)))
+    monkeypatch.setattr(DirectChunks, "_filters",
+                        lambda self, dataset: [f for f in real_filters(self, dataset) if f != H5Z_FILTER_SHUFFLE])
+    sampled: list[str] = []
+    real = DatasetWriter._sample_matches
+
+    def counted(self, plan, *args, **kw):
+        sampled.append(plan.key)
+        return real(self, plan, *args, **kw)
+
+    monkeypatch.setattr(DatasetWriter, "_sample_matches", counted)
+    stats = convert(str(src), str(tmp_path / "out.file"))
+    assert len([k for k in sampled if k in ("/a", "/b")]) == 2, sampled
+    assert stats.copied == 2  # c's two chunks only
+    found = diff(read_source(str(src)), open_dataset(str(tmp_path / "out.file")), ignore=CONTIGUOUS)
+    assert [d for d in found if not d.startswith(("/root/variables/a/filters:", "/root/variables/b/filters:"))] == []

@@ -41,7 +41,7 @@ import json
 import math
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -196,6 +196,8 @@ class DatasetWriter:
         self.copied = 0  # chunks copied as the source stored them
         self._count = threading.Lock()
         self.plans: dict[str, ArrayPlan] = {}
+        # codec chain -> whether its sample decoded to the source's values (see _raw_copy_verified)
+        self.proven: dict[Hashable, bool] = {}
 
     # ---- planning ------------------------------------------------------------------------
     def validate(self) -> None:
@@ -472,12 +474,44 @@ class DatasetWriter:
 
     def _raw_copy_verified(self, plan: ArrayPlan, pipeline: ChunkEncoder,
                            raw_copy: Callable[[tuple[int, ...]], bytes | None], fill_chunk: np.ndarray) -> bool:
-        """Decode a sample of copied chunks and compare them with the source's values there.
+        """Decode one copied chunk per codec chain and compare it with the source's values there.
 
-        A copied chunk is only as right as the assumption that the source's codecs are ours;
-        a sample per variable proves it, else the variable is re-encoded. The sample is the
-        first copied chunk and, when chunks are smaller than :data:`VERIFY_BYTES`, the last
-        one (often an edge chunk, padded in the source); each payload is decoded whole (a
+        A copied chunk is only as right as the assumption that the source's codecs are ours.
+        When the raw source names its codec chain (``raw_copy.chain()``: the HDF5 filters with
+        their parameters, the stored type with its byte order) and its stored chunks smallest
+        first (``raw_copy.by_size()``), the smallest is decoded whole with the plan's codecs and
+        compared with the source on a slab of leading rows. A sample whose compared bytes are all
+        one value (a chunk of zeros compresses best) tells no byte permutation (shuffle, byte
+        order) from another, so the next smallest is taken, until one tells or one differs. The
+        verdict holds for every variable of this writer with the same source chain and plan
+        codecs: a mismatch re-encodes all of them. Other raw sources are sampled per variable
+        (:meth:`_first_and_last_verified`).
+        """
+        chain = getattr(raw_copy, "chain", None)
+        by_size = getattr(raw_copy, "by_size", None)
+        if chain is None or by_size is None:
+            return self._first_and_last_verified(plan, pipeline, raw_copy, fill_chunk)
+        key = (chain(), json.dumps(plan.compressor, sort_keys=True), json.dumps(plan.filters, sort_keys=True),
+               plan.storage.str, type(pipeline).__name__)
+        if key in self.proven:
+            return self.proven[key]
+        for index in by_size():
+            region = tuple(slice(i * c, min((i + 1) * c, s))
+                           for i, c, s in zip(index, plan.chunks, plan.zshape, strict=True))
+            telling: list[bool] = []
+            verdict = self._sample_matches(plan, pipeline, raw_copy(index), fill_chunk, region, last=False,
+                                           telling=telling)
+            if verdict is False or (verdict and telling and telling[0]):
+                self.proven[key] = verdict
+                return verdict
+        return True  # every copied chunk is one byte value throughout: it reads the same under any permutation
+
+    def _first_and_last_verified(self, plan: ArrayPlan, pipeline: ChunkEncoder,
+                                 raw_copy: Callable[[tuple[int, ...]], bytes | None], fill_chunk: np.ndarray) -> bool:
+        """The per-variable sample, for a raw source that names no codec chain (the Zarr v3 rewrap).
+
+        The sample is the first copied chunk and, when chunks are smaller than :data:`VERIFY_BYTES`,
+        the last one (often an edge chunk, padded in the source); each payload is decoded whole (a
         codec mismatch garbles all of it) and compared with the source on a slab of leading
         rows, so a big chunk's values are not read, converted and compared in full.
         """
@@ -505,8 +539,11 @@ class DatasetWriter:
         return True
 
     def _sample_matches(self, plan: ArrayPlan, pipeline: ChunkEncoder, payload: bytes | None, fill_chunk: np.ndarray,
-                        region: tuple[slice, ...], *, last: bool) -> bool | None:
-        """Whether a copied chunk decodes to the source's values (None: no copied chunk here)."""
+                        region: tuple[slice, ...], *, last: bool, telling: list[bool] | None = None) -> bool | None:
+        """Whether a copied chunk decodes to the source's values (None: no copied chunk here).
+
+        ``telling``, when given, gets whether the compared bytes were not all one value.
+        """
         if payload is None or payload == NOT_STORED:
             return None
         try:
@@ -516,7 +553,10 @@ class DatasetWriter:
         slab = _slab(region, plan.storage.itemsize, last=last)
         block = self._block(plan, slab)
         within = tuple(slice(s.start - r.start, s.stop - r.start) for s, r in zip(slab, region, strict=True))
-        return bool(decoded[within].tobytes() == np.ascontiguousarray(block).tobytes())
+        expected = np.ascontiguousarray(block).tobytes()
+        if telling is not None:
+            telling.append(expected.count(expected[:1]) != len(expected))
+        return bool(decoded[within].tobytes() == expected)
 
     def _done(self, sizes: tuple[int, int]) -> None:
         if self.progress is not None:
