@@ -229,3 +229,34 @@ def test_a_codec_mismatch_on_a_shared_chain_re_encodes_every_variable_of_it(tmp_
     assert stats.copied == 2  # c's two chunks only
     found = diff(read_source(str(src)), open_dataset(str(tmp_path / "out.file")), ignore=CONTIGUOUS)
     assert [d for d in found if not d.startswith(("/root/variables/a/filters:", "/root/variables/b/filters:"))] == []
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 512], ids=["64KiB-chunks", "2MiB-chunks"])
+def test_small_chunks_copied_into_a_directory_start_no_thread_pool(tmp_path, monkeypatch, chunk_rows):
+    """Chunks copied file to file are file creations in one directory: threads only contend on them in the kernel,
+    so chunks under SERIAL_COPY_BYTES unencoded are copied on the calling thread; bigger ones keep the pool.
+    Either way every chunk is copied and the store reads as the source."""
+    import netCDF4
+    import numpy as np
+
+    from nczarr_conformance.nczarr import writer
+
+    src = tmp_path / "in.nc"
+    with netCDF4.Dataset(str(src), "w") as nc:
+        nc.createDimension("t", 1024)
+        nc.createDimension("x", 1024)
+        v = nc.createVariable("v", "f4", ("t", "x"), chunksizes=(chunk_rows, 1024), zlib=True, complevel=1)
+        v[:] = np.tile(np.arange(1024, dtype="f4"), (1024, 1))
+    pools: list[int] = []
+    real = writer.ThreadPoolExecutor
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kw):
+            pools.append(1)
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(writer, "ThreadPoolExecutor", Counted)
+    stats = convert(str(src), str(tmp_path / "out.file"), threads=4)
+    assert stats.copied == 1024 // chunk_rows
+    assert len(pools) == (0 if chunk_rows * 1024 * 4 < writer.SERIAL_COPY_BYTES else 1)
+    assert diff(read_source(str(src)), open_dataset(str(tmp_path / "out.file")), ignore=CONTIGUOUS) == []

@@ -111,6 +111,8 @@ Progress = Callable[[int, int, int], None]  # increments: (chunks, bytes before 
 RawSource = Callable[["ArrayPlan"], Callable[[tuple[int, ...]], bytes | None] | None]
 NOT_STORED = b""
 IN_FLIGHT_BYTES = 64 * 1024**2
+#: chunks smaller than this (unencoded) that are copied into a directory store are copied on one thread
+SERIAL_COPY_BYTES = 1024**2
 #: chunks of at least this many bytes are verified on one sample chunk, smaller ones on two
 VERIFY_BYTES = 4 * 1024**2
 #: the slab of a sample chunk compared with the source: leading rows holding at least this many bytes
@@ -428,7 +430,11 @@ class DatasetWriter:
             self.store.put(ckey, payload)  # in the worker: S3 PUTs and file writes overlap
             return chunk.nbytes, len(payload)
 
-        if self.threads == 1:  # no pool: starting a thread per variable costs more than it overlaps on small files
+        # no pool: starting a thread per variable costs more than it overlaps on small files; and small chunks
+        # copied file to file are file creations in one directory, which threads only contend on in the kernel
+        # (7,300 chunks of 64 KiB: 0.8-1.0 s on one thread, 2.0-2.9 s on 2 or 4, measured on 2 cores)
+        if self.threads == 1 or (locate is not None and fill_chunk.nbytes < SERIAL_COPY_BYTES
+                                 and getattr(self.store, "kind", "") == "file"):
             for item in plan.regions():
                 if select is None or select(item[0]) is not None:
                     self._done(encode(item))
