@@ -260,3 +260,49 @@ def test_small_chunks_copied_into_a_directory_start_no_thread_pool(tmp_path, mon
     assert stats.copied == 512 // chunk_rows
     assert len(pools) == (0 if chunk_rows * 1024 * 4 < writer.SERIAL_COPY_BYTES else 1)
     assert diff(read_source(str(src)), open_dataset(str(tmp_path / "out.file")), ignore=CONTIGUOUS) == []
+
+
+@pytest.mark.parametrize("lie", [None, _undecodable, _decodes_to_other_values], ids=["true", "undecodable", "other"])
+def test_a_big_sample_is_decoded_on_another_thread_and_still_judged(tmp_path, monkeypatch, lie):
+    """A sample of VERIFY_BYTES or more is decoded on a thread of its own while netCDF4 reads the slab (both
+    decompress); its verdict is unchanged: a true chunk is copied, an undecodable one or one of other values
+    makes the variable re-encoded, and the store reads as the source either way."""
+    import threading
+
+    import netCDF4
+    import numpy as np
+    import zarr
+
+    from nczarr_conformance.codecs import Pipeline
+    from nczarr_conformance.nczarr.writer import VERIFY_BYTES
+    from nczarr_conformance.sources import hdf5_chunks
+
+    src = tmp_path / "big.nc"
+    with netCDF4.Dataset(str(src), "w") as nc:
+        nc.createDimension("t", 1024)
+        nc.createDimension("x", 1024)
+        v = nc.createVariable("v", "f4", ("t", "x"), chunksizes=(1024, 1024), zlib=True, complevel=1)
+        v[:] = np.tile(np.arange(1024, dtype="f4"), (1024, 1))
+    assert 1024 * 1024 * 4 >= VERIFY_BYTES
+    decoded_on: list[str] = []
+    real_decode = Pipeline.decode
+
+    def decode(self, raw, limit=None):
+        decoded_on.append(threading.current_thread().name)
+        return real_decode(self, raw, limit)
+
+    monkeypatch.setattr(Pipeline, "decode", decode)
+    if lie is not None:
+        real_call = hdf5_chunks.DirectChunks.__call__
+
+        def lying(self, plan):
+            real = real_call(self, plan)
+            return None if real is None else lie(real, Pipeline(plan.compressor, plan.filters,
+                                                                plan.storage.itemsize), plan)
+        monkeypatch.setattr(hdf5_chunks.DirectChunks, "__call__", lying)
+    stats = convert(str(src), str(tmp_path / "out.file"), threads=4)
+    assert decoded_on and threading.main_thread().name not in decoded_on[-1:], decoded_on
+    assert stats.copied == (1 if lie is None else 0)
+    with netCDF4.Dataset(str(src)) as nc:
+        expected = nc["v"][:].data
+    assert np.array_equal(zarr.open_group(str(tmp_path / "out.file"), mode="r")["v"][:], expected)
