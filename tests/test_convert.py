@@ -107,10 +107,10 @@ def test_cli_default_flavor_with_mode_zarr_url_writes_pure_zarr(tmp_path):
 
 
 def test_a_sample_chunk_is_compared_on_a_slab_of_leading_rows_not_whole(tmp_path):
-    """The copied-chunk check compares each sample with the source on a slab, "so a big chunk's values are not read,
-    converted and compared in full" (writer._raw_copy_verified): the first copied chunk's first rows and the last
-    one's last rows, as many as hold VERIFY_SLAB_BYTES (1 MiB). Chunks of (1024, 512) floats have 2048-byte rows:
-    512 rows each, whatever column the chunk starts at."""
+    """The copied-chunk check compares its sample with the source on a slab, "so a big chunk's values are not read,
+    converted and compared in full" (writer._raw_copy_verified): the smallest stored chunk's first rows, as many as
+    hold VERIFY_SLAB_BYTES (1 MiB), once for the variable's codec chain. Chunks of (1024, 512) floats have 2048-byte
+    rows: 512 rows, whatever column the chunk starts at; which chunk is smallest, h5py's chunk index says."""
     import netCDF4
     import numpy as np
 
@@ -143,5 +143,166 @@ def test_a_sample_chunk_is_compared_on_a_slab_of_leading_rows_not_whole(tmp_path
     finally:
         nc.close()
     rows = VERIFY_SLAB_BYTES // (512 * 4)
+    column = _smallest_stored(path, "v")[1][1]
     assert copied == 2 and rows == 512
-    assert read == [(slice(0, rows), slice(0, 512)), (slice(1024 - rows, 1024), slice(512, 1024))]
+    assert read == [(slice(0, rows), slice(column, column + 512))]
+
+
+def _smallest_stored(path, name):
+    """(size, element offset) of the smallest chunk HDF5 stored for ``name``, from h5py's own chunk index."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        dataset = f[name]
+        return min((info.size, tuple(info.chunk_offset))
+                   for info in (dataset.id.get_chunk_info(i) for i in range(dataset.id.get_num_chunks())))
+
+
+def _shared_chain_file(path, *, zeros=False):
+    """a and b: float32 with HDF5 shuffle + deflate 1 (one codec chain) in chunks of other shapes; c: float64 with
+    deflate alone (another chain). a's second chunk is a ramp (compresses best), or with ``zeros`` all zeros."""
+    import netCDF4
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    with netCDF4.Dataset(str(path), "w") as nc:
+        nc.createDimension("t", 8)
+        nc.createDimension("x", 256)
+        a = nc.createVariable("a", "f4", ("t", "x"), chunksizes=(4, 256), zlib=True, complevel=1, shuffle=True)
+        b = nc.createVariable("b", "f4", ("t", "x"), chunksizes=(2, 64), zlib=True, complevel=1, shuffle=True)
+        c = nc.createVariable("c", "f8", ("t", "x"), chunksizes=(8, 128), zlib=True, complevel=1, shuffle=False)
+        second = np.zeros((4, 256)) if zeros else np.tile(np.arange(256) / 256, (4, 1))
+        a[:] = np.concatenate([rng.random((4, 256)), second]).astype("f4")
+        b[:] = rng.random((8, 256)).astype("f4")
+        c[:] = rng.random((8, 256))
+
+
+def test_a_codec_chain_shared_by_variables_is_verified_once_on_its_smallest_stored_chunk(tmp_path, monkeypatch):
+    """One decode-and-compare per codec chain (HDF5 filters and parameters, type, byte order), on the chain's
+    smallest stored chunk (h5py's chunk index says which): a and b share one, c has its own, so two samples, and
+    every stored chunk is still copied and reads as the source."""
+    from nczarr_conformance.nczarr.writer import DatasetWriter
+
+    src = tmp_path / "shared.nc"
+    _shared_chain_file(src)
+    sampled: list[tuple[str, int]] = []
+    real = DatasetWriter._sample_matches
+
+    def counted(self, plan, pipeline, payload, *args, **kw):
+        sampled.append((plan.key, len(payload)))
+        return real(self, plan, pipeline, payload, *args, **kw)
+
+    monkeypatch.setattr(DatasetWriter, "_sample_matches", counted)
+    stats = convert(str(src), str(tmp_path / "out.file"))
+    f4 = min(_smallest_stored(src, "a")[0], _smallest_stored(src, "b")[0])
+    assert sorted(size for _, size in sampled) == sorted([f4, _smallest_stored(src, "c")[0]]), sampled
+    assert stats.copied == 2 + 4 * 4 + 2  # a: 2 chunks, b: 16, c: 2
+    assert diff(read_source(str(src)), open_dataset(str(tmp_path / "out.file")), ignore=CONTIGUOUS) == []
+
+
+def test_a_codec_mismatch_on_a_shared_chain_re_encodes_every_variable_of_it(tmp_path, monkeypatch):
+    """The guarantee kept: a real file (a and b: HDF5 shuffle + deflate) read by a mapping made wrong (it sees no
+    shuffle filter and plans zlib alone, so a copied chunk decodes to shuffled bytes). The chain's smallest chunk
+    is a's zeros, the same bytes shuffled or not: it tells nothing, so the next smallest is compared, fails, and
+    then no chunk of a or b is copied: both are re-encoded and read as the source; c (deflate alone, where the
+    wrong mapping is right) is still copied."""
+    from nczarr_conformance.nczarr.writer import DatasetWriter
+    from nczarr_conformance.sources.hdf5_chunks import H5Z_FILTER_SHUFFLE, DirectChunks
+
+    src = tmp_path / "shared.nc"
+    _shared_chain_file(src, zeros=True)
+    real_codecs, real_filters = DatasetWriter._codecs, DirectChunks._filters
+    monkeypatch.setattr(DatasetWriter, "_codecs",
+                        staticmethod(lambda akey, var, itemsize: (real_codecs(akey, var, itemsize)[0], None)))
+    monkeypatch.setattr(DirectChunks, "_filters",
+                        lambda self, dataset: [f for f in real_filters(self, dataset) if f != H5Z_FILTER_SHUFFLE])
+    sampled: list[str] = []
+    real = DatasetWriter._sample_matches
+
+    def counted(self, plan, *args, **kw):
+        sampled.append(plan.key)
+        return real(self, plan, *args, **kw)
+
+    monkeypatch.setattr(DatasetWriter, "_sample_matches", counted)
+    stats = convert(str(src), str(tmp_path / "out.file"))
+    assert len([k for k in sampled if k in ("/a", "/b")]) == 2, sampled
+    assert stats.copied == 2  # c's two chunks only
+    found = diff(read_source(str(src)), open_dataset(str(tmp_path / "out.file")), ignore=CONTIGUOUS)
+    assert [d for d in found if not d.startswith(("/root/variables/a/filters:", "/root/variables/b/filters:"))] == []
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 512], ids=["4KiB-chunks", "2MiB-chunks"])
+def test_small_chunks_copied_into_a_directory_start_no_thread_pool(tmp_path, monkeypatch, chunk_rows):
+    """Chunks copied file to file are file creations in one directory: threads only contend on them in the kernel,
+    so chunks under SERIAL_COPY_BYTES unencoded are copied on the calling thread; bigger ones keep the pool.
+    Either way every chunk is copied and the store reads as the source."""
+    import netCDF4
+    import numpy as np
+
+    from nczarr_conformance.nczarr import writer
+
+    src = tmp_path / "in.nc"
+    with netCDF4.Dataset(str(src), "w") as nc:
+        nc.createDimension("t", 512)
+        nc.createDimension("x", 1024)
+        v = nc.createVariable("v", "f4", ("t", "x"), chunksizes=(chunk_rows, 1024), zlib=True, complevel=1)
+        v[:] = np.tile(np.arange(1024, dtype="f4"), (512, 1))
+    pools: list[int] = []
+    real = writer.ThreadPoolExecutor
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kw):
+            pools.append(1)
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(writer, "ThreadPoolExecutor", Counted)
+    stats = convert(str(src), str(tmp_path / "out.file"), threads=4)
+    assert stats.copied == 512 // chunk_rows
+    assert len(pools) == (0 if chunk_rows * 1024 * 4 < writer.SERIAL_COPY_BYTES else 1)
+    assert diff(read_source(str(src)), open_dataset(str(tmp_path / "out.file")), ignore=CONTIGUOUS) == []
+
+
+@pytest.mark.parametrize("lie", [None, _undecodable, _decodes_to_other_values], ids=["true", "undecodable", "other"])
+def test_a_big_sample_is_decoded_on_another_thread_and_still_judged(tmp_path, monkeypatch, lie):
+    """A sample of VERIFY_BYTES or more is decoded on a thread of its own while netCDF4 reads the slab (both
+    decompress); its verdict is unchanged: a true chunk is copied, an undecodable one or one of other values
+    makes the variable re-encoded, and the store reads as the source either way."""
+    import threading
+
+    import netCDF4
+    import numpy as np
+    import zarr
+
+    from nczarr_conformance.codecs import Pipeline
+    from nczarr_conformance.nczarr.writer import VERIFY_BYTES
+    from nczarr_conformance.sources import hdf5_chunks
+
+    src = tmp_path / "big.nc"
+    with netCDF4.Dataset(str(src), "w") as nc:
+        nc.createDimension("t", 1024)
+        nc.createDimension("x", 1024)
+        v = nc.createVariable("v", "f4", ("t", "x"), chunksizes=(1024, 1024), zlib=True, complevel=1)
+        v[:] = np.tile(np.arange(1024, dtype="f4"), (1024, 1))
+    assert VERIFY_BYTES <= 1024 * 1024 * 4
+    decoded_on: list[str] = []
+    real_decode = Pipeline.decode
+
+    def decode(self, raw, limit=None):
+        decoded_on.append(threading.current_thread().name)
+        return real_decode(self, raw, limit)
+
+    monkeypatch.setattr(Pipeline, "decode", decode)
+    if lie is not None:
+        real_call = hdf5_chunks.DirectChunks.__call__
+
+        def lying(self, plan):
+            real = real_call(self, plan)
+            return None if real is None else lie(real, Pipeline(plan.compressor, plan.filters,
+                                                                plan.storage.itemsize), plan)
+        monkeypatch.setattr(hdf5_chunks.DirectChunks, "__call__", lying)
+    stats = convert(str(src), str(tmp_path / "out.file"), threads=4)
+    assert decoded_on and threading.main_thread().name not in decoded_on[-1:], decoded_on
+    assert stats.copied == (1 if lie is None else 0)
+    with netCDF4.Dataset(str(src)) as nc:
+        expected = nc["v"][:].data
+    assert np.array_equal(zarr.open_group(str(tmp_path / "out.file"), mode="r")["v"][:], expected)

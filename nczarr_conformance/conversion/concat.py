@@ -594,7 +594,8 @@ def _copy_file(task: Task, variables: dict[str, Any], store: Any, counted: list[
 
         def once_per_chain(plan: ArrayPlan, pipeline: Any, raw_copy: Callable[[tuple[int, ...]], bytes | None],
                            fill_chunk: np.ndarray) -> bool:
-            chain = _chain(raw, plan.key)
+            named = getattr(raw_copy, "chain", None)  # the variable's reader holds its dataset: no second lookup
+            chain = (plan.key, *named(), tuple(plan.chunks)) if named is not None else _chain(raw, plan.key)
             if chain is not None and chain in proven:
                 return True  # the same filters, parameters, type and chunks decoded right in an earlier file
             verified = sample(plan, pipeline, raw_copy, fill_chunk)

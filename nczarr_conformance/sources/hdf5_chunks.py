@@ -172,6 +172,28 @@ class _Reader:
     def _offset(self, index: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(i * c for i, c in zip(index, self.plan.chunks, strict=True))
 
+    def chain(self) -> tuple[object, ...]:
+        """What decides whether a stored chunk decodes as the plan's codecs: the HDF5 filters in order with
+        their parameters, and the stored type with its byte order (the writer verifies once per chain)."""
+        with self.owner.lock:
+            plist = self.dataset.id.get_create_plist()
+            filters = tuple((f[0], tuple(int(v) for v in f[2]))
+                            for f in (plist.get_filter(i) for i in range(plist.get_nfilters())))
+        return filters, self.dataset.dtype.str
+
+    def by_size(self) -> list[tuple[int, ...]]:
+        """The chunk indices of the stored chunks copied as they are, smallest first (the cheapest to
+        decode and compare)."""
+        if not self.copyable:
+            return []
+        grid = [-(-s // c) for s, c in zip(self.plan.zshape, self.plan.chunks, strict=True)]
+        found: list[tuple[int, tuple[int, ...]]] = []
+        for offset, where in self.stored.items():
+            index = tuple(o // c for o, c in zip(offset, self.plan.chunks, strict=True))
+            if where.filter_mask == 0 and all(i < g for i, g in zip(index, grid, strict=True)):
+                found.append((where.size, index))
+        return [index for _, index in sorted(found)]
+
     def extent(self, index: tuple[int, ...]) -> tuple[int, int, int] | None:
         """(fd, offset, size) of a chunk copied as it is; None where :meth:`__call__` decides."""
         where = self.stored.get(self._offset(index))
