@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import sys
 
-from osgeo import gdal  # type: ignore[import-not-found, unused-ignore]
-
 
 def main(argv: list[str]) -> int:
     """gdalmdiminfo's ``main``: open as multidimensional with verbose errors, print the detailed JSON."""
+    from osgeo import gdal  # type: ignore[import-not-found, unused-ignore]  # here: our own interpreter has none
+
     url = argv[-1]
     dataset = gdal.OpenEx(url, gdal.OF_MULTIDIM_RASTER | gdal.OF_VERBOSE_ERROR)
     if dataset is None:
