@@ -185,11 +185,15 @@ def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None, pee
                         continue
                     reads.append(pool.submit(_read_cell, case, models[case.id], writer, reader, outcome.url or "",
                                              workdir))
-        for future in reads:
-            cell, model = future.result()
-            if model is not None:
-                seen[(cell.case, cell.writer, cell.reader)] = model
-            record(cell)
+        try:
+            for future in reads:
+                cell, model = future.result()
+                if model is not None:
+                    seen[(cell.case, cell.writer, cell.reader)] = model
+                record(cell)
+        finally:
+            for peer in readers:
+                peer.close()  # its workers (a command peer's `serve`) end with the run
     cells = [done[(case.id, w.id, r.id)] for case in cases for w in writers for r in readers]
     return MatrixRun([describe(p, reasons[p.id]) for p in peers], cells, stores, workdir, seen)
 

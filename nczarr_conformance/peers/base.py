@@ -68,6 +68,10 @@ class Peer(ABC):
     @abstractmethod
     def read(self, url: str) -> Dataset: ...
 
+    def close(self) -> None:
+        """End what the peer keeps for a run (a command peer's ``serve`` workers); none by default."""
+        return None
+
     def read_detailed(self, url: str) -> tuple[Dataset, str]:
         """The model read and what the peer said on the way (a command's stderr): the cell's detail."""
         return self.read(url), ""

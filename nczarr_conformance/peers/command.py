@@ -36,6 +36,15 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
     version = "mytool --version"                 # its first line is the reported version
     requires = ["mytool"]                        # programs a wrapper script runs: missing → skipped, named
     preload = ["zarr"]                           # a Python adapter's imports, done once (peers/forkserver.py)
+    serve = "mytool serve"                       # a long-lived reader: one JSON request a line (below)
+
+``serve`` is a command with no placeholders that starts a worker: it reads one request a line on stdin,
+``{"path": …, "url": …}`` (the ``{path}`` and ``{url}`` the reader would get), and answers each with one
+line on stdout, in order: the model JSON the ``reader`` prints for that store, or ``{"exit": N, "stderr":
+TEXT}`` where the reader would exit N with TEXT on stderr. A run starts a worker when a read needs one (one
+per read in flight), keeps it for the next reads, and ends it with ``close()``; a worker that dies or
+outlasts the timeout on a read is killed, that read is graded as a reader process's death or timeout is, and
+the next read starts a new worker. The ``reader`` stays the definition: a run without ``serve`` uses it.
 
 A config's commands run in the config file's directory; command-line ones in the working directory.
 """
@@ -55,6 +64,7 @@ import string
 import subprocess
 import tempfile
 import threading
+import time
 import tomllib
 import zipfile
 from collections.abc import Mapping
@@ -80,7 +90,7 @@ DEFAULT_TIMEOUT = 120.0
 DETAIL_LIMIT = 4000
 CONFIG_NAME = "nczarr-conformance.toml"
 CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version", "requires",
-                         "preload"})
+                         "preload", "serve"})
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
 
@@ -163,7 +173,7 @@ class CommandPeer(Peer):
                  caps: frozenset[str] = ALL, env: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, cwd: Path | None = None, version_command: str | None = None,
                  name: str | None = None, source: str = "the command line",
-                 requires: tuple[str, ...] = (), preload: tuple[str, ...] = ()) -> None:
+                 requires: tuple[str, ...] = (), preload: tuple[str, ...] = (), serve: str | None = None) -> None:
         where = f"{source}: {peer_id}"
         if not ID_PATTERN.match(peer_id):
             raise UsageError(f"{where}: an implementation id is letters, digits and . _ + - (not {peer_id!r})")
@@ -185,6 +195,10 @@ class CommandPeer(Peer):
         self.writer = Template.parse(writer, WRITE_FIELDS, f"{where} writer") if writer is not None else None
         self.version_command = (Template.parse(version_command, (), f"{where} version")
                                 if version_command is not None else None)
+        self.serve = Template.parse(serve, (), f"{where} serve") if serve is not None else None
+        if self.serve is not None and self.reader is None:
+            raise UsageError(f"{where} serve: a worker needs the reader it stands for (no reader command)")
+        self._workers: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         if self.reader is not None and not self.reader.fields & {"url", "path", "zip"}:
             raise UsageError(f"{where} reader: the command names no store: use {{url}}, {{path}} or {{zip}}")
         if self.writer is not None and "model_json" not in self.writer.fields:
@@ -202,7 +216,7 @@ class CommandPeer(Peer):
     def available(self) -> str | None:
         env = self._environment()
         # a wrapper script (python3 adapters/nco/ncks_read.py) is always there; the tool it runs may not be
-        programs = [t.program for t in (self.reader, self.writer) if t is not None] + list(self.requires)
+        programs = [t.program for t in (self.reader, self.writer, self.serve) if t is not None] + list(self.requires)
         missing = sorted({p for p in programs if _program_missing(p, env, self.cwd)})
         return f"{', '.join(missing)} not installed" if missing else None
 
@@ -259,6 +273,36 @@ class CommandPeer(Peer):
         except (OSError, ValueError):
             return None
 
+    def _served(self, request: Mapping[str, str]) -> tuple[bytes, str]:
+        """(stdout, stderr) the reader would give for ``request``, answered by an idle worker (or a new one);
+        a worker that answered goes back to the idle ones, one that died or timed out is ended."""
+        assert self.serve is not None
+        try:
+            worker = self._workers.get_nowait()
+        except queue.Empty:
+            worker = None
+        if worker is None or not worker.alive():
+            if worker is not None:
+                worker.close()
+            try:
+                worker = _Worker(self.serve.expand({}), self._environment(), self.cwd)
+            except OSError as exc:
+                raise PeerFailed(f"reader: cannot start {self.serve.program}: {exc.strerror or exc}") from None
+        returncode, out, err = worker.call(request, self.timeout)
+        if worker.alive():
+            self._workers.put(worker)
+        else:
+            worker.close()
+        return self._outcome("reader", returncode, out, err)
+
+    def close(self) -> None:
+        """End the workers kept for the run (``serve``); a later read starts a new one."""
+        while True:
+            try:
+                self._workers.get_nowait().close()
+            except queue.Empty:
+                return
+
     def version(self) -> str:
         if self.version_command is None:
             return "unknown (no version command)"
@@ -286,7 +330,10 @@ class CommandPeer(Peer):
                 if Path(path).is_dir():
                     values["zip"] = str(Path(tmp) / "store.zip")
                     _zip_directory(Path(path), Path(values["zip"]))
-            out, detail = self._run(self.reader.expand(values), "reader")
+            if self.serve is not None:
+                out, detail = self._served({"path": values["path"], "url": values["url"]})
+            else:
+                out, detail = self._run(self.reader.expand(values), "reader")
             if "out_json" in self.reader.fields:
                 produced = Path(values["out_json"])
                 if not produced.is_file():
@@ -371,6 +418,117 @@ class _ForkServer:
         self.proc.wait()
 
 
+class _Worker:
+    """One ``serve`` process (see the module's docstring): a request line in, a reply line out. Its stderr
+    goes to a file, so that a reply's detail is what the worker said while it answered."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str], cwd: Path | None) -> None:
+        self.errors = tempfile.TemporaryFile(prefix="ncz-serve-")  # noqa: SIM115 (lives as the worker does)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
+                                     env=dict(env), cwd=cwd, start_new_session=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.fd = self.proc.stdin, self.proc.stdout.fileno()
+        self.pending = b""
+        self.said = 0
+        _WORKERS.append(self)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _stderr(self) -> bytes:
+        """What the worker wrote on stderr since the last call."""
+        self.errors.seek(self.said)
+        text = self.errors.read()
+        self.said += len(text)
+        return text
+
+    def _reply(self, timeout: float) -> bytes | None:
+        """The next line on the worker's stdout; None on timeout, b"" at end of output (the worker died)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                return b""
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
+
+    def call(self, request: Mapping[str, str], timeout: float) -> tuple[int | None, bytes, bytes]:
+        """(exit status the reader would have, or None on timeout; its stdout; its stderr) for ``request``."""
+        try:
+            self.stdin.write((json.dumps(dict(request)) + "\n").encode())
+            self.stdin.flush()
+            line = self._reply(timeout)
+        except OSError:  # its stdin is closed: it died before reading the request
+            line = b""
+        if not line:
+            timed_out = line is None
+            self._stop()
+            status, err = self.proc.returncode, self._stderr()
+            self.close()
+            if timed_out:
+                return None, b"", err
+            # a worker that ends cleanly without answering is no answer at all
+            return (status if status else 1), b"", err or b"the serve worker ended without a reply\n"
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and "exit" in doc and "model" not in doc:
+            status = doc.get("exit")
+            said = str(doc.get("stderr", "")).encode()
+            return (status if isinstance(status, int) and status else 1), b"", self._stderr() + said
+        return 0, line, self._stderr()
+
+    def _stop(self) -> None:
+        """Kill the worker and what it started (its session), and reap it."""
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def close(self) -> None:
+        self._stop()
+        for stream in (self.stdin, self.proc.stdout, self.errors):
+            with contextlib.suppress(OSError):
+                stream.close()  # type: ignore[union-attr]
+
+
+_WORKERS: list[_Worker] = []
+
+
+_POOLS: dict[tuple[str, tuple[str, ...]], queue.SimpleQueue[_ForkServer | None]] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def forked_call(interpreter: str, preload: tuple[str, ...], argv: list[str], timeout: float,
+                env: Mapping[str, str] | None = None) -> tuple[int | None, bytes, bytes] | None:
+    """(exit status or None on timeout, stdout, stderr) of ``interpreter argv…`` run as a fork of a server
+    that imported ``preload`` once (one server per call in flight, kept for the process); None where no
+    such server starts (the interpreter is missing, or a preload does not import), remembered, so that the
+    caller starts its process as before. For a built-in peer's script (peers/gdal_mdiminfo.py)."""
+    with _POOLS_LOCK:
+        idle = _POOLS.setdefault((interpreter, preload), queue.SimpleQueue())
+    try:
+        server = idle.get_nowait()
+    except queue.Empty:
+        try:
+            server = _ForkServer([interpreter, str(Path(__file__).with_name("forkserver.py")), *preload],
+                                 dict(env or os.environ), None)
+        except (OSError, ValueError):
+            server = None
+    if server is None:
+        idle.put(None)  # this interpreter cannot serve: every later call is told at once
+        return None
+    try:
+        return server.call(argv, dict(env or os.environ), None, timeout)
+    finally:
+        idle.put(server)
+
+
 #: seconds a fork server may take to import its preload (and to answer a fork)
 PRELOAD_SECONDS = 60.0
 _SERVERS: list[_ForkServer] = []
@@ -380,6 +538,8 @@ _SERVERS: list[_ForkServer] = []
 def _close_servers() -> None:
     for server in _SERVERS:
         server.close()
+    for worker in _WORKERS:
+        worker.close()
 
 
 def split_assignment(text: str, option: str) -> tuple[str, str]:
@@ -429,7 +589,7 @@ def load_config(path: Path) -> dict[str, dict[str, Any]]:
         unknown = sorted(set(spec) - CONFIG_KEYS)
         if unknown:
             raise UsageError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CONFIG_KEYS))}")
-        for key in ("name", "reader", "writer", "version"):
+        for key in ("name", "reader", "writer", "version", "serve"):
             if key in spec and not isinstance(spec[key], str):
                 raise UsageError(f"{where}: {key} must be a string")
         requires = spec.get("requires", [])
@@ -473,7 +633,7 @@ def build(specs: Mapping[str, Mapping[str, Any]], *, overrides: Mapping[str, Map
                                  env=spec.get("env"), timeout=float(spec.get("timeout", DEFAULT_TIMEOUT)),
                                  cwd=spec.get("cwd"), version_command=spec.get("version"), name=spec.get("name"),
                                  source=where, requires=tuple(spec.get("requires", ())),
-                                 preload=tuple(spec.get("preload", ()))))
+                                 preload=tuple(spec.get("preload", ())), serve=spec.get("serve")))
     return peers
 
 
@@ -489,4 +649,5 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> Path | None:
     return default if default.is_file() else None
 
 
-__all__ = ["CannotExpress", "CommandPeer", "Template", "build", "find_config", "from_command_line", "load_config"]
+__all__ = ["CannotExpress", "CommandPeer", "Template", "build", "find_config", "forked_call", "from_command_line",
+           "load_config"]

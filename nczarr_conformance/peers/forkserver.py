@@ -71,6 +71,12 @@ def main() -> None:
     # this file's folder (nczarr_conformance/peers: base.py, netcdf4.py, …) must not shadow what the
     # adapter imports, nor be on its path
     del sys.path[0]
+    # fork copies only the forking thread: a thread pool that numpy's BLAS starts at import (one thread a
+    # core) may hold a lock at the fork, and a child that needs it waits forever (reads timed out under load,
+    # issue #26). Loaded single-threaded, the server is safe to fork; each call's own environment is the
+    # request's (the child's BLAS is single-threaded after a fork anyway).
+    for knob in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[knob] = "1"
     for name in sys.argv[1:]:
         importlib.import_module(name)
     _reply({"ready": True})

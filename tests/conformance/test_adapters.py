@@ -203,8 +203,13 @@ def test_a_bad_declaration_is_one_line_exit_2(args, line, capsys, tmp_path, monk
 
 @pytest.mark.parametrize(("toml", "line"), [
     ("[implementations.t]\nreader = 'tool {url}'\ncolour = 'red'\n",
-     " [implementations.t]: unknown key 'colour'; known: caps, env, name, preload, reader, requires, timeout, "
-     "version, writer"),
+     " [implementations.t]: unknown key 'colour'; known: caps, env, name, preload, reader, requires, serve, "
+     "timeout, version, writer"),
+    ("[implementations.t]\nwriter = 'tool {model_json} {path}'\nserve = 'tool serve'\n",
+     " [implementations.t]: t serve: a worker needs the reader it stands for (no reader command)"),
+    ("[implementations.t]\nreader = 'tool {url}'\nserve = 'tool serve {path}'\n",
+     " [implementations.t]: t serve: unknown placeholder {path}; known: "),
+    ("[implementations.t]\nreader = 'tool {url}'\nserve = ['tool']\n", " [implementations.t]: serve must be a string"),
     ("[implementations.t]\nreader = 'tool {url}'\ntimeout = 'soon'\n",
      " [implementations.t]: timeout must be a number of seconds"),
     ("[peers.t]\nreader = 'tool {url}'\n", ": unknown table 'peers' (expected [implementations.NAME])"),

@@ -4,6 +4,7 @@ the expected values come from the plain CommandPeer (subprocess), the fork serve
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -108,3 +109,16 @@ def test_the_script_imports_from_its_own_folder_and_not_the_servers(tmp_path):
     out, _ = peer._run([sys.executable, str(script), "x"], "reader")
     assert out == b"beside the script True\n"
     assert peer._servers[sys.executable].qsize() == 1
+
+
+def test_a_fork_server_that_preloads_numpy_forks_from_one_thread(tmp_path):
+    """fork copies only the forking thread: numpy's BLAS pool (a thread a core, started at import) could hold a
+    lock a child then waits on forever (cells timed out under load, issue #26). The server must be alone."""
+    peer = CommandPeer("p", reader=f"{sys.executable} x.py {{path}}", preload=("numpy",))
+    server = peer._server(sys.executable)
+    assert server is not None
+    try:
+        threads = os.listdir(f"/proc/{server.proc.pid}/task")
+        assert len(threads) == 1, f"the fork server runs {len(threads)} threads"
+    finally:
+        server.close()

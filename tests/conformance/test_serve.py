@@ -1,0 +1,153 @@
+"""Issue #26: a command peer's ``serve`` worker (peers/command.py) answers each read as its one-shot
+``reader`` would. Expected values come from the one-shot reader, a process started per store; the worker
+must match them store by store, die and time out as honestly, and be replaced when it dies."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from nczarr_conformance.conformance.cases import CASES
+from nczarr_conformance.conformance.matrix import _write_one
+from nczarr_conformance.peers.base import PEERS
+from nczarr_conformance.peers.command import CONFIG_NAME, CommandPeer, build, load_config
+from tests.conftest import REPO
+
+
+def _zarrita(serve: bool) -> CommandPeer:
+    spec = dict(load_config(REPO / CONFIG_NAME)["zarrita"])
+    assert "serve" in spec, "the committed config declares zarrita's worker"
+    if not serve:
+        del spec["serve"]
+    peer = build({"zarrita": spec})[0]
+    # real node, real zarrita: a missing one is a failure here, never a skip
+    assert peer.available() is None, f"zarrita cannot run: {peer.available()} (scripts/test installs it)"
+    return peer
+
+
+def _outcome(peer: CommandPeer, url: str) -> tuple[str, object, str]:
+    try:
+        model, detail = peer.read_detailed(url)
+    except Exception as exc:
+        return f"failed: {exc}", None, str(getattr(exc, "detail", ""))
+    return "ok", model.to_json(), detail
+
+
+def _stores(tmp_path) -> list[str]:
+    """Every case as the matrix writes it in Zarr v2 and v3, netcdf-c's corpus, and stores zarrita refuses."""
+    from nczarr_conformance.peers import implementations  # noqa: F401  (registers the writers)
+
+    urls = []
+    for writer in ("ours-zarr", "ours-zarr-v3", "netcdf-c-corpus"):
+        for case in CASES:
+            written = _write_one(case, PEERS[writer], None, tmp_path)
+            if written.url is not None:
+                urls.append(written.url)
+    (tmp_path / "not-a-store").mkdir()
+    return [*urls, str(tmp_path / "not-a-store"), str(tmp_path / "missing")]
+
+
+def test_the_zarrita_worker_answers_every_store_as_the_one_shot_reader(tmp_path):
+    stores = _stores(tmp_path)
+    one_shot, served = _zarrita(serve=False), _zarrita(serve=True)
+    try:
+        failed = 0
+        for url in stores:
+            expected = _outcome(one_shot, url)
+            assert _outcome(served, url) == expected, url
+            failed += expected[0] != "ok"
+        assert failed >= 2 and len(stores) - failed >= 20  # both kinds of answer were compared
+        assert served._workers.qsize() == 1  # one worker answered them all, in turn
+    finally:
+        served.close()
+
+
+def test_a_killed_zarrita_worker_is_replaced_and_the_next_read_is_right(tmp_path):
+    stores = _stores(tmp_path)[:3]
+    one_shot, served = _zarrita(serve=False), _zarrita(serve=True)
+    try:
+        assert _outcome(served, stores[0]) == _outcome(one_shot, stores[0])
+        worker = served._workers.get_nowait()
+        served._workers.put(worker)
+        os.kill(worker.proc.pid, signal.SIGKILL)  # a crash between reads
+        worker.proc.wait()
+        assert _outcome(served, stores[1]) == _outcome(one_shot, stores[1])
+        replacement = served._workers.get_nowait()
+        served._workers.put(replacement)
+        assert replacement is not worker and replacement.alive()
+    finally:
+        served.close()
+    assert not replacement.alive()  # close() ends the run's workers
+
+
+# a stand-in adapter that can be slow, fail or die on demand, as a one-shot reader and as a worker
+FAKE = r'''
+import json, os, sys, time
+
+def answer(path):
+    what = os.path.basename(path)
+    if what == "slow":
+        time.sleep(30)
+    if what == "crash":
+        print("about to crash", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), 9)
+    if what == "bad":
+        return 3, "", "bad store\n"
+    root = {"dimensions": {}, "variables": {}, "groups": {}, "attributes": {"seen": {"type": "char", "value": what}}}
+    return 0, json.dumps({"model": "nczarr-model/1", "root": root}), ""
+
+if sys.argv[1:] == ["serve"]:
+    for line in sys.stdin:
+        code, out, err = answer(json.loads(line)["path"])
+        print(json.dumps({"exit": code, "stderr": err}) if code else out, flush=True)
+else:
+    code, out, err = answer(sys.argv[1])
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    sys.exit(code)
+'''
+
+
+def _fakes(tmp_path) -> tuple[CommandPeer, CommandPeer]:
+    script = tmp_path / "fake.py"
+    script.write_text(FAKE)
+    kw = {"reader": f"{sys.executable} {script} {{path}}", "timeout": 2.0, "cwd": tmp_path}
+    return CommandPeer("one-shot", **kw), CommandPeer("served", serve=f"{sys.executable} {script} serve", **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("what", ["ok", "bad", "slow"])
+def test_a_worker_fails_and_times_out_as_the_one_shot_reader(tmp_path, what):
+    one_shot, served = _fakes(tmp_path)
+    try:
+        expected = _outcome(one_shot, str(tmp_path / what))
+        started = time.monotonic()
+        assert _outcome(served, str(tmp_path / what)) == expected
+        assert time.monotonic() - started < 10
+        if what == "slow":
+            assert expected[0] == "failed: reader timed out after 2 s"
+            assert served._workers.qsize() == 0  # the timed-out worker was killed, not kept
+        assert _outcome(served, str(tmp_path / "ok"))[0] == "ok"  # and the next read has a worker
+    finally:
+        served.close()
+
+
+def test_a_worker_killed_mid_read_fails_that_read_honestly_and_is_replaced(tmp_path):
+    one_shot, served = _fakes(tmp_path)
+    try:
+        assert _outcome(served, str(tmp_path / "first"))[0] == "ok"
+        worker = served._workers.get_nowait()
+        served._workers.put(worker)
+        # killed from outside while it reads a slow store: the read is the worker's death, not an answer
+        threading.Timer(0.5, os.kill, (worker.proc.pid, signal.SIGKILL)).start()
+        got = _outcome(served, str(tmp_path / "slow"))
+        assert got[0] == "failed: reader killed by signal 9: the serve worker ended without a reply"
+        # a store that kills the reader: the cell says what a one-shot reader's death says
+        assert _outcome(served, str(tmp_path / "crash")) == _outcome(one_shot, str(tmp_path / "crash"))
+        assert _outcome(served, str(tmp_path / "after")) == _outcome(one_shot, str(tmp_path / "after"))
+        assert served._workers.get_nowait() is not worker
+    finally:
+        served.close()
