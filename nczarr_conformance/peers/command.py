@@ -500,35 +500,6 @@ class _Worker:
 _WORKERS: list[_Worker] = []
 
 
-_POOLS: dict[tuple[str, tuple[str, ...]], queue.SimpleQueue[_ForkServer | None]] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def forked_call(interpreter: str, preload: tuple[str, ...], argv: list[str], timeout: float,
-                env: Mapping[str, str] | None = None) -> tuple[int | None, bytes, bytes] | None:
-    """(exit status or None on timeout, stdout, stderr) of ``interpreter argv…`` run as a fork of a server
-    that imported ``preload`` once (one server per call in flight, kept for the process); None where no
-    such server starts (the interpreter is missing, or a preload does not import), remembered, so that the
-    caller starts its process as before. For a built-in peer's script (peers/gdal_mdiminfo.py)."""
-    with _POOLS_LOCK:
-        idle = _POOLS.setdefault((interpreter, preload), queue.SimpleQueue())
-    try:
-        server = idle.get_nowait()
-    except queue.Empty:
-        try:
-            server = _ForkServer([interpreter, str(Path(__file__).with_name("forkserver.py")), *preload],
-                                 dict(env or os.environ), None)
-        except (OSError, ValueError):
-            server = None
-    if server is None:
-        idle.put(None)  # this interpreter cannot serve: every later call is told at once
-        return None
-    try:
-        return server.call(argv, dict(env or os.environ), None, timeout)
-    finally:
-        idle.put(server)
-
-
 #: seconds a fork server may take to import its preload (and to answer a fork)
 PRELOAD_SECONDS = 60.0
 _SERVERS: list[_ForkServer] = []
@@ -649,5 +620,5 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> Path | None:
     return default if default.is_file() else None
 
 
-__all__ = ["CannotExpress", "CommandPeer", "Template", "build", "find_config", "forked_call", "from_command_line",
+__all__ = ["CannotExpress", "CommandPeer", "Template", "build", "find_config", "from_command_line",
            "load_config"]

@@ -28,7 +28,6 @@ from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4 as nc4
 from nczarr_conformance.peers.base import CannotExpress, Peer, register, reject_options
 from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR, PURE_ZARR_V3
-from nczarr_conformance.peers.command import forked_call
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
 
@@ -476,31 +475,14 @@ class Gdal(Peer):
         out = subprocess.run(["gdalmdiminfo", "--version"], check=False, capture_output=True, text=True).stdout.split()
         return out[1].rstrip(",") if len(out) > 1 else ""
 
-    #: an interpreter with GDAL's Python bindings (Debian's python3-gdal), and the script that makes it
-    #: gdalmdiminfo: each read a fork of a server that loaded libgdal once, not a new gdalmdiminfo process
-    bindings = "/usr/bin/python3"
-    script = str(Path(__file__).with_name("gdal_mdiminfo.py"))
-
-    def _mdiminfo(self, url: str) -> tuple[int, str, str]:
-        """(exit status, stdout, stderr) of ``gdalmdiminfo -detailed URL``: run by the bindings in a fork
-        where they are installed (the same library call, output and errors), else by the tool itself."""
-        forked = forked_call(self.bindings, ("osgeo.gdal",), [self.script, url], 120.0)
-        if forked is None:
-            done = subprocess.run(["gdalmdiminfo", "-detailed", url], check=False, capture_output=True, text=True,
-                                  timeout=120)
-            return done.returncode, done.stdout, done.stderr
-        status, out, err = forked
-        if status is None:
-            raise subprocess.TimeoutExpired(["gdalmdiminfo", "-detailed", url], 120)
-        return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-
     def read(self, url: str) -> Dataset:
-        returncode, stdout, stderr = self._mdiminfo(url)
-        if returncode != 0 or not stdout.strip():
-            said = stderr.strip()
-            raise RuntimeError(f"gdalmdiminfo exit {returncode}: {said.splitlines()[0] if said else ''}")
-        errors = [line for line in stderr.splitlines() if line.startswith("ERROR")]
-        doc = json.loads(stdout)
+        done = subprocess.run(["gdalmdiminfo", "-detailed", url], check=False, capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0 or not done.stdout.strip():
+            said = done.stderr.strip()
+            raise RuntimeError(f"gdalmdiminfo exit {done.returncode}: {said.splitlines()[0] if said else ''}")
+        errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
+        doc = json.loads(done.stdout)
         dataset = Dataset(self._group(doc))
         if errors:
             dataset.root.attributes["__gdal_errors__"] = Attribute("char", "; ".join(errors))
