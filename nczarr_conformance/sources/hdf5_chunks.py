@@ -179,7 +179,13 @@ class _Reader:
             plist = self.dataset.id.get_create_plist()
             filters = tuple((f[0], tuple(int(v) for v in f[2]))
                             for f in (plist.get_filter(i) for i in range(plist.get_nfilters())))
-        return filters, self.dataset.dtype.str
+            try:
+                stored: object = self.dataset.dtype.str
+            except TypeError:  # a type numpy has no dtype for (a 3-byte integer): HDF5's own description
+                htype = self.dataset.id.get_type()
+                order = htype.get_order() if hasattr(htype, "get_order") else None
+                stored = ("hdf5", htype.get_class(), htype.get_size(), order)
+        return filters, stored
 
     def by_size(self) -> list[tuple[int, ...]]:
         """The chunk indices of the stored chunks copied as they are, smallest first (the cheapest to
