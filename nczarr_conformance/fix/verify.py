@@ -13,7 +13,7 @@ first chunk of each array (at most :data:`SAMPLE_BYTES` stored bytes per chunk,
 re-encoded). Each reader opens it and reads each array's first chunk region. The readers are the
 ones at hand in Python: ours, zarr-python when the fix targets zarr-python or xarray (which reads
 through it), and netCDF4-python (netcdf-c 4.10, which must read every fixed store right). netcdf-c
-runs in one child process reading both probes (``python -m nczarr_conformance.fix.verify``): on
+runs in one child process reading both probes (``python -m nczarr_conformance.sources.netcdf_c_readings``): on
 hostile metadata it can crash the process that opens it, and a crash must cost the check its
 verdict ("netcdf-c crashed on the edited store"), never the fix its promise of one stderr line. A
 reader that is not installed is skipped.
@@ -33,13 +33,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,24 +47,17 @@ from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import NczarrError, StoreError, UsageError
 from nczarr_conformance.fix.plan import Plan
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, parse_dtype
+from nczarr_conformance.sources import netcdf_c_readings
+from nczarr_conformance.sources.netcdf_c_readings import Reading, Readings, _each, _explain, _load, _normal, _region
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.stores.base import Store
-from nczarr_conformance.urls import to_file_url
+from nczarr_conformance.workers import WorkerPool
 
 SAMPLE_BYTES = 16 * 1024**2
 TOTAL_SAMPLE_BYTES = 64 * 1024**2
 _FIRST_CHUNK = re.compile(r"^0(\.0)*$")
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """What one reader got from one array: its first chunk's values, or why it could not."""
-
-    values: np.ndarray | None = None
-    error: str | None = None
-
-
-Readings = dict[str, Reading]  # array node → reading
 ReaderFunction = Callable[[Path, list[str], str], Readings]
 
 
@@ -151,10 +142,12 @@ def _probe_dirs(beside: Path | None) -> Iterator[Path]:
 
 
 CHILD_TIMEOUT = 300
+_CHILDREN = WorkerPool([sys.executable, "-m", netcdf_c_readings.__name__, "--serve"], lambda: os.environ, None)
 
 
 def _netcdf_c_in_a_child(top: Path, arrays: list[str], flavor: str) -> tuple[Readings, Readings]:
-    """netcdf-c's readings of both probes, read by a child process (see the module docstring).
+    """netcdf-c's readings of both probes, read by a child process (see the module docstring), a worker
+    kept for this process's later fixes.
 
     The child saves the ``before`` readings before it opens ``after``, so a crash is placed: on
     ``before``, netcdf-c read nothing before either (it is left out of the comparison); on
@@ -162,11 +155,10 @@ def _netcdf_c_in_a_child(top: Path, arrays: list[str], flavor: str) -> tuple[Rea
     """
     (top / "arrays.json").write_text(json.dumps(arrays))
     try:
-        proc = subprocess.run([sys.executable, "-m", __name__, str(top), flavor], check=False,
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=CHILD_TIMEOUT)
-        crashed = _crash(proc.returncode, proc.stderr)
-    except subprocess.TimeoutExpired:  # run() has killed it
-        crashed = f"netcdf-c did not finish in {CHILD_TIMEOUT} s"
+        status, _, said = _CHILDREN.call({"top": str(top), "flavor": flavor}, CHILD_TIMEOUT)
+    except OSError as exc:
+        status, said = 1, f"cannot start {sys.executable}: {exc.strerror or exc}".encode()
+    crashed = f"netcdf-c did not finish in {CHILD_TIMEOUT} s" if status is None else _crash(status, said)
     before = _load(top / "netcdf-c-before.npz", arrays)
     if before is None:
         return ({a: Reading(error=crashed) for a in arrays},) * 2
@@ -180,38 +172,6 @@ def _crash(code: int, stderr: bytes) -> str:
     last = (stderr.decode("utf-8", "replace").strip().splitlines() or [""])[-1]
     how = f"killed by signal {-code}" if code < 0 else f"exit {code}"
     return f"netcdf-c crashed ({how}{': ' + last[:120] if last else ''})"
-
-
-def _save(readings: Readings, arrays: list[str], path: Path) -> None:
-    """Readings as an npz file (no pickles): ``v<i>`` the values of array i, ``errors`` a JSON text."""
-    values: dict[str, np.ndarray] = {}
-    errors: dict[str, str] = {}
-    for i, akey in enumerate(arrays):
-        r = readings[akey]
-        if r.error is not None or r.values is None:
-            errors[akey] = r.error or "no values"
-            continue
-        arr = _normal(r.values)
-        values[f"v{i}"] = np.array(arr.tolist(), dtype=str) if arr.dtype.kind == "O" else arr
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, errors=np.array(json.dumps(errors)), **values)  # type: ignore[arg-type]
-    os.replace(tmp, path)
-
-
-def _load(path: Path, arrays: list[str]) -> Readings | None:
-    if not path.exists():
-        return None
-    with np.load(path, allow_pickle=False) as data:
-        errors = json.loads(str(data["errors"]))
-        return {akey: Reading(error=errors[akey]) if akey in errors else Reading(values=data[f"v{i}"])
-                for i, akey in enumerate(arrays)}
-
-
-def _child(top: Path, flavor: str) -> None:
-    """The child's work: netcdf-c's readings of ``top/before`` then ``top/after``, each saved at once."""
-    arrays = json.loads((top / "arrays.json").read_text())
-    for state in ("before", "after"):
-        _save(read_netcdf_c(top / state, arrays, flavor), arrays, top / f"netcdf-c-{state}.npz")
 
 
 def _sample_keys(store: Store, plan: Plan, arrays: list[str]) -> list[str]:
@@ -279,33 +239,6 @@ def _put(root: Path, key: str, data: bytes | None, where: str, made: set[Path], 
                          f"{exc.strerror or exc}") from exc
 
 
-def _region(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[slice, ...]:
-    """The first chunk's region in ``shape`` (the whole axis where the chunking does not fit)."""
-    if len(chunks) != len(shape):
-        chunks = tuple(1 for _ in shape)
-    return tuple(slice(0, min(int(s), max(int(c), 1))) for s, c in zip(shape, chunks, strict=True))
-
-
-def _explain(exc: BaseException, root: Path | None = None) -> str:
-    """One short line; the probe's own path is left out (it names a temporary nobody will see)."""
-    text = " ".join(str(exc).split())
-    if root is not None:
-        for name in (to_file_url(str(root), "file", "nczarr"), to_file_url(str(root), "file", "zarr"), str(root)):
-            text = text.replace(f"{name}: ", "").replace(name, "the store")
-    return text[:200] or type(exc).__name__
-
-
-def _each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Path) -> Readings:
-    """``read_one`` per array; any exception is that array's reading error (a reader's own types)."""
-    out: Readings = {}
-    for akey in arrays:
-        try:
-            out[akey] = Reading(values=np.asarray(read_one(akey)))
-        except Exception as exc:  # every reader raises its own types; each is a finding here
-            out[akey] = Reading(error=_explain(exc, root))
-    return out
-
-
 def _read_with_ours(reader_type: Any, root: Path, arrays: list[str]) -> Readings:
     """Each array read whole by one of our readers (the v2 ``DatasetReader`` or the v3 ``V3Reader``: both
     expose ``arrays`` and ``read_region``); a store the reader refuses is that finding for every array."""
@@ -333,32 +266,6 @@ def read_ours_v3(root: Path, arrays: list[str], flavor: str) -> Readings:
     from nczarr_conformance.zarr3.reader import V3Reader
 
     return _read_with_ours(V3Reader, root, arrays)
-
-
-def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
-    from nczarr_conformance.sources import netcdf4 as nc4
-
-    mode = "zarr" if flavor == "zarr" else "nczarr"
-    try:
-        nc = nc4.open_nc(to_file_url(str(root), "file", mode))
-    except Exception as exc:  # netCDF4's RuntimeError, OSError…: the reader could not open it
-        return {a: Reading(error=_explain(exc, root)) for a in arrays}
-    try:
-        def one(akey: str) -> np.ndarray:
-            parts = keys.split(akey)
-            group = nc
-            with nc4.LOCK:
-                for name in parts[:-1]:
-                    group = group.groups[name]
-                var = group.variables[parts[-1]]
-                chunking = var.chunking()
-                chunks = tuple(chunking) if isinstance(chunking, list) else tuple(var.shape)
-            return nc4.read_values(var, _region(tuple(var.shape), chunks) or None)
-
-        return _each(arrays, one, root)
-    finally:
-        with nc4.LOCK:
-            nc.close()
 
 
 def read_zarr_python(root: Path, arrays: list[str], flavor: str) -> Readings:
@@ -459,15 +366,6 @@ def worse(before: dict[str, Readings], after: dict[str, Readings], fills: Fills 
     return out
 
 
-def _normal(values: np.ndarray | None) -> np.ndarray:
-    """Values comparable across readers: flat; text as str without trailing NULs; numbers as they are."""
-    arr = np.asarray(values).ravel()
-    if arr.dtype.kind in "SUO":
-        return np.array([v.decode("utf-8", "replace").rstrip("\x00") if isinstance(v, bytes) else str(v).rstrip("\x00")
-                         for v in arr.tolist()], dtype=object)
-    return arr
-
-
 def same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     """Equal values (NaN equal to NaN, text compared as text), whatever each reader's dtype."""
     x, y = _normal(a), _normal(b)
@@ -479,7 +377,3 @@ def same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
         return bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc" and y.dtype.kind in "fc"))
     except TypeError:
         return False
-
-
-if __name__ == "__main__":
-    _child(Path(sys.argv[1]), sys.argv[2])

@@ -64,7 +64,6 @@ import string
 import subprocess
 import tempfile
 import threading
-import time
 import tomllib
 import zipfile
 from collections.abc import Mapping
@@ -82,6 +81,7 @@ from nczarr_conformance.peers.base import (
 )
 from nczarr_conformance.peers.capabilities import ALL
 from nczarr_conformance.peers.capabilities import parse as parse_caps
+from nczarr_conformance.workers import WorkerPool
 
 READ_FIELDS = ("url", "path", "zip", "out_json")
 WRITE_FIELDS = ("model_json", "path", "url", "zip", "options")
@@ -198,7 +198,8 @@ class CommandPeer(Peer):
         self.serve = Template.parse(serve, (), f"{where} serve") if serve is not None else None
         if self.serve is not None and self.reader is None:
             raise UsageError(f"{where} serve: a worker needs the reader it stands for (no reader command)")
-        self._workers: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._pool = (WorkerPool(self.serve.expand({}), self._environment, self.cwd)
+                      if self.serve is not None else None)
         if self.reader is not None and not self.reader.fields & {"url", "path", "zip"}:
             raise UsageError(f"{where} reader: the command names no store: use {{url}}, {{path}} or {{zip}}")
         if self.writer is not None and "model_json" not in self.writer.fields:
@@ -274,34 +275,18 @@ class CommandPeer(Peer):
             return None
 
     def _served(self, request: Mapping[str, str]) -> tuple[bytes, str]:
-        """(stdout, stderr) the reader would give for ``request``, answered by an idle worker (or a new one);
-        a worker that answered goes back to the idle ones, one that died or timed out is ended."""
-        assert self.serve is not None
+        """(stdout, stderr) the reader would give for ``request``, answered by a ``serve`` worker."""
+        assert self._pool is not None
         try:
-            worker = self._workers.get_nowait()
-        except queue.Empty:
-            worker = None
-        if worker is None or not worker.alive():
-            if worker is not None:
-                worker.close()
-            try:
-                worker = _Worker(self.serve.expand({}), self._environment(), self.cwd)
-            except OSError as exc:
-                raise PeerFailed(f"reader: cannot start {self.serve.program}: {exc.strerror or exc}") from None
-        returncode, out, err = worker.call(request, self.timeout)
-        if worker.alive():
-            self._workers.put(worker)
-        else:
-            worker.close()
+            returncode, out, err = self._pool.call(request, self.timeout)
+        except OSError as exc:
+            raise PeerFailed(f"reader: cannot start {self._pool.argv[0]}: {exc.strerror or exc}") from None
         return self._outcome("reader", returncode, out, err)
 
     def close(self) -> None:
         """End the workers kept for the run (``serve``); a later read starts a new one."""
-        while True:
-            try:
-                self._workers.get_nowait().close()
-            except queue.Empty:
-                return
+        if self._pool is not None:
+            self._pool.close()
 
     def version(self) -> str:
         if self.version_command is None:
@@ -418,86 +403,6 @@ class _ForkServer:
         self.proc.wait()
 
 
-class _Worker:
-    """One ``serve`` process (see the module's docstring): a request line in, a reply line out. Its stderr
-    goes to a file, so that a reply's detail is what the worker said while it answered."""
-
-    def __init__(self, argv: list[str], env: Mapping[str, str], cwd: Path | None) -> None:
-        self.errors = tempfile.TemporaryFile(prefix="ncz-serve-")  # noqa: SIM115 (lives as the worker does)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
-                                     env=dict(env), cwd=cwd, start_new_session=True)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.fd = self.proc.stdin, self.proc.stdout.fileno()
-        self.pending = b""
-        self.said = 0
-        _WORKERS.append(self)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def _stderr(self) -> bytes:
-        """What the worker wrote on stderr since the last call."""
-        self.errors.seek(self.said)
-        text = self.errors.read()
-        self.said += len(text)
-        return text
-
-    def _reply(self, timeout: float) -> bytes | None:
-        """The next line on the worker's stdout; None on timeout, b"" at end of output (the worker died)."""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.pending:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                return None
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
-                return b""
-            self.pending += chunk
-        line, _, self.pending = self.pending.partition(b"\n")
-        return line
-
-    def call(self, request: Mapping[str, str], timeout: float) -> tuple[int | None, bytes, bytes]:
-        """(exit status the reader would have, or None on timeout; its stdout; its stderr) for ``request``."""
-        try:
-            self.stdin.write((json.dumps(dict(request)) + "\n").encode())
-            self.stdin.flush()
-            line = self._reply(timeout)
-        except OSError:  # its stdin is closed: it died before reading the request
-            line = b""
-        if not line:
-            timed_out = line is None
-            self._stop()
-            status, err = self.proc.returncode, self._stderr()
-            self.close()
-            if timed_out:
-                return None, b"", err
-            # a worker that ends cleanly without answering is no answer at all
-            return (status if status else 1), b"", err or b"the serve worker ended without a reply\n"
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and "exit" in doc and "model" not in doc:
-            status = doc.get("exit")
-            said = str(doc.get("stderr", "")).encode()
-            return (status if isinstance(status, int) and status else 1), b"", self._stderr() + said
-        return 0, line, self._stderr()
-
-    def _stop(self) -> None:
-        """Kill the worker and what it started (its session), and reap it."""
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-    def close(self) -> None:
-        self._stop()
-        for stream in (self.stdin, self.proc.stdout, self.errors):
-            with contextlib.suppress(OSError):
-                stream.close()  # type: ignore[union-attr]
-
-
-_WORKERS: list[_Worker] = []
 
 
 #: seconds a fork server may take to import its preload (and to answer a fork)
@@ -509,8 +414,6 @@ _SERVERS: list[_ForkServer] = []
 def _close_servers() -> None:
     for server in _SERVERS:
         server.close()
-    for worker in _WORKERS:
-        worker.close()
 
 
 def split_assignment(text: str, option: str) -> tuple[str, str]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from nczarr_conformance.peers.base import CannotExpress, Peer, register, reject_
 from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR, PURE_ZARR_V3
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
+from nczarr_conformance.workers import WorkerPool
 
 
 def _tool(name: str) -> str | None:
@@ -123,9 +126,9 @@ class NetCDFC410Fixed(NetCDFC410):
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         from nczarr_conformance.fix import fix_store
 
-        with nc4.LOCK:  # the fix's verification reads through netCDF4-python too
-            url = super().write(dataset, target, options)
-            fix_store(url, backup=False)
+        url = super().write(dataset, target, options)
+        # not under netCDF4-python's lock: the fix's verification runs netcdf-c in a child process (fix/verify.py)
+        fix_store(url, backup=False)
         return url
 
 
@@ -465,6 +468,12 @@ GDAL_TYPES = {"Int8": "i1", "Byte": "u1", "Int16": "i2", "UInt16": "u2", "Int32"
               "UInt64": "u8", "Float32": "f4", "Float64": "f8"}
 
 
+def _system_python_env() -> dict[str, str]:
+    """Our environment without what points an interpreter at our packages (a venv's PYTHONPATH): the
+    system Python that has GDAL's bindings imports its own, as gdalmdiminfo knows nothing of Python."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 class Gdal(Peer):
     id, name, reads, capabilities = "gdal", "GDAL Zarr driver (gdalmdiminfo)", True, PURE_ZARR
 
@@ -475,14 +484,62 @@ class Gdal(Peer):
         out = subprocess.run(["gdalmdiminfo", "--version"], check=False, capture_output=True, text=True).stdout.split()
         return out[1].rstrip(",") if len(out) > 1 else ""
 
+    #: an interpreter with GDAL's Python bindings (Debian's python3-gdal) and the worker that makes it
+    #: gdalmdiminfo (peers/gdal_serve.py): libgdal loaded once per worker, not once per store
+    bindings = "/usr/bin/python3"
+    worker = str(Path(__file__).with_name("gdal_serve.py"))
+    timeout = 120.0
+
+    def __init__(self) -> None:
+        self._pool: WorkerPool | None = None
+        self._checked = False
+        self._lock = threading.Lock()
+
+    def _workers(self) -> WorkerPool | None:
+        """The bindings' workers, or None where the bindings do not import (then each read runs the tool)."""
+        with self._lock:
+            if not self._checked:
+                self._checked = True
+                try:
+                    found = subprocess.run([self.bindings, "-c", "import osgeo.gdal"], check=False,
+                                           capture_output=True, timeout=60, env=_system_python_env()).returncode == 0
+                except (OSError, subprocess.TimeoutExpired):
+                    found = False
+                if found:
+                    self._pool = WorkerPool([self.bindings, self.worker], _system_python_env, None)
+            return self._pool
+
+    def mdiminfo(self, url: str) -> tuple[int | None, str, str]:
+        """(exit status, or None on timeout; stdout; stderr) of ``gdalmdiminfo -detailed URL``: the tool's
+        own calls in a bindings worker where the bindings are installed, else the tool itself."""
+        pool = self._workers()
+        if pool is None:
+            try:
+                done = subprocess.run(["gdalmdiminfo", "-detailed", url], check=False, capture_output=True,
+                                      text=True, timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                return None, "", ""
+            return done.returncode, done.stdout, done.stderr
+        status, line, err = pool.call({"url": url}, self.timeout)
+        said = err.decode("utf-8", "replace")
+        if status != 0:
+            return status, "", said
+        reply = json.loads(line)
+        return 0, str(reply["stdout"]), said + str(reply["stderr"])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
     def read(self, url: str) -> Dataset:
-        done = subprocess.run(["gdalmdiminfo", "-detailed", url], check=False, capture_output=True, text=True,
-                              timeout=120)
-        if done.returncode != 0 or not done.stdout.strip():
-            said = done.stderr.strip()
-            raise RuntimeError(f"gdalmdiminfo exit {done.returncode}: {said.splitlines()[0] if said else ''}")
-        errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
-        doc = json.loads(done.stdout)
+        status, stdout, stderr = self.mdiminfo(url)
+        if status is None:
+            raise RuntimeError(f"gdalmdiminfo timed out after {self.timeout:g} s")
+        if status != 0 or not stdout.strip():
+            said = stderr.strip()
+            raise RuntimeError(f"gdalmdiminfo exit {status}: {said.splitlines()[0] if said else ''}")
+        errors = [line for line in stderr.splitlines() if line.startswith("ERROR")]
+        doc = json.loads(stdout)
         dataset = Dataset(self._group(doc))
         if errors:
             dataset.root.attributes["__gdal_errors__"] = Attribute("char", "; ".join(errors))

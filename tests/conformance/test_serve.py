@@ -17,16 +17,23 @@ from nczarr_conformance.peers.base import PEERS
 from nczarr_conformance.peers.command import CONFIG_NAME, CommandPeer, build, load_config
 from tests.conftest import REPO
 
+#: the committed config's peers that read through a ``serve`` worker
+SERVED = ("zarrita", "zarr-python-2.18", "zarr-python-3.4")
 
-def _zarrita(serve: bool) -> CommandPeer:
-    spec = dict(load_config(REPO / CONFIG_NAME)["zarrita"])
-    assert "serve" in spec, "the committed config declares zarrita's worker"
+
+def _configured(peer_id: str, serve: bool) -> CommandPeer:
+    spec = dict(load_config(REPO / CONFIG_NAME)[peer_id])
+    assert "serve" in spec, f"the committed config declares {peer_id}'s worker"
     if not serve:
         del spec["serve"]
-    peer = build({"zarrita": spec})[0]
-    # real node, real zarrita: a missing one is a failure here, never a skip
-    assert peer.available() is None, f"zarrita cannot run: {peer.available()} (scripts/test installs it)"
+    peer = build({peer_id: spec})[0]
+    # real programs, real libraries: a missing one is a failure here, never a skip
+    assert peer.available() is None, f"{peer_id} cannot run: {peer.available()} (scripts/test installs it)"
     return peer
+
+
+def _zarrita(serve: bool) -> CommandPeer:
+    return _configured("zarrita", serve)
 
 
 def _outcome(peer: CommandPeer, url: str) -> tuple[str, object, str]:
@@ -51,9 +58,10 @@ def _stores(tmp_path) -> list[str]:
     return [*urls, str(tmp_path / "not-a-store"), str(tmp_path / "missing")]
 
 
-def test_the_zarrita_worker_answers_every_store_as_the_one_shot_reader(tmp_path):
+@pytest.mark.parametrize("peer_id", SERVED)
+def test_a_configured_worker_answers_every_store_as_its_one_shot_reader(tmp_path, peer_id):
     stores = _stores(tmp_path)
-    one_shot, served = _zarrita(serve=False), _zarrita(serve=True)
+    one_shot, served = _configured(peer_id, serve=False), _configured(peer_id, serve=True)
     try:
         failed = 0
         for url in stores:
@@ -61,7 +69,7 @@ def test_the_zarrita_worker_answers_every_store_as_the_one_shot_reader(tmp_path)
             assert _outcome(served, url) == expected, url
             failed += expected[0] != "ok"
         assert failed >= 2 and len(stores) - failed >= 20  # both kinds of answer were compared
-        assert served._workers.qsize() == 1  # one worker answered them all, in turn
+        assert served._pool._idle.qsize() == 1  # one worker answered them all, in turn
     finally:
         served.close()
 
@@ -71,13 +79,13 @@ def test_a_killed_zarrita_worker_is_replaced_and_the_next_read_is_right(tmp_path
     one_shot, served = _zarrita(serve=False), _zarrita(serve=True)
     try:
         assert _outcome(served, stores[0]) == _outcome(one_shot, stores[0])
-        worker = served._workers.get_nowait()
-        served._workers.put(worker)
+        worker = served._pool._idle.get_nowait()
+        served._pool._idle.put(worker)
         os.kill(worker.proc.pid, signal.SIGKILL)  # a crash between reads
         worker.proc.wait()
         assert _outcome(served, stores[1]) == _outcome(one_shot, stores[1])
-        replacement = served._workers.get_nowait()
-        served._workers.put(replacement)
+        replacement = served._pool._idle.get_nowait()
+        served._pool._idle.put(replacement)
         assert replacement is not worker and replacement.alive()
     finally:
         served.close()
@@ -129,7 +137,7 @@ def test_a_worker_fails_and_times_out_as_the_one_shot_reader(tmp_path, what):
         assert time.monotonic() - started < 10
         if what == "slow":
             assert expected[0] == "failed: reader timed out after 2 s"
-            assert served._workers.qsize() == 0  # the timed-out worker was killed, not kept
+            assert served._pool._idle.qsize() == 0  # the timed-out worker was killed, not kept
         assert _outcome(served, str(tmp_path / "ok"))[0] == "ok"  # and the next read has a worker
     finally:
         served.close()
@@ -139,8 +147,8 @@ def test_a_worker_killed_mid_read_fails_that_read_honestly_and_is_replaced(tmp_p
     one_shot, served = _fakes(tmp_path)
     try:
         assert _outcome(served, str(tmp_path / "first"))[0] == "ok"
-        worker = served._workers.get_nowait()
-        served._workers.put(worker)
+        worker = served._pool._idle.get_nowait()
+        served._pool._idle.put(worker)
         # killed from outside while it reads a slow store: the read is the worker's death, not an answer
         threading.Timer(0.5, os.kill, (worker.proc.pid, signal.SIGKILL)).start()
         got = _outcome(served, str(tmp_path / "slow"))
@@ -148,6 +156,6 @@ def test_a_worker_killed_mid_read_fails_that_read_honestly_and_is_replaced(tmp_p
         # a store that kills the reader: the cell says what a one-shot reader's death says
         assert _outcome(served, str(tmp_path / "crash")) == _outcome(one_shot, str(tmp_path / "crash"))
         assert _outcome(served, str(tmp_path / "after")) == _outcome(one_shot, str(tmp_path / "after"))
-        assert served._workers.get_nowait() is not worker
+        assert served._pool._idle.get_nowait() is not worker
     finally:
         served.close()

@@ -180,31 +180,44 @@ def test_the_probe_of_a_local_store_is_made_beside_it_never_in_it(tmp_path, monk
     assert not top.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
+def test_one_netcdf_c_worker_reads_the_probes_of_every_fix_in_a_process(tmp_path):
+    """fix/verify.py: netcdf-c's child is a worker kept for the process (netCDF4-python imported once, issue
+    #26), not a process per fix; both fixes are still checked by it (their probes read)."""
+    from nczarr_conformance.fix import fix_store, verify
+
+    pids = []
+    for name in ("a.file", "b.file"):
+        store = c410(tmp_path / name, byte=True)
+        fix_store(str(store), backup=False)
+        worker = verify._CHILDREN._idle.get_nowait()
+        verify._CHILDREN._idle.put(worker)
+        pids.append(worker.proc.pid)
+        assert worker.alive()
+    assert pids[0] == pids[1]
+
+
 def test_netcdf_c_crashing_on_the_edited_store_costs_the_verdict_not_the_one_line(tmp_path, monkeypatch):
     """fix/verify.py: netcdf-c reads both probes in a child; here the child saves its readings of the store
     as it is, then dies of SIGSEGV opening the edited one (as netcdf-c does on hostile metadata). The fix is
     refused with one line naming the crash, exit 2, nothing changed."""
-    import types
-
     from nczarr_conformance.errors import UsageError
     from nczarr_conformance.fix import fix_store, verify
+    from nczarr_conformance.workers import WorkerPool
 
     store = c410(tmp_path / "n.file", byte=True)
+    # the worker's protocol (nczarr_conformance/workers.py): one request a line, {"top", "flavor"}
     crash_on_after = ("import json, os, signal, sys\n"
                       "from pathlib import Path\n"
-                      "from nczarr_conformance.fix import verify\n"
-                      "top = Path(sys.argv[1])\n"
+                      "from nczarr_conformance.sources import netcdf_c_readings as child\n"
+                      "request = json.loads(sys.stdin.readline())\n"
+                      "top = Path(request['top'])\n"
                       "arrays = json.loads((top / 'arrays.json').read_text())\n"
-                      "before = verify.read_netcdf_c(top / 'before', arrays, sys.argv[2])\n"
-                      "verify._save(before, arrays, top / 'netcdf-c-before.npz')\n"
+                      "before = child.read_netcdf_c(top / 'before', arrays, request['flavor'])\n"
+                      "child._save(before, arrays, top / 'netcdf-c-before.npz')\n"
                       "os.kill(os.getpid(), signal.SIGSEGV)\n")
-
-    def run_child(args, **kw):
-        assert args[1:3] == ["-m", verify.__name__], args
-        return subprocess.run([args[0], "-c", crash_on_after, *args[3:]], **kw)  # kw: check=False
-
-    monkeypatch.setattr(verify, "subprocess", types.SimpleNamespace(
-        run=run_child, DEVNULL=subprocess.DEVNULL, TimeoutExpired=subprocess.TimeoutExpired))
+    assert verify._CHILDREN.argv[1:] == ["-m", "nczarr_conformance.sources.netcdf_c_readings", "--serve"]
+    monkeypatch.setattr(verify, "_CHILDREN", WorkerPool([sys.executable, "-c", crash_on_after], lambda: os.environ,
+                                                        None))
     before = snapshot(tmp_path)
     with pytest.raises(UsageError) as refused:
         fix_store(str(store), backup=False)
