@@ -27,6 +27,31 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 
+class LineReader:
+    """Lines from a pipe, each waited for at most a timeout. It reads the file descriptor itself: a Python
+    file object's ``readline`` may take several lines into its own buffer, where ``select`` on the descriptor
+    no longer sees them, and the next wait would then last until its timeout with the answer already read
+    (the reads that "timed out after 120 s" and the fork servers that "stopped" in issue #26's reports)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = b""
+
+    def line(self, timeout: float) -> bytes | None:
+        """The next line without its newline; None on timeout, b"" at end of output (the writer is gone)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                return b""
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
+
+
 class _Worker:
     """One worker process: a request line in, a reply line out. Its stderr goes to a file, so that a
     reply's detail is what the worker said while it answered."""
@@ -36,8 +61,7 @@ class _Worker:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
                                      env=dict(env), cwd=cwd, start_new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.fd = self.proc.stdin, self.proc.stdout.fileno()
-        self.pending = b""
+        self.stdin, self.replies = self.proc.stdin, LineReader(self.proc.stdout.fileno())
         self.said = 0
         _LIVE.append(self)
 
@@ -51,26 +75,12 @@ class _Worker:
         self.said += len(text)
         return text
 
-    def _reply(self, timeout: float) -> bytes | None:
-        """The next line on the worker's stdout; None on timeout, b"" at end of output (the worker died)."""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.pending:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                return None
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
-                return b""
-            self.pending += chunk
-        line, _, self.pending = self.pending.partition(b"\n")
-        return line
-
     def call(self, request: Mapping[str, str], timeout: float) -> tuple[int | None, bytes, bytes]:
         """(exit status the reader would have, or None on timeout; its stdout; its stderr) for ``request``."""
         try:
             self.stdin.write((json.dumps(dict(request)) + "\n").encode())
             self.stdin.flush()
-            line = self._reply(timeout)
+            line = self.replies.line(timeout)
         except OSError:  # its stdin is closed: it died before reading the request
             line = b""
         if not line:

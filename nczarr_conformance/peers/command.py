@@ -56,7 +56,6 @@ import json
 import os
 import queue
 import re
-import select
 import shlex
 import shutil
 import signal
@@ -81,7 +80,7 @@ from nczarr_conformance.peers.base import (
 )
 from nczarr_conformance.peers.capabilities import ALL
 from nczarr_conformance.peers.capabilities import parse as parse_caps
-from nczarr_conformance.workers import WorkerPool
+from nczarr_conformance.workers import LineReader, WorkerPool
 
 READ_FIELDS = ("url", "path", "zip", "out_json")
 WRITE_FIELDS = ("model_json", "path", "url", "zip", "options")
@@ -363,17 +362,14 @@ class _ForkServer:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=dict(env), cwd=cwd, start_new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        self.stdin, self.replies = self.proc.stdin, LineReader(self.proc.stdout.fileno())
         if not self._line(PRELOAD_SECONDS).get("ready"):
             self.close()
             raise ValueError("the fork server did not start")
         _SERVERS.append(self)
 
     def _line(self, timeout: float) -> dict[str, Any]:
-        ready, _, _ = select.select([self.stdout], [], [], timeout)
-        if not ready:
-            return {}
-        line = self.stdout.readline()
+        line = self.replies.line(timeout)
         return json.loads(line) if line else {}
 
     def call(self, argv: list[str], env: Mapping[str, str], cwd: Path | None,

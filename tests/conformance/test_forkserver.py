@@ -122,3 +122,50 @@ def test_a_fork_server_that_preloads_numpy_forks_from_one_thread(tmp_path):
         assert len(threads) == 1, f"the fork server runs {len(threads)} threads"
     finally:
         server.close()
+
+
+def test_a_reply_already_read_is_not_waited_for_again(tmp_path, monkeypatch):
+    """The fork server answers a call with two lines, its child's pid and then its exit status. When the child
+    is done before the peer reads the first (a loaded machine), both lines arrive in one read: the second
+    must be taken from what was read, not waited for on the pipe until the timeout (the 120 s "timeouts" and
+    "the fork server stopped" of issue #26's reports, both from a file object's readline behind select)."""
+    from nczarr_conformance.workers import LineReader
+
+    script = tmp_path / "adapter.py"
+    script.write_text("print('done')\n")
+    forked = CommandPeer("forked", reader=f"{sys.executable} {script} {{path}}", preload=("json",), timeout=30.0)
+    real = LineReader.line
+
+    def late(self, timeout):  # the peer reads only once the child has long exited and the server answered
+        time.sleep(0.5)
+        return real(self, timeout)
+
+    monkeypatch.setattr(LineReader, "line", late)
+    for _ in range(3):
+        started = time.monotonic()
+        out, _ = forked._run([sys.executable, str(script), "x"], "reader")
+        assert out == b"done\n"
+        assert time.monotonic() - started < 10
+
+
+def test_a_line_reader_hands_out_lines_that_arrived_together(tmp_path):
+    from nczarr_conformance.workers import LineReader
+
+    read, write = os.pipe()
+    try:
+        os.write(write, b'{"pid": 1}\n{"status": 0}\npartial')
+        lines = LineReader(read)
+        started = time.monotonic()
+        assert lines.line(5) == b'{"pid": 1}'
+        assert lines.line(5) == b'{"status": 0}'
+        assert time.monotonic() - started < 1
+        assert lines.line(0.2) is None  # a line not ended yet is waited for, then a timeout
+        os.write(write, b" end\n")
+        assert lines.line(5) == b"partial end"
+        os.close(write)
+        write = -1
+        assert lines.line(5) == b""  # end of output
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
