@@ -205,7 +205,7 @@ def _report(args: argparse.Namespace, peer_ids: list[str]) -> int:
                                               peer_ids=peer_ids, jobs=args.jobs, progress=bar)
         finally:
             bar.close()
-        results = evaluate_rules(matrix, rules)
+        results = evaluate_rules(matrix, rules, jobs=args.jobs)
         known = known_faults(matrix)  # a subset run marks only those whose evidence ran too
         for path in write_reports(matrix, results, Path(args.out), known=known):
             print(path)

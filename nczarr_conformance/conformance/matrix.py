@@ -168,6 +168,9 @@ def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None, pee
 
     pool: Any = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="ncz-cell") if jobs > 1 else _Inline()
     with pool:
+        # the versions first: each may start a process (a venv's interpreter importing its library), so they
+        # run while the writes do, not one after another once the cells are read
+        described = [pool.submit(describe, p, reasons[p.id]) for p in peers]
         written = {(case.id, writer.id): pool.submit(_write_one, case, writer, reasons[writer.id], workdir)
                    for case in cases for writer in writers}
         reads: list[Future[tuple[Cell, Dataset | None]]] = []
@@ -195,7 +198,7 @@ def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None, pee
             for peer in readers:
                 peer.close()  # its workers (a command peer's `serve`) end with the run
     cells = [done[(case.id, w.id, r.id)] for case in cases for w in writers for r in readers]
-    return MatrixRun([describe(p, reasons[p.id]) for p in peers], cells, stores, workdir, seen)
+    return MatrixRun([d.result() for d in described], cells, stores, workdir, seen)
 
 
 def one_cell(case: Case, writer: Peer, reader: Peer, workdir: Path) -> Cell:

@@ -13,7 +13,9 @@ import fnmatch
 import importlib.util
 import json
 import shutil
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,7 @@ class RuleContext:
         self.workdir = run.workdir / "rules"
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._built: dict[str, Path] = {}
+        self._building = threading.Lock()  # rules evaluated on several threads build each store once
 
     def store(self, case: str, writer: str) -> Path | None:
         url = self.run.stores.get((case, writer))
@@ -84,12 +87,13 @@ class RuleContext:
         return json.loads((path / key.lstrip("/")).read_text(encoding="utf-8"), strict=False)
 
     def built(self, name: str, make: Callable[[Path], None]) -> Path:
-        if name not in self._built:
-            path = self.workdir / name
-            shutil.rmtree(path, ignore_errors=True)
-            make(path)
-            self._built[name] = path
-        return self._built[name]
+        with self._building:
+            if name not in self._built:
+                path = self.workdir / name
+                shutil.rmtree(path, ignore_errors=True)
+                make(path)
+                self._built[name] = path
+            return self._built[name]
 
 
 def _writer_scope(peer: Peer, *, nczarr_only: bool = True) -> tuple[str, str] | None:
@@ -442,22 +446,27 @@ def select_rules(patterns: list[str] | None) -> list[SpecRule]:
     return [r for r in SPEC_RULES if any(fnmatch.fnmatchcase(r.id, p) for p in patterns)]
 
 
-def evaluate_rules(run: MatrixRun, rules: list[SpecRule] | None = None) -> list[Result]:
-    """Every rule (``rules``: those only) × every implementation of the run."""
+def evaluate_rules(run: MatrixRun, rules: list[SpecRule] | None = None, *, jobs: int = 1) -> list[Result]:
+    """Every rule (``rules``: those only) × every implementation of the run, in that order; ``jobs`` > 1
+    evaluates them on that many threads (a rule mostly waits on a peer's read), with the same results."""
     ctx = RuleContext(run)
-    results: list[Result] = []
-    for rule in SPEC_RULES if rules is None else rules:
-        for peer_info in run.implementations:
-            peer = PEERS[peer_info["id"]]
-            if peer.available():
-                results.append(Result(rule.id, peer.id, "skipped", peer.available() or ""))
-                continue
-            try:
-                status, evidence = rule.evaluate(ctx, peer)
-            except Exception as exc:  # a rule that cannot evaluate is reported, not raised
-                status, evidence = "deviates", f"evaluation failed: {type(exc).__name__}: {exc}"
-            why = DOCUMENTED_DEVIATIONS.get((rule.id, peer.id))
-            if why is not None and status == "deviates":
-                evidence = f"documented deviation, {why}. Seen: {evidence}"
-            results.append(Result(rule.id, peer.id, status, evidence.replace(str(run.workdir), "<work>")))
-    return results
+    pairs = [(rule, PEERS[info["id"]]) for rule in (SPEC_RULES if rules is None else rules)
+             for info in run.implementations]
+    if jobs <= 1:
+        return [_evaluate(ctx, rule, peer) for rule, peer in pairs]
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="ncz-rule") as pool:
+        return list(pool.map(lambda pair: _evaluate(ctx, *pair), pairs))
+
+
+def _evaluate(ctx: RuleContext, rule: SpecRule, peer: Peer) -> Result:
+    """One rule × one implementation."""
+    if peer.available():
+        return Result(rule.id, peer.id, "skipped", peer.available() or "")
+    try:
+        status, evidence = rule.evaluate(ctx, peer)
+    except Exception as exc:  # a rule that cannot evaluate is reported, not raised
+        status, evidence = "deviates", f"evaluation failed: {type(exc).__name__}: {exc}"
+    why = DOCUMENTED_DEVIATIONS.get((rule.id, peer.id))
+    if why is not None and status == "deviates":
+        evidence = f"documented deviation, {why}. Seen: {evidence}"
+    return Result(rule.id, peer.id, status, evidence.replace(str(ctx.run.workdir), "<work>"))

@@ -66,6 +66,12 @@ def test_jobs_give_the_same_cells_in_the_same_order(tmp_path):
     assert _cells(runs[1]) == _cells(runs[2])
     assert len(runs[1].cells) == len(cases) * 4 * 5 and set(runs[1].seen) == set(runs[2].seen)
     print(f"jobs=1 {timings[1]:.1f} s, jobs=2 {timings[2]:.1f} s")
+    # the rules over a run, on one thread and on two: the same results, in the same order
+    from nczarr_conformance.conformance.rules import evaluate_rules
+
+    one, two = evaluate_rules(runs[1], jobs=1), evaluate_rules(runs[1], jobs=2)
+    assert [r.to_json() for r in one] == [r.to_json() for r in two]
+    assert len(one) > 20 and {r.status for r in one} >= {"follows", "not-applicable"}
 
 
 def test_a_peer_registered_for_a_run_is_gone_after_it():

@@ -18,7 +18,7 @@ from nczarr_conformance.peers.command import CONFIG_NAME, CommandPeer, build, lo
 from tests.conftest import REPO
 
 #: the committed config's peers that read through a ``serve`` worker
-SERVED = ("zarrita", "zarr-python-2.18", "zarr-python-3.4")
+SERVED = ("zarrita", "zarr-python-2.18", "zarr-python-3.4", "netcdf-c-4.9", "ncks")
 
 
 def _configured(peer_id: str, serve: bool) -> CommandPeer:
@@ -63,12 +63,20 @@ def test_a_configured_worker_answers_every_store_as_its_one_shot_reader(tmp_path
     stores = _stores(tmp_path)
     one_shot, served = _configured(peer_id, serve=False), _configured(peer_id, serve=True)
     try:
-        failed = 0
+        failed = unsteady = 0
         for url in stores:
             expected = _outcome(one_shot, url)
-            assert _outcome(served, url) == expected, url
+            got = _outcome(served, url)
+            if got != expected and _outcome(one_shot, url) != expected:
+                # the one-shot reader itself answers differently each time: netcdf-c 4.9.0 and ncks read a
+                # zlib chunk's compressed bytes and then memory nobody wrote (the matrix's "uninitialised
+                # memory"); such a store says nothing about the worker
+                unsteady += 1
+                continue
+            assert got == expected, url
             failed += expected[0] != "ok"
-        assert failed >= 2 and len(stores) - failed >= 20  # both kinds of answer were compared
+        assert unsteady <= 3
+        assert failed >= 2 and len(stores) - failed - unsteady >= 20  # both kinds of answer were compared
         assert served._pool._idle.qsize() == 1  # one worker answered them all, in turn
     finally:
         served.close()
