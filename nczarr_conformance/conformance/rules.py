@@ -460,8 +460,9 @@ def evaluate_rules(run: MatrixRun, rules: list[SpecRule] | None = None, *, jobs:
 
 def _evaluate(ctx: RuleContext, rule: SpecRule, peer: Peer) -> Result:
     """One rule × one implementation."""
-    if peer.available():
-        return Result(rule.id, peer.id, "skipped", peer.available() or "")
+    missing = peer.available()
+    if missing:
+        return Result(rule.id, peer.id, "skipped", missing)
     try:
         status, evidence = rule.evaluate(ctx, peer)
     except Exception as exc:  # a rule that cannot evaluate is reported, not raised

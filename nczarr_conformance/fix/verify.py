@@ -48,7 +48,15 @@ from nczarr_conformance.errors import NczarrError, StoreError, UsageError
 from nczarr_conformance.fix.plan import Plan
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, parse_dtype
 from nczarr_conformance.sources import netcdf_c_readings
-from nczarr_conformance.sources.netcdf_c_readings import Reading, Readings, _each, _explain, _load, _normal, _region
+from nczarr_conformance.sources.netcdf_c_readings import (
+    Reading,
+    Readings,
+    explain,
+    first_chunk_region,
+    load_readings,
+    normal,
+    read_each,
+)
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.workers import WorkerPool
@@ -159,10 +167,10 @@ def _netcdf_c_in_a_child(top: Path, arrays: list[str], flavor: str) -> tuple[Rea
     except OSError as exc:
         status, said = 1, f"cannot start {sys.executable}: {exc.strerror or exc}".encode()
     crashed = f"netcdf-c did not finish in {CHILD_TIMEOUT} s" if status is None else _crash(status, said)
-    before = _load(top / "netcdf-c-before.npz", arrays)
+    before = load_readings(top / "netcdf-c-before.npz", arrays)
     if before is None:
         return ({a: Reading(error=crashed) for a in arrays},) * 2
-    after = _load(top / "netcdf-c-after.npz", arrays)
+    after = load_readings(top / "netcdf-c-after.npz", arrays)
     if after is None:
         after = {a: Reading(error=crashed) for a in arrays}
     return before, after
@@ -246,13 +254,14 @@ def _read_with_ours(reader_type: Any, root: Path, arrays: list[str]) -> Readings
         try:
             reader = reader_type(store)
         except NczarrError as exc:
-            return {a: Reading(error=_explain(exc, root)) for a in arrays}
+            return {a: Reading(error=explain(exc, root)) for a in arrays}
 
         def one(akey: str) -> np.ndarray:
             info = reader.arrays[akey]
-            return np.asarray(reader.read_region(akey, () if info.scalar else _region(info.zshape, info.chunks)))
+            region = () if info.scalar else first_chunk_region(info.zshape, info.chunks)
+            return np.asarray(reader.read_region(akey, region))
 
-        return _each(arrays, one, root)
+        return read_each(arrays, one, root)
 
 
 def read_ours(root: Path, arrays: list[str], flavor: str) -> Readings:
@@ -276,15 +285,15 @@ def read_zarr_python(root: Path, arrays: list[str], flavor: str) -> Readings:
             warnings.simplefilter("ignore")
             group = zarr.open_group(str(root), mode="r", zarr_format=3 if flavor == "zarr-v3" else 2)
     except Exception as exc:  # zarr-python raises ValueError, TypeError, KeyError…
-        return {a: Reading(error=_explain(exc, root)) for a in arrays}
+        return {a: Reading(error=explain(exc, root)) for a in arrays}
 
     def one(akey: str) -> np.ndarray:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             arr: Any = group[akey.lstrip("/")]
-            return np.asarray(arr[_region(tuple(arr.shape), tuple(arr.chunks))])
+            return np.asarray(arr[first_chunk_region(tuple(arr.shape), tuple(arr.chunks))])
 
-    return _each(arrays, one, root)
+    return read_each(arrays, one, root)
 
 
 Fills = dict[str, tuple[list[Any], list[Any]]]  # array node → (fills before, fills after)
@@ -368,7 +377,7 @@ def worse(before: dict[str, Readings], after: dict[str, Readings], fills: Fills 
 
 def same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     """Equal values (NaN equal to NaN, text compared as text), whatever each reader's dtype."""
-    x, y = _normal(a), _normal(b)
+    x, y = normal(a), normal(b)
     if x.shape != y.shape:
         return False
     if x.dtype.kind == "O" or y.dtype.kind == "O":

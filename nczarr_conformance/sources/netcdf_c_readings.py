@@ -34,14 +34,14 @@ class Reading:
 Readings = dict[str, Reading]  # array node → reading
 
 
-def _region(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[slice, ...]:
+def first_chunk_region(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[slice, ...]:
     """The first chunk's region in ``shape`` (the whole axis where the chunking does not fit)."""
     if len(chunks) != len(shape):
         chunks = tuple(1 for _ in shape)
     return tuple(slice(0, min(int(s), max(int(c), 1))) for s, c in zip(shape, chunks, strict=True))
 
 
-def _explain(exc: BaseException, root: Path | None = None) -> str:
+def explain(exc: BaseException, root: Path | None = None) -> str:
     """One short line; the probe's own path is left out (it names a temporary nobody will see)."""
     text = " ".join(str(exc).split())
     if root is not None:
@@ -50,18 +50,18 @@ def _explain(exc: BaseException, root: Path | None = None) -> str:
     return text[:200] or type(exc).__name__
 
 
-def _each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Path) -> Readings:
+def read_each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Path) -> Readings:
     """``read_one`` per array; any exception is that array's reading error (a reader's own types)."""
     out: Readings = {}
     for akey in arrays:
         try:
             out[akey] = Reading(values=np.asarray(read_one(akey)))
         except Exception as exc:  # every reader raises its own types; each is a finding here
-            out[akey] = Reading(error=_explain(exc, root))
+            out[akey] = Reading(error=explain(exc, root))
     return out
 
 
-def _normal(values: np.ndarray | None) -> np.ndarray:
+def normal(values: np.ndarray | None) -> np.ndarray:
     """Values comparable across readers: flat; text as str without trailing NULs; numbers as they are."""
     arr = np.asarray(values).ravel()
     if arr.dtype.kind in "SUO":
@@ -77,7 +77,7 @@ def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
     try:
         nc = nc4.open_nc(to_file_url(str(root), "file", mode))
     except Exception as exc:  # netCDF4's RuntimeError, OSError…: the reader could not open it
-        return {a: Reading(error=_explain(exc, root)) for a in arrays}
+        return {a: Reading(error=explain(exc, root)) for a in arrays}
     try:
         def one(akey: str) -> np.ndarray:
             parts = keys.split(akey)
@@ -88,15 +88,15 @@ def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
                 var = group.variables[parts[-1]]
                 chunking = var.chunking()
                 chunks = tuple(chunking) if isinstance(chunking, list) else tuple(var.shape)
-            return nc4.read_values(var, _region(tuple(var.shape), chunks) or None)
+            return nc4.read_values(var, first_chunk_region(tuple(var.shape), chunks) or None)
 
-        return _each(arrays, one, root)
+        return read_each(arrays, one, root)
     finally:
         with nc4.LOCK:
             nc.close()
 
 
-def _save(readings: Readings, arrays: list[str], path: Path) -> None:
+def save_readings(readings: Readings, arrays: list[str], path: Path) -> None:
     """Readings as an npz file (no pickles): ``v<i>`` the values of array i, ``errors`` a JSON text."""
     values: dict[str, np.ndarray] = {}
     errors: dict[str, str] = {}
@@ -105,14 +105,14 @@ def _save(readings: Readings, arrays: list[str], path: Path) -> None:
         if r.error is not None or r.values is None:
             errors[akey] = r.error or "no values"
             continue
-        arr = _normal(r.values)
+        arr = normal(r.values)
         values[f"v{i}"] = np.array(arr.tolist(), dtype=str) if arr.dtype.kind == "O" else arr
     tmp = path.with_suffix(".tmp.npz")
     np.savez(tmp, errors=np.array(json.dumps(errors)), **values)  # type: ignore[arg-type]
     os.replace(tmp, path)
 
 
-def _load(path: Path, arrays: list[str]) -> Readings | None:
+def load_readings(path: Path, arrays: list[str]) -> Readings | None:
     if not path.exists():
         return None
     with np.load(path, allow_pickle=False) as data:
@@ -125,7 +125,7 @@ def _child(top: Path, flavor: str) -> None:
     """The child's work: netcdf-c's readings of ``top/before`` then ``top/after``, each saved at once."""
     arrays = json.loads((top / "arrays.json").read_text())
     for state in ("before", "after"):
-        _save(read_netcdf_c(top / state, arrays, flavor), arrays, top / f"netcdf-c-{state}.npz")
+        save_readings(read_netcdf_c(top / state, arrays, flavor), arrays, top / f"netcdf-c-{state}.npz")
 
 
 def _serve() -> None:

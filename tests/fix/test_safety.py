@@ -213,7 +213,7 @@ def test_netcdf_c_crashing_on_the_edited_store_costs_the_verdict_not_the_one_lin
                       "top = Path(request['top'])\n"
                       "arrays = json.loads((top / 'arrays.json').read_text())\n"
                       "before = child.read_netcdf_c(top / 'before', arrays, request['flavor'])\n"
-                      "child._save(before, arrays, top / 'netcdf-c-before.npz')\n"
+                      "child.save_readings(before, arrays, top / 'netcdf-c-before.npz')\n"
                       "os.kill(os.getpid(), signal.SIGSEGV)\n")
     assert verify._CHILDREN.argv[1:] == ["-m", "nczarr_conformance.sources.netcdf_c_readings", "--serve"]
     monkeypatch.setattr(verify, "_CHILDREN", WorkerPool([sys.executable, "-c", crash_on_after], lambda: os.environ,
