@@ -152,3 +152,24 @@ def test_one_cell_is_the_matrix_cell(tmp_path):
                 type(run)([], [cell], {}, tmp_path))[0]
     skipped = one_cell(BY_ID["string-var"], PEERS["ours"], reader, tmp_path / "one")
     assert (skipped.status, skipped.message) == ("skipped", "no-strings does not declare strings (its capabilities)")
+
+
+def test_a_documented_deviation_is_named_only_where_the_rule_deviates(tmp_path):
+    """rules._evaluate: the "documented deviation" wording goes on a deviation listed for that rule and
+    implementation, never on one that is not listed, nor on a listed pair that follows."""
+    import types
+
+    from nczarr_conformance.conformance import rules
+
+    run = run_matrix(tmp_path, cases=[BY_ID["scalar"]], peer_ids=["ours"], jobs=1)
+    ctx = rules.RuleContext(run)
+    ours = PEERS["ours"]
+    listed_id = next(rule for rule, peer in rules.DOCUMENTED_DEVIATIONS if peer == "ours")
+
+    def rule(rule_id: str, status: str) -> object:
+        return types.SimpleNamespace(id=rule_id, evaluate=lambda ctx, peer: (status, "seen"))
+
+    assert rules._evaluate(ctx, rule("not-listed", "deviates"), ours).evidence == "seen"  # type: ignore[arg-type]
+    assert rules._evaluate(ctx, rule(listed_id, "follows"), ours).evidence == "seen"  # type: ignore[arg-type]
+    listed = rules._evaluate(ctx, rule(listed_id, "deviates"), ours)  # type: ignore[arg-type]
+    assert listed.evidence.startswith("documented deviation, ") and listed.evidence.endswith(". Seen: seen")
