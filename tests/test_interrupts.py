@@ -440,3 +440,66 @@ def test_a_signal_during_interpreter_exit_leaves_the_exit_status(sig):
             "sys.exit(status)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "outcome printed\n", "")
+
+
+def test_a_signal_as_a_zip_member_is_finished_leaves_the_zip_closable(tmp_path, monkeypatch):
+    """CI saw ``nczarr-fix: interrupted`` followed by "Exception ignored in ZipFile.__del__ ... an open writing
+    handle": SIGINT landed inside zipfile's member writer's close, before it marked the zip free, so the abort
+    could not close the zip and its finalizer printed a traceback at exit. A member's write is never cut:
+    the signal is honoured at the next put, and the abort closes the zip and removes its temporary."""
+    import zipfile
+
+    from nczarr_conformance.stores import ZipStore
+
+    member_close = zipfile._ZipWriteFile.close  # type: ignore[attr-defined]
+
+    def signal_then_close(self: object) -> None:
+        if not getattr(self, "closed", True):
+            os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, before zipfile's own close
+        member_close(self)
+
+    monkeypatch.setattr(zipfile._ZipWriteFile, "close", signal_then_close)  # type: ignore[attr-defined]
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    saved_hook = sys.unraisablehook
+    try:
+        safety.install_signal_handlers()
+        store = ZipStore(tmp_path / "out.zip", "w")
+        with pytest.raises(safety.Interrupted):
+            store.put("a/.zarray", b"{}")
+            store.put("b/.zarray", b"{}")
+        store.abort()
+        assert store.zf.fp is None  # closed: nothing left for ZipFile.__del__ to complain about
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = saved_hook
+        safety._received = None
+
+
+def test_a_signal_as_a_command_installs_its_handlers_is_one_line(monkeypatch, capsys):
+    """CI saw a SIGINT sent the moment nc2nczarr's SIGTERM handler was in place escape ``run()`` as a traceback
+    (it landed in the ``import atexit`` that followed, outside the command's try). Every step of the start
+    is inside it: exit 130, one line."""
+    from nczarr_conformance.cli.common import run
+
+    installed = safety.install_signal_handlers
+
+    def install_then_signal() -> None:
+        installed()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(safety, "install_signal_handlers", install_then_signal)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    saved_hook = sys.unraisablehook
+    try:
+        try:
+            code: object = run("nczarr-test", lambda: 0)
+        except BaseException as exc:  # the failure to show: what escaped the command
+            code = f"{type(exc).__name__} escaped run()"
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = saved_hook
+        safety._received = None
+    assert (code, capsys.readouterr().err) == (130, "nczarr-test: interrupted\n")

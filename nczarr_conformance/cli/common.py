@@ -31,10 +31,10 @@ def run(prog: str, body: Callable[[], int]) -> int:
     """
     from nczarr_conformance import safety
 
-    safety.install_signal_handlers()  # SIGINT and SIGTERM abort: exit 130 / 143, one line
-    safety.ignore_signals_at_exit()  # and once the outcome is printed, a late one cannot kill the exit
     safety.program = prog  # a writer lock names its holder by the command's name
     try:
+        safety.ignore_signals_at_exit()  # once the outcome is printed, a late signal cannot kill the exit
+        safety.install_signal_handlers()  # SIGINT and SIGTERM abort: exit 130 / 143, one line
         return _run(prog, body)
     except KeyboardInterrupt:  # a signal landing while an outcome below was being reported
         safety.stop_raising()

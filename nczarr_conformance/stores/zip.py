@@ -213,8 +213,9 @@ class ZipStore(Store):
             info = zipfile.ZipInfo(self.prefix + key.lstrip("/"), date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_STORED
-            try:
-                self.zf.writestr(info, data)
+            try:  # a signal inside writestr would leave zipfile's writing handle open: the abort could then
+                with safety.critical():  # not close the zip and its __del__ printed a traceback at exit
+                    self.zf.writestr(info, data)
             except OSError as exc:
                 raise StoreError(f"{self.target}: cannot write {key.lstrip('/')}: {exc.strerror or exc}") from exc
 
