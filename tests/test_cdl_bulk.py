@@ -245,6 +245,38 @@ def test_numbers_past_a_batch_wrap_as_in_one(monkeypatch_module):
 
 
 
+def test_a_variable_of_many_batches_is_formatted_ahead_on_a_second_thread(monkeypatch_module):
+    """The dump's speed on two cores (benchmarks/dump.py): the next batch is formatted on another thread
+    while this one is laid out and written, under the caller's floating-point error state (numpy's is per
+    thread: a worker left at numpy's default would print warnings the caller silenced); a variable of one
+    batch is formatted in line. The text is the same (the test above, the CDL baselines)."""
+    import threading
+
+    seen: list[tuple[str, str]] = []
+
+    def items(values: np.ndarray):
+        seen.append((threading.current_thread().name, np.geterr()["invalid"]))
+        return formatter.items(values)
+
+    from nczarr_conformance.cdl.text import ValueFormatter
+
+    formatter = ValueFormatter("float", np.float32(-np.inf), None, 7, 15)
+    monkeypatch_module.setattr(vardata, "BATCH", 10)
+    out: list[str] = []
+    for shape in ((6, 10), (60,), (2, 4)):  # rows of a batch each; one long row in six batches; one batch
+        seen.clear()
+        data = np.arange(math.prod(shape), dtype="f4").reshape(shape)
+        section = vardata.DataSection(out.append, shape, [False] * len(shape), 0, 80, items)
+        with np.errstate(all="ignore"):
+            section.rows([data]) if len(shape) == 2 else section.one_row([data], 5)
+        threads = {name for name, _ in seen[:-1]}  # a long row's last value is formatted after the others
+        if math.prod(shape) > vardata.BATCH:
+            assert threads and all(name.startswith("nczarr-dump-format") for name in threads), (shape, seen)
+        else:
+            assert seen == [("MainThread", "ignore")], (shape, seen)
+        assert {state for _, state in seen} == {"ignore"}, (shape, seen)
+
+
 def test_a_c_format_text_is_cut_where_ncdumps_buffer_ends(tmp_path):
     """dumplib.c formats a value into 100 bytes: ``%.3f`` of 1e300 prints its first 99 (we printed 305)."""
     model = Dataset(Group(dimensions={"n": Dimension(3)}))

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -138,30 +140,38 @@ class DataSection:
         """A variable of rank ≥ 2: rows along the last dimension, each from ``row_pos``."""
         ncols = self.shape[-1]
         total = math.prod(self.shape[:-1])
+        if ncols > BATCH:
+            for part, numbers in self._batches(slabs, 1):
+                self._long_row(part[0], int(numbers[0]), total)
+            return
+        with _FormatAhead(self.items, math.prod(self.shape) > BATCH) as ahead:
+            batches = self._batches(slabs, max(1, BATCH // ncols))
+            for (part, numbers, opening, closing), items in ahead.each(self._plan(batches)):
+                if items is None:
+                    self._same_rows(part, numbers, total)
+                    continue
+                ending = np.where(numbers == total - 1, LAST_ROW, NEXT_ROW)
+                starts = np.arange(part.shape[0], dtype=np.int64) * ncols
+                self._emit(items, starts, starts + ncols, self.row_pos + opening, opening, closing, ending)
+
+    def _batches(self, slabs: Iterable[np.ndarray], step: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Whole rows, ``step`` at a time, and their numbers in C order."""
+        ncols = self.shape[-1]
         done = 0
         for slab in slabs:
             block = np.asarray(slab).reshape(-1, ncols)
-            step = max(1, BATCH // ncols)
             for i in range(0, block.shape[0], step):
                 part = block[i:i + step]
-                numbers = np.arange(done + i, done + i + part.shape[0])
-                if ncols <= BATCH:
-                    self._short_rows(part, numbers, total)
-                else:
-                    self._long_row(part[0], int(numbers[0]), total)
+                yield part, np.arange(done + i, done + i + part.shape[0])
             done += block.shape[0]
 
-    def _short_rows(self, part: np.ndarray, numbers: np.ndarray, total: int) -> None:
-        """Whole rows formatted and wrapped together, each row its own segment."""
-        nrows, ncols = part.shape
-        opening, closing = self.braces(numbers)
-        if nrows > 2 and not opening.any() and not closing.any() and self.same_text and self.same_text(part):
-            self._same_rows(part, numbers, total)
-            return
-        ending = np.where(numbers == total - 1, LAST_ROW, NEXT_ROW)
-        starts = np.arange(nrows, dtype=np.int64) * ncols
-        self._emit(self.items(part), starts, starts + ncols, self.row_pos + opening, opening, closing,
-                   ending)
+    def _plan(self, batches: Iterator[tuple[np.ndarray, np.ndarray]]) -> Iterator[tuple[_RowBatch, np.ndarray | None]]:
+        """Each batch of rows with the values to format, or None when its rows all print alike."""
+        for part, numbers in batches:
+            opening, closing = self.braces(numbers)
+            alike = part.shape[0] > 2 and not opening.any() and not closing.any() and self.same_text is not None \
+                and self.same_text(part)
+            yield (part, numbers, opening, closing), None if alike else part
 
     def _same_rows(self, part: np.ndarray, numbers: np.ndarray, total: int) -> None:
         """Rows whose values all print alike print alike: the first is rendered and repeated."""
@@ -184,23 +194,34 @@ class DataSection:
     def _row(self, pieces: Iterator[np.ndarray], pos: int, closing: int, ending: int) -> None:
         """One row arriving in pieces: each batch but the row's last value goes out at once; the last
         value waits for the next piece, then goes with its braces and ``ending``."""
-        carry: np.ndarray | None = None
         zero = np.zeros(1, dtype=np.int64)
+        carried: list[np.ndarray] = []
+        with _FormatAhead(self.items, math.prod(self.shape) > BATCH) as ahead:
+            for sub, items in ahead.each(self._run_batches(pieces, carried)):
+                if items is None:
+                    text, pos = self._same_run(self._text_of(sub[:1]) + SEPARATOR, sub.size - 1, pos)
+                    self.write(text)
+                else:
+                    pos = self._emit(items, zero, np.array([sub.size - 1]), np.array([pos]), zero, zero,
+                                     np.array([GOES_ON]))
+        if carried:
+            self._emit(self.items(carried[0]), zero, np.ones(1, dtype=np.int64), np.array([pos]), zero,
+                       np.array([closing]), np.array([ending]))
+
+    def _run_batches(self, pieces: Iterator[np.ndarray], carried: list[np.ndarray]
+                     ) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        """A row's batches, each but the row's last value (left in ``carried`` at the end) with the values
+        to format, or None when they all print alike."""
         for piece in pieces:
             for i in range(0, piece.size, BATCH):
                 sub = piece[i:i + BATCH]
-                if carry is not None:
-                    sub = np.concatenate((carry, sub))
-                carry = sub[-1:]
+                if carried:
+                    sub = np.concatenate((carried.pop(), sub))
+                carried.append(sub[-1:])
                 if sub.size > 2 and self.same_text and self.same_text(sub[:-1]):
-                    text, pos = self._same_run(self._text_of(sub[:1]) + SEPARATOR, sub.size - 1, pos)
-                    self.write(text)
+                    yield sub, None
                 elif sub.size > 1:
-                    pos = self._emit(self.items(sub[:-1]), zero, np.array([sub.size - 1]),
-                                     np.array([pos]), zero, zero, np.array([GOES_ON]))
-        if carry is not None:
-            self._emit(self.items(carry), zero, np.ones(1, dtype=np.int64), np.array([pos]), zero,
-                       np.array([closing]), np.array([ending]))
+                    yield sub, sub[:-1]
 
     def _text_of(self, value: np.ndarray) -> str:
         items = self.items(value)
@@ -267,6 +288,51 @@ class DataSection:
                            + ENDINGS[LAST_ROW if number == total - 1 else NEXT_ROW])
             self.write("".join(out))
             done += len(strings)
+
+
+_RowBatch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # values, row numbers, braces opened, closed
+Job = TypeVar("Job")
+
+
+class _FormatAhead:
+    """Formats the next batch on a second thread while this one lays out and writes the current one.
+
+    Why: numpy releases the interpreter lock in its loops, so formatting (cdl/bulk.py) and packing
+    (:func:`pack`) of successive batches overlap on two cores; the text and its order are unchanged,
+    and memory holds one batch more. A variable of one batch formats in line (no thread). The
+    worker computes under the caller's floating-point error state (numpy's is per thread).
+    """
+
+    def __init__(self, items: MakeItems, threaded: bool) -> None:
+        self.items = items
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="nczarr-dump-format") if threaded else None
+
+    def __enter__(self) -> _FormatAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _format(self, values: np.ndarray, errors: Any) -> Items:
+        with np.errstate(**errors):
+            return self.items(values)
+
+    def each(self, jobs: Iterable[tuple[Job, np.ndarray | None]]) -> Iterator[tuple[Job, Items | None]]:
+        """Each job with its values' items (None for no values), the next job's formatted meanwhile."""
+        if self.pool is None:
+            for job, values in jobs:
+                yield job, None if values is None else self.items(values)
+            return
+        errors = np.geterr()
+        waiting: tuple[Job, Future[Items] | None] | None = None
+        for job, values in jobs:
+            future = None if values is None else self.pool.submit(self._format, values, errors)
+            if waiting is not None:
+                yield waiting[0], None if waiting[1] is None else waiting[1].result()
+            waiting = job, future
+        if waiting is not None:
+            yield waiting[0], None if waiting[1] is None else waiting[1].result()
 
 
 def _render(items: Items, ends_of: dict[str, np.ndarray], breaks: np.ndarray, brk: str,
