@@ -29,7 +29,8 @@ NLAT = NLON = 250
 SIZES = {"5M": 80, "20M": 320}  # time steps of 62,500 values
 #: our functions whose cumulative time the profile row reports, by what they do
 PHASES = {"read and decode chunks (StoreSource.slabs)": "slabs",
-          "format values (ValueFormatter.items: numpy %g)": "items",
+          "format values in line (ValueFormatter.items: numpy %g; a variable of one batch)": "items",
+          "wait for the second thread's formatting of the next batch (Future.result)": "result",
           "line breaks (vardata.line_breaks)": "line_breaks",
           "pack separators and breaks into the output (vardata.pack)": "pack",
           "write to stdout": "_write"}
@@ -173,7 +174,10 @@ def render(doc: dict[str, object]) -> str:
         lines.append(f"- start-up: `nczarr-dump -h` takes {ours_h['seconds']} s (Python and numpy imports), "
                      f"`ncdump -h` {theirs_h['seconds']} s; the data alone (each run less its -h run) is "
                      f"{data_ratio:.2f}× ncdump's at 5M values, so a smaller store's ratio is mostly start-up")
-    lines += ["", "Where our 5M dump's time goes (cProfile, cumulative seconds; profiling inflates each):", ""]
+    lines += ["", "Where our 5M dump's time goes (cProfile, cumulative seconds of the main thread; profiling inflates "
+              "each). A variable of more than one batch has its next batch formatted on a second thread while the "
+              "main thread lays out and writes the current one (cdl/vardata.py `_FormatAhead`): the wall time is "
+              "below the CPU time, and the formatting shows here only as the main thread's wait for it.", ""]
     for phase, seconds in doc["profile_5M"].items():  # type: ignore[attr-defined]
         lines.append(f"- {phase}: {seconds}")
     return "\n".join(lines) + "\n"
