@@ -772,6 +772,42 @@ def test_small_work_runs_in_process_and_an_explicit_cluster_is_obeyed(uneven, tm
         assert run().records == 28
 
 
+@pytest.mark.parametrize("dask_installed", [True, False])
+def test_many_small_files_run_on_a_cluster_unless_dask_is_missing(uneven, tmp_path, monkeypatch, dask_installed):
+    """IN_PROCESS_FILES files or more start a cluster by default, however small (one process pays ~30 ms a file
+    that workers share: docs/speed.md); fewer stay here. Without dask.distributed (an optional extra) the
+    default runs in this process whatever the work: only --workers N and --scheduler ask for the extra."""
+    import importlib.util
+
+    from nczarr_conformance.conversion import cluster
+    from nczarr_conformance.conversion import concat as concat_module
+
+    class Started(Exception):
+        pass
+
+    def open_client(*args, **kw):
+        raise Started
+
+    monkeypatch.setattr(cluster, "open_client", open_client)
+    if not dask_installed:
+        found = importlib.util.find_spec
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *a: None if name == "distributed" else found(name, *a))
+    files, _ = uneven
+    out = tmp_path / "out.file"
+    run = lambda: concat([str(f) for f in files], str(out), "time", overwrite=True)  # noqa: E731
+    monkeypatch.setattr(concat_module, "IN_PROCESS_FILES", len(files) + 1)
+    assert run().records == 28  # one file fewer than the limit
+    monkeypatch.setattr(concat_module, "IN_PROCESS_FILES", len(files))
+    if dask_installed:
+        with pytest.raises(Started):
+            run()
+    else:
+        assert run().records == 28
+        with pytest.raises(Started):  # asked for by name: the cluster (whose start says the extra is missing)
+            concat([str(f) for f in files], str(out), "time", overwrite=True, workers=2)
+
+
 @pytest.mark.parametrize("runner", ["cluster", "in-process"])
 @pytest.mark.parametrize("change", ["replace-b", "grow-c"])
 def test_a_file_changed_after_the_checks_is_refused_inside_a_batch(client, tmp_path, monkeypatch, runner, change):

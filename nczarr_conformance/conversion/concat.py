@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import importlib.util
 import itertools
 import math
 import os
@@ -95,10 +96,14 @@ SMALL_VALUES_BYTES = 16 * 1024
 BATCH_BYTES = 128 * 1024**2
 #: tasks per worker at least, when there are enough files: equal shares finish together, and progress moves
 TASKS_PER_WORKER = 2
-#: less input than this runs in this process when no --workers/--scheduler is given. Measured on 2 cores
-#: (benchmarks/concat.py, docs/speed.md): 200 and 500 daily files (83, 207 MB) ran as fast or faster in process
-#: than on a 2-process LocalCluster, whose start and close cost about 4 s and whose tasks cost more CPU
+#: less input than this, in fewer than :data:`IN_PROCESS_FILES` files, runs in this process when no
+#: --workers/--scheduler is given: a 2-process LocalCluster's start and close cost about 3-4 s
 IN_PROCESS_BYTES = 256 * 1024**2
+#: as many files as this run on a cluster by default (however small): each file costs about 30 ms of
+#: checks, opens and metadata in one process, which a cluster shares among its workers. Measured on 2 cores
+#: (benchmarks/concat.py, 2026-11-27, load below 1): 200 daily files 6.1 s in process, 5.9 s on 2 workers;
+#: 500 files 16.8 s in process, 9.2 s on 2 workers
+IN_PROCESS_FILES = 250
 
 
 @dataclass(frozen=True)
@@ -855,7 +860,7 @@ class Runner:
 class InProcess(Runner):
     """The task functions called one after the other in this process: no cluster to start or to feed.
 
-    Small work (:data:`IN_PROCESS_BYTES`) and ``--workers 1`` run here: a one-process cluster
+    Small work (:data:`IN_PROCESS_BYTES`, :data:`IN_PROCESS_FILES`) and ``--workers 1`` run here: a one-process cluster
     computes nothing faster and costs its start-up (seconds) and a scheduling round trip per task.
     """
 
@@ -930,7 +935,7 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
 
     ``client``: an open ``distributed.Client`` to use (else one on ``scheduler``, or a
     LocalCluster of ``workers`` processes, closed at the end). Neither, and ``workers`` 1 or
-    fewer than :data:`IN_PROCESS_BYTES` of input: the same tasks run in this process, no
+    small work (:data:`IN_PROCESS_BYTES`, :data:`IN_PROCESS_FILES`): the same tasks run in this process, no
     cluster started (see :func:`in_process`). ``progress``: called with a :class:`FilesDone` as files
     are checked, then written. ``append``: extend the
     existing store ``dst`` instead (``--append`` of several files): the same checks as
@@ -996,14 +1001,16 @@ def _v3_append(files: list[str], dst: str, dim_name: str, allow_gaps: bool, stat
 
 def in_process(files: list[str], scheduler: str | None, workers: int | None) -> bool:
     """Whether the run needs no cluster: ``--workers 1``, or neither ``--scheduler`` nor ``--workers`` and less
-    than :data:`IN_PROCESS_BYTES` of input (or one core). ``--workers N`` (N > 1) and ``--scheduler`` are obeyed."""
+    than :data:`IN_PROCESS_BYTES` of input in fewer than :data:`IN_PROCESS_FILES` files (or one core, or
+    dask.distributed not installed: the optional extra is asked for only by the options that name a cluster).
+    ``--workers N`` (N > 1) and ``--scheduler`` are obeyed."""
     if scheduler:
         return False
     if workers is not None:
         return workers == 1
-    if (os.cpu_count() or 1) == 1:
+    if (os.cpu_count() or 1) == 1 or importlib.util.find_spec("distributed") is None:
         return True
-    return sum(os.stat(path).st_size for path in files) < IN_PROCESS_BYTES
+    return len(files) < IN_PROCESS_FILES and sum(os.stat(path).st_size for path in files) < IN_PROCESS_BYTES
 
 
 def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool, *, consolidate: bool | None = None,
