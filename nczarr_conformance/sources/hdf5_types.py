@@ -332,13 +332,14 @@ def _join(path: str, name: str) -> str:
     return f"{path.rstrip('/')}/{name}"
 
 
-def _attributes(obj: Any, path: str) -> Iterator[Finding]:
-    """Findings for ``obj``'s attributes (types and dataspaces only: no value is read)."""
+def _attributes(obj: Any, path: str, names: list[str]) -> Iterator[Finding]:
+    """Findings for ``obj``'s attributes ``names`` (types and dataspaces only: no value is read)."""
     import h5py
 
-    for name in obj.attrs:
+    attrs = obj.attrs
+    for name in names:
         try:
-            aid = obj.attrs.get_id(name)
+            aid = attrs.get_id(name)
             tid, space = aid.get_type(), aid.get_space()
         except (KeyError, OSError, ValueError, TypeError):
             continue  # h5py cannot look at it: netcdf-c will say what it makes of it
@@ -397,10 +398,11 @@ def _dataset(dset: Any, path: str, out: Scan) -> None:
         value = np.zeros((), dtype=dset.dtype)
         plist.get_fill_value(value)
         out.fills[path] = value[()]
-    out.findings.extend(_attributes(dset, path))
+    names = list(dset.attrs)  # listed once: the findings and the inventory
+    out.findings.extend(_attributes(dset, path, names))
     scale = _is_scale(dset)
     out.objects[(path, None)] = DIMENSION if scale and _dimension_only(dset) else DATASET
-    _inventory(dset, path, out, scale)
+    _inventory(names, path, out, scale)
 
 
 def _is_scale(dset: Any) -> bool:
@@ -434,9 +436,9 @@ def _bookkeeping(name: str, scale: bool) -> bool:
     return scale and name in ("CLASS", "NAME", "REFERENCE_LIST")
 
 
-def _inventory(obj: Any, path: str, out: Scan, scale: bool = False) -> None:
-    """Every attribute of ``obj`` that is more than bookkeeping, into ``out.objects``."""
-    for name in obj.attrs:
+def _inventory(names: list[str], path: str, out: Scan, scale: bool = False) -> None:
+    """Every attribute of ``names`` (an object's) that is more than bookkeeping, into ``out.objects``."""
+    for name in names:
         if not _bookkeeping(name, scale):
             out.objects[(path, name)] = ATTRIBUTE
 
@@ -451,17 +453,18 @@ def _walk(group: Any, path: str, out: Scan, seen: set[Any]) -> None:
     """Every link below ``group`` (soft links by their own name, as netcdf-c shows them)."""
     import h5py
 
-    out.findings.extend(_attributes(group, path))
-    _inventory(group, path, out)
+    names = list(group.attrs)
+    out.findings.extend(_attributes(group, path, names))
+    _inventory(names, path, out)
     for name in group:
         where = _join(path, name)
         try:
-            link = group.get(name, getlink=True)
-        except (KeyError, OSError, ValueError):
-            continue
-        try:
             obj = group[name]
         except (KeyError, OSError, ValueError):
+            try:  # the link is looked at only when it does not resolve
+                link = group.get(name, getlink=True)
+            except (KeyError, OSError, ValueError):
+                continue
             kind = "external link" if isinstance(link, h5py.ExternalLink) else "soft link"
             target = (f"{link.filename}:{link.path}" if isinstance(link, h5py.ExternalLink)
                       else getattr(link, "path", "?"))
