@@ -5,7 +5,7 @@ done value by value in Python that cost about 7 µs a value, 10–16× ncdump. H
 values is formatted at once (cdl/bulk.py: numpy for ``%g``/``%d``, Python's ``%`` for the
 rest), ``lput``'s line breaks are found with numpy over the texts' byte lengths
 (:func:`line_breaks`), separators and breaks are put in with numpy, and the batch goes out
-as one ``write``. Memory stays at one slab plus one batch of texts. The text is byte for
+as one ``write``. Memory stays at one slab plus two batches of texts. The text is byte for
 byte ncdump's (tests/test_cdl_bulk.py compares it with ncdump 4.9.0 on random data; the
 CDL baselines on netcdf-c's own).
 
@@ -144,15 +144,18 @@ class DataSection:
             for part, numbers in self._batches(slabs, 1):
                 self._long_row(part[0], int(numbers[0]), total)
             return
+
+        def consume(batch: _RowBatch, items: Items | None) -> None:
+            part, numbers, opening, closing = batch
+            if items is None:
+                self._same_rows(part, numbers, total)
+                return
+            ending = np.where(numbers == total - 1, LAST_ROW, NEXT_ROW)
+            starts = np.arange(part.shape[0], dtype=np.int64) * ncols
+            self._emit(items, starts, starts + ncols, self.row_pos + opening, opening, closing, ending)
+
         with _FormatAhead(self.items, math.prod(self.shape) > BATCH) as ahead:
-            batches = self._batches(slabs, max(1, BATCH // ncols))
-            for (part, numbers, opening, closing), items in ahead.each(self._plan(batches)):
-                if items is None:
-                    self._same_rows(part, numbers, total)
-                    continue
-                ending = np.where(numbers == total - 1, LAST_ROW, NEXT_ROW)
-                starts = np.arange(part.shape[0], dtype=np.int64) * ncols
-                self._emit(items, starts, starts + ncols, self.row_pos + opening, opening, closing, ending)
+            ahead.run(self._plan(self._batches(slabs, max(1, BATCH // ncols))), consume)
 
     def _batches(self, slabs: Iterable[np.ndarray], step: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Whole rows, ``step`` at a time, and their numbers in C order."""
@@ -196,14 +199,19 @@ class DataSection:
         value waits for the next piece, then goes with its braces and ``ending``."""
         zero = np.zeros(1, dtype=np.int64)
         carried: list[np.ndarray] = []
+        column = [pos]
+
+        def consume(sub: np.ndarray, items: Items | None) -> None:
+            if items is None:
+                text, column[0] = self._same_run(self._text_of(sub[:1]) + SEPARATOR, sub.size - 1, column[0])
+                self.write(text)
+            else:
+                column[0] = self._emit(items, zero, np.array([sub.size - 1]), np.array([column[0]]), zero, zero,
+                                       np.array([GOES_ON]))
+
         with _FormatAhead(self.items, math.prod(self.shape) > BATCH) as ahead:
-            for sub, items in ahead.each(self._run_batches(pieces, carried)):
-                if items is None:
-                    text, pos = self._same_run(self._text_of(sub[:1]) + SEPARATOR, sub.size - 1, pos)
-                    self.write(text)
-                else:
-                    pos = self._emit(items, zero, np.array([sub.size - 1]), np.array([pos]), zero, zero,
-                                     np.array([GOES_ON]))
+            ahead.run(self._run_batches(pieces, carried), consume)
+        pos = column[0]
         if carried:
             self._emit(self.items(carried[0]), zero, np.ones(1, dtype=np.int64), np.array([pos]), zero,
                        np.array([closing]), np.array([ending]))
@@ -318,21 +326,28 @@ class _FormatAhead:
         with np.errstate(**errors):
             return self.items(values)
 
-    def each(self, jobs: Iterable[tuple[Job, np.ndarray | None]]) -> Iterator[tuple[Job, Items | None]]:
-        """Each job with its values' items (None for no values), the next job's formatted meanwhile."""
+    def run(self, jobs: Iterable[tuple[Job, np.ndarray | None]], consume: Callable[[Job, Items | None], None]) -> None:
+        """``consume`` each job with its values' items (None for no values), in order, the next job's values
+        formatted meanwhile. A consumed job's items are let go before the job after next is formatted: two
+        batches of texts at most, one being written and one being formatted."""
         if self.pool is None:
             for job, values in jobs:
-                yield job, None if values is None else self.items(values)
+                consume(job, None if values is None else self.items(values))
             return
         errors = np.geterr()
         waiting: tuple[Job, Future[Items] | None] | None = None
         for job, values in jobs:
             future = None if values is None else self.pool.submit(self._format, values, errors)
             if waiting is not None:
-                yield waiting[0], None if waiting[1] is None else waiting[1].result()
+                self._consume(waiting, consume)
             waiting = job, future
         if waiting is not None:
-            yield waiting[0], None if waiting[1] is None else waiting[1].result()
+            self._consume(waiting, consume)
+
+    @staticmethod
+    def _consume(waiting: tuple[Job, Future[Items] | None], consume: Callable[[Job, Items | None], None]) -> None:
+        job, future = waiting
+        consume(job, None if future is None else future.result())
 
 
 def _render(items: Items, ends_of: dict[str, np.ndarray], breaks: np.ndarray, brk: str,
