@@ -1008,9 +1008,10 @@ def in_process(files: list[str], scheduler: str | None, workers: int | None) -> 
         return False
     if workers is not None:
         return workers == 1
-    if (os.cpu_count() or 1) == 1 or importlib.util.find_spec("distributed") is None:
+    if (os.cpu_count() or 1) == 1:
         return True
-    return len(files) < IN_PROCESS_FILES and sum(os.stat(path).st_size for path in files) < IN_PROCESS_BYTES
+    small = len(files) < IN_PROCESS_FILES and sum(os.stat(path).st_size for path in files) < IN_PROCESS_BYTES
+    return small or importlib.util.find_spec("distributed") is None  # the extra looked for only when wanted
 
 
 def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool, *, consolidate: bool | None = None,
