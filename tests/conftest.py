@@ -3,9 +3,11 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import pytest
 
@@ -85,6 +87,29 @@ def require_module(name: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as exc:
         missing_peer(f"Python module {name} cannot be imported ({exc}; pip install -e '.[test]')")
+
+
+_T = TypeVar("_T")
+
+
+def settled(look: Callable[[], _T], *, quiet: float = 0.5, limit: float = 20.0) -> _T:
+    """What ``look()`` returns once it has stopped changing for ``quiet`` seconds.
+
+    A SIGKILLed S3 client can leave requests behind it: a PUT whose body reached the server before the
+    kill is still stored by one of moto's request threads after the client's process is gone (as real
+    S3 stores it). A snapshot taken the moment ``wait()`` returns may miss that object, and a later
+    comparison then blames the next command for it. Raises when the objects keep changing past ``limit``.
+    """
+    deadline = time.monotonic() + limit
+    last = look()
+    while True:
+        time.sleep(quiet)
+        now = look()
+        if now == last:
+            return now
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still changing after {limit} s")
+        last = now
 
 
 def _free_port() -> int:
