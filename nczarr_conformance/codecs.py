@@ -12,8 +12,9 @@ decoded with a cap on its output, and stops there:
 
 * bounded exactly, while decoding: ``zlib`` (``zlib.decompressobj`` with
   ``max_length``), ``gzip``, ``bz2`` and ``lzma`` (the stdlib file readers, which
-  decompress piecewise), ``zstd`` (into a buffer of the cap's size first; the
-  real decode only once the frame is known to fit);
+  decompress piecewise), ``zstd`` (python-zstandard: a frame declaring more than
+  the cap is refused unread, one declaring less stops within a block of its size,
+  one declaring none is read by the streaming reader up to the cap);
 * bounded exactly, before decoding, from the size the stream declares: ``blosc``
   (header ``nbytes``), ``lz4`` (numcodecs' 4-byte length prefix);
 * every other numcodecs codec (shuffle, delta, fixedscaleoffset, the checksums…):
@@ -224,15 +225,35 @@ def _lzma(codec: Codec, raw: bytes, cap: int) -> bytes:
 
 
 def _zstd(codec: Codec, raw: bytes, cap: int) -> bytes:
-    from numcodecs import zstd
+    """Bounded whether or not a frame declares its size (one written from a pipe does not), across
+    concatenated frames as numcodecs decodes them; a truncated frame is an error, as in numcodecs."""
+    import zstandard
 
-    try:  # into a buffer of the cap's size: too small is an error, never an allocation
-        zstd.decompress(raw, bytearray(cap))
-    except (ValueError, RuntimeError) as exc:
-        if "too small" in str(exc).lower():
-            raise _over(cap, None) from exc
-        raise
-    out: bytes = zstd.decompress(raw)  # fits: now the exact size
+    dctx = zstandard.ZstdDecompressor()
+    try:
+        declared = zstandard.frame_content_size(raw)  # the first frame's header; -1 when it does not say
+        if declared > cap:
+            raise _over(cap, None, declared)
+        if declared >= 0:  # libzstd stops a frame that outgrows its declared size within one 128 KiB block
+            frame = dctx.decompressobj()
+            out: bytes = frame.decompress(raw)
+            if frame.eof and not frame.unused_data:
+                return out
+        # several frames, or none with a size: the streaming reader stops at cap + 1 bytes, but quietly at
+        # a truncated frame, so the frames are then walked once more (their output known to fit by now)
+        with dctx.stream_reader(raw, read_across_frames=True) as reader:
+            out = reader.read(cap + 1)
+        if len(out) > cap:
+            raise _over(cap, out[:cap])
+        rest = raw
+        while rest:
+            frame = dctx.decompressobj()
+            frame.decompress(rest)
+            if not frame.eof:
+                raise FormatError("truncated zstd frame")
+            rest = frame.unused_data
+    except zstandard.ZstdError as exc:
+        raise FormatError(f"zstd stream: {exc}") from exc
     return out
 
 

@@ -138,9 +138,7 @@ class Chain:
                 buf = bounded_decode(codec, buf, cap)
         except InflateError as exc:
             raise FormatError(f"{where}: chunk {exc}") from exc
-        except FormatError:
-            raise
-        except Exception as exc:  # numcodecs raises many types; each is a corrupt chunk here
+        except Exception as exc:  # numcodecs raises many types, ours FormatError: each a corrupt chunk here
             raise FormatError(f"{where}: chunk does not decode: {exc}") from exc
         return buf
 
