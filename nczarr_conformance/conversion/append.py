@@ -29,7 +29,8 @@ import numpy as np
 from nczarr_conformance import keys
 from nczarr_conformance.conversion.from_netcdf import _header
 from nczarr_conformance.errors import StoreError, UnsupportedError, UsageError
-from nczarr_conformance.model import Dataset, Group
+from nczarr_conformance.model import Attribute, Dataset, Group, Variable, is_internal_attribute
+from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.consolidated import CONSOLIDATED_KEY, with_updates
 from nczarr_conformance.nczarr.flavors import GROUP_PLACE
 from nczarr_conformance.nczarr.reader import DatasetReader
@@ -203,7 +204,58 @@ def _attrs_json(attrs: dict[str, Any]) -> str:
     return json.dumps({n: attribute_to_json(a) for n, a in sorted(attrs.items())}, sort_keys=True)
 
 
-def _compare(old: Group, new: Group, path: str, dim: str, problems: list[str]) -> None:
+class PureZarrAttributes:
+    """How a store without netCDF types (flavor ``zarr``: xarray's, zarr-python's, GDAL's) is compared with a
+    new file: attributes as the JSON values stored in ``.zattrs`` (netCDF attribute types do not survive
+    JSON, so a ``short`` in the file and the number read back cannot be compared by type), less what xarray's
+    ``to_zarr`` adds on its own where it changes nothing the new values mean (append_v3's rules: a
+    ``calendar: proleptic_gregorian`` on CF times from 1582-10-15 on, a NaN ``_FillValue``); and the file's
+    ``_FillValue`` against the array's ``fill_value`` where the store keeps the fill there alone, as
+    xarray does in Zarr v2 (every Zarr reader takes it as the fill, xarray as ``_FillValue``)."""
+
+    def __init__(self, reader: DatasetReader, variables: dict[str, Any]) -> None:
+        self.reader = reader
+        self.variables = variables
+
+    def _stored(self, key: str) -> dict[str, Any]:
+        raw = self.reader.meta.get(keys.join(key, ".zattrs")) or {}
+        return {k: v for k, v in raw.items() if not is_internal_attribute(k) and k != "_ARRAY_DIMENSIONS"}
+
+    def differ(self, key: str, new: Group | Variable) -> bool:
+        from nczarr_conformance.conversion.append_v3 import _same_json, _xarray_encoding_added
+
+        stored = self._stored(key)
+        written = {name: attr_codec.encode(attr, json_convention=False)[0] for name, attr in new.attributes.items()
+                   if not is_internal_attribute(name)}
+        written = json.loads(json.dumps(written, allow_nan=True))
+        if isinstance(new, Variable):
+            if "_FillValue" in written and "_FillValue" not in stored:
+                if not self._fill_is(key, new.attributes["_FillValue"]):
+                    return True
+                del written["_FillValue"]
+            stored = _xarray_encoding_added(stored, written, new.type, self.variables.get(key))
+        return not _same_json(stored, written)
+
+    def _fill_is(self, key: str, attr: Attribute) -> bool:
+        """Whether the array's ``fill_value`` is the file's ``_FillValue`` (NaN equal to NaN)."""
+        fill = self.reader.arrays[key].fill
+        if fill is None or attr.type in ("char", "string"):
+            return False
+        ours, theirs = np.asarray(fill).ravel(), np.asarray(attr.value).ravel()[:1]
+        if ours.dtype.kind not in "iuf" or ours.size != 1:
+            return False
+        return bool(np.array_equal(ours.astype("f8"), theirs.astype("f8"), equal_nan=True)
+                    if ours.dtype.kind == "f" else ours.astype(theirs.dtype)[0] == theirs[0])
+
+
+def _compare(old: Group, new: Group, path: str, dim: str, problems: list[str], *, chunks: bool = True,
+             pure: PureZarrAttributes | None = None) -> None:
+    """Every difference between the store's group ``old`` and the new file's ``new`` that an append refuses.
+
+    ``chunks=False``: chunk shapes are not compared, for an append that reads the new rows by region and
+    encodes them into the store's own grid (a single-file ``--append``); the multi-file path places file
+    chunks as they are and needs them equal. ``pure``: the store has no netCDF types (see
+    :class:`PureZarrAttributes`)."""
     if set(old.groups) != set(new.groups):
         problems.append(f"{path}: groups {sorted(old.groups)} in the store, {sorted(new.groups)} in the new file")
     if set(old.variables) != set(new.variables):
@@ -215,21 +267,21 @@ def _compare(old: Group, new: Group, path: str, dim: str, problems: list[str]) -
             problems.append(f"{fqn}: dimension missing from the new file")
         elif fqn != dim and dim_old.size != dim_new.size:
             problems.append(f"{fqn}: size {dim_old.size} in the store, {dim_new.size} in the new file")
-    if _attrs_json(old.attributes) != _attrs_json(new.attributes):
+    if pure.differ(path, new) if pure is not None else _attrs_json(old.attributes) != _attrs_json(new.attributes):
         problems.append(f"{path}: group attributes differ")
-    for name in set(old.variables) & set(new.variables):
+    for name in sorted(set(old.variables) & set(new.variables)):
         a, b = old.variables[name], new.variables[name]
         vkey = keys.join(path, name)
         if a.type != b.type:
             problems.append(f"{vkey}: type {a.type} in the store, {b.type} in the new file")
         if a.dimensions != b.dimensions:
             problems.append(f"{vkey}: dimensions {a.dimensions} in the store, {b.dimensions} in the new file")
-        if b.chunks and a.chunks and list(a.chunks) != list(b.chunks):
+        if chunks and b.chunks and a.chunks and list(a.chunks) != list(b.chunks):
             problems.append(f"{vkey}: chunks {a.chunks} in the store, {b.chunks} in the new file")
-        if _attrs_json(a.attributes) != _attrs_json(b.attributes):
+        if pure.differ(vkey, b) if pure is not None else _attrs_json(a.attributes) != _attrs_json(b.attributes):
             problems.append(f"{vkey}: attributes differ")
-    for name in set(old.groups) & set(new.groups):
-        _compare(old.groups[name], new.groups[name], keys.join(path, name), dim, problems)
+    for name in sorted(set(old.groups) & set(new.groups)):
+        _compare(old.groups[name], new.groups[name], keys.join(path, name), dim, problems, chunks=chunks, pure=pure)
 
 
 def append(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> AppendStats:
@@ -276,7 +328,9 @@ def _append(src: str, spec: Any, dst: str, dim_name: str, stamp: Stamp, allow_ga
             new = Dataset(_header(nc, "/", variables))
         dim = _find_dim(old, dim_name)
         problems: list[str] = []
-        _compare(old.root, new.root, "/", dim, problems)
+        # the new rows are read by region and encoded into the store's grid (_merged_chunk): chunks may differ
+        _compare(old.root, new.root, "/", dim, problems, chunks=False,
+                 pure=PureZarrAttributes(reader, variables) if reader.flavor == "zarr" else None)
         if problems:
             raise UsageError(f"cannot append {src}: {problems[0]}" + (f" (and {len(problems) - 1} more)"
                                                                       if len(problems) > 1 else ""))

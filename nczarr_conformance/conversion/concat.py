@@ -1230,14 +1230,18 @@ class _Base:
     def check(self, ordered: list[FileInfo]) -> None:
         """What append checks but the coordinate (see order_and_check), against the first of the new files;
         the others equal it."""
-        from nczarr_conformance.conversion.append import _compare
+        from nczarr_conformance.conversion.append import PureZarrAttributes, _compare
 
         first = ordered[0]
         problems: list[str] = []
-        _compare(self.reader.dataset.root, first.dataset.root, "/", self.dim, problems)
+        # no file is open here: a calendar xarray added is kept as a difference (append_v3._from_gregorian_reform)
+        pure = PureZarrAttributes(self.reader, {}) if self.reader.flavor == "zarr" else None
+        _compare(self.reader.dataset.root, first.dataset.root, "/", self.dim, problems, pure=pure)
         if problems:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            raise UsageError(f"cannot append {first.path}: {problems[0]}{more}")
+            hint = ("; several files are placed chunk for chunk, so their chunks must be the store's: append them "
+                    "one at a time" if any(": chunks " in p for p in problems) else "")
+            raise UsageError(f"cannot append {first.path}: {problems[0]}{more}{hint}")
         for vkey, var in self.variables():
             info = self.reader.arrays[vkey]
             if self.dim in var.dimensions:
