@@ -30,7 +30,6 @@ from nczarr_conformance import keys
 from nczarr_conformance.conversion.from_netcdf import _header
 from nczarr_conformance.errors import StoreError, UnsupportedError, UsageError
 from nczarr_conformance.model import Attribute, Dataset, Group, Variable, is_internal_attribute
-from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.consolidated import CONSOLIDATED_KEY, with_updates
 from nczarr_conformance.nczarr.flavors import GROUP_PLACE
 from nczarr_conformance.nczarr.reader import DatasetReader
@@ -222,12 +221,10 @@ class PureZarrAttributes:
         return {k: v for k, v in raw.items() if not is_internal_attribute(k) and k != "_ARRAY_DIMENSIONS"}
 
     def differ(self, key: str, new: Group | Variable) -> bool:
-        from nczarr_conformance.conversion.append_v3 import _same_json, _xarray_encoding_added
+        from nczarr_conformance.conversion.append_v3 import _same_json, _written_attributes, _xarray_encoding_added
 
         stored = self._stored(key)
-        written = {name: attr_codec.encode(attr, json_convention=False)[0] for name, attr in new.attributes.items()
-                   if not is_internal_attribute(name)}
-        written = json.loads(json.dumps(written, allow_nan=True))
+        written = _written_attributes(new.attributes, None)  # no type given: _FillValue as a plain JSON value
         if isinstance(new, Variable):
             if "_FillValue" in written and "_FillValue" not in stored:
                 if not self._fill_is(key, new.attributes["_FillValue"]):
