@@ -220,6 +220,32 @@ def test_a_fifo_neither_hangs_nor_reads(store: Path, member: str) -> None:
     assert_finding(checked, "NCZ-STORE-READ", f"/{member}", "FIFO")
 
 
+def test_a_signal_as_a_directory_is_closed_is_the_signal_not_ebadf(store: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found under ``timeout 20 nczarr-dump …``: about one SIGTERM in twenty landed as ``_open_inside`` closed the
+    parent directory's descriptor, before ``current`` named the child's; its ``finally`` closed the closed descriptor
+    again, and that EBADF replaced the Interrupted: "…/c/6749: Bad file descriptor", exit 2 instead of 143. Here
+    the signal's exception is raised as the first ``os.close`` returns, deterministically."""
+    from nczarr_conformance import safety
+    from nczarr_conformance.stores import directory, open_store
+
+    real_close = os.close
+    armed = [True]
+
+    def close_then_signal(fd: int) -> None:
+        real_close(fd)
+        if armed[0]:
+            armed[0] = False
+            raise safety.Interrupted(15)
+
+    with open_store(str(store)) as opened:
+        monkeypatch.setattr(directory.os, "close", close_then_signal)
+        with pytest.raises(safety.Interrupted):
+            opened.get("/w/0", 4000)
+        monkeypatch.setattr(directory.os, "close", real_close)
+        assert opened.get("/w/0", 4000) == VALUES.tobytes()  # the reader still works: nothing closed twice
+
+
 # ---- compression bombs: a chunk never inflates past its declared size -----------------------------
 
 def _one_big_chunk(store: Path) -> None:

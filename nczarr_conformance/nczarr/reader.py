@@ -59,6 +59,14 @@ OVERLONG_SCALAR_BYTES = 1024**2
 ANONYMOUS_DIM = "_Anonymous_Dim_{}"
 
 
+def dim_placeholder(group: str, name: str) -> str:
+    """A pure-Zarr dimension name awaiting its shared dimension: NUL, the group's key, NUL, the name.
+
+    NUL, because a group key never holds one (keys.validate) and a netCDF name may hold anything
+    else: with '@' a group named ``g@1`` split at the wrong '@' (KeyError, a traceback line)."""
+    return f"\x00{group}\x00{name}"
+
+
 #: numpy's limit on array dimensions (netcdf-c allows 1024: such a variable is refused, not misread).
 MAX_NDIM = 64
 
@@ -542,8 +550,8 @@ class DatasetReader(ChunkReader):
     def _xarray_names(self, akey: str, zattrs: dict[str, Any], zshape: tuple[int, ...]) -> list[str]:
         names = zattrs.get("_ARRAY_DIMENSIONS") if self.xarray else None
         if isinstance(names, list) and len(names) == len(zshape) and all(isinstance(n, str) and n for n in names):
-            return [f"@{keys.parent(akey)}@{n}" for n in names]
-        return [f"@/@{ANONYMOUS_DIM.format(n)}" for n in zshape]
+            return [dim_placeholder(keys.parent(akey), n) for n in names]
+        return [dim_placeholder("/", ANONYMOUS_DIM.format(n)) for n in zshape]
 
     # ---- dimensions ----------------------------------------------------------------------
     def _groups_by_key(self) -> dict[str, Group]:
@@ -576,7 +584,7 @@ class DatasetReader(ChunkReader):
             for vname, var in group.variables.items():
                 resolved = []
                 for placeholder, size in zip(var.dimensions, var.shape, strict=True):
-                    _, where, name = placeholder.split("@", 2)
+                    _, where, name = placeholder.split("\x00", 2)
                     resolved.append(self._define_dim(groups, where, name, size, keys.join(gkey, vname)))
                 var.dimensions = resolved
 
@@ -589,6 +597,8 @@ class DatasetReader(ChunkReader):
         #3218); anonymous dimensions live in the root group.
         """
         try:
+            if "/" in name:  # a netCDF name never holds one; as a key it would name a dimension of another group
+                raise FormatError(name)
             keys.validate(name)
         except FormatError:
             raise FormatError(f"{vkey}: dimension name {name!r} is not a valid netCDF name") from None

@@ -361,8 +361,11 @@ def _open_inside(root: Path, parts: list[str], *, directory: bool = False, root_
                 if stat.S_ISLNK(os.lstat(part, dir_fd=current).st_mode):
                     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), part) from exc
                 return None
-            os.close(current)
-            current = nxt
+            # swap before closing: a signal's exception raised as os.close returns must find ``current``
+            # already the open ``nxt``, or the finally below closes the closed descriptor again (EBADF, which
+            # replaced the Interrupted: "…/c/N: Bad file descriptor", exit 2, instead of exit 143)
+            previous, current = current, nxt
+            os.close(previous)
         result, current = current, -1
         return result
     finally:

@@ -146,6 +146,11 @@ class Chain:
         count = math.prod(shape)
         if self.dtype.vlen:
             codec = numcodecs.VLenUTF8() if self.array_to_bytes == "vlen-utf8" else numcodecs.VLenBytes()
+            # the chunk's own header says how many items follow, and numcodecs allocates that many objects
+            # before reading one (a 12-byte chunk claiming 2**31 items: 16 GiB): refused unless it is the count
+            if len(buf) >= 4 and (declared := int.from_bytes(buf[:4], "little")) != count:
+                raise FormatError(f"{where}: {self.array_to_bytes} chunk header declares {declared} values in a "
+                                  f"chunk of {count}")
             try:
                 values = codec.decode(buf)
             except Exception as exc:

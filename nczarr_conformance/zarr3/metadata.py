@@ -64,11 +64,21 @@ def parse_data_type(value: Any, where: str) -> DataType:
         if name == "null_terminated_bytes":
             if size == 1:  # numpy's S1: char, as the v2 pure-Zarr path reads |S1
                 return DataType(name, StorageType("char", np.dtype("S1")))
-            return DataType(name, StorageType("string", np.dtype(f"S{size}"), size))
+            return DataType(name, StorageType("string", _string_dtype(f"S{size}", name, size, where), size))
         if size % 4:
             raise FormatError(f"{where}: fixed_length_utf32 length_bytes {size} is not a multiple of 4")
-        return DataType(name, StorageType("string", np.dtype(f"<U{size // 4}"), size // 4))
+        return DataType(name, StorageType("string", _string_dtype(f"<U{size // 4}", name, size, where), size // 4))
     raise UnsupportedError(f"{where}: data_type {name!r} has no netCDF type")
+
+
+def _string_dtype(spec: str, name: str, size: int, where: str) -> np.dtype[Any]:
+    """numpy's fixed-length string type, or one line: past 2**31 bytes numpy raised TypeError ("data type
+    'S1099511627776' not understood"), a traceback-class line in nczarr-dump and NCZ-CHECK-CRASH."""
+    try:
+        return np.dtype(spec)
+    except (TypeError, ValueError, OverflowError):
+        raise UnsupportedError(f"{where}: data_type {name} length_bytes {size}: longer than numpy's "
+                               "fixed-length strings hold") from None
 
 
 def parse_fill(value: Any, dt: DataType, where: str) -> Any:

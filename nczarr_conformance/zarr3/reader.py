@@ -48,6 +48,7 @@ from nczarr_conformance.nczarr.reader import (
     ArrayInfo,
     ChunkReader,
     DatasetReader,
+    dim_placeholder,
 )
 from nczarr_conformance.stores.base import Store, slice_range
 from nczarr_conformance.zarr3 import nz
@@ -298,7 +299,7 @@ class V3Reader(DatasetReader):
         return copied
 
     def _dimension_names(self, akey: str, doc: dict[str, Any], shape: tuple[int, ...]) -> list[str]:
-        """Placeholders ``@group@name`` that :meth:`_place_pure_zarr_dims` turns into shared dimensions."""
+        """Placeholders (``dim_placeholder``) that :meth:`_place_pure_zarr_dims` turns into shared dimensions."""
         names = doc.get("dimension_names")
         if names is None and self.xarray:
             names = ((doc.get("attributes") or {}).get("_ARRAY_DIMENSIONS"))
@@ -309,9 +310,9 @@ class V3Reader(DatasetReader):
         for d, size in enumerate(shape):
             name = names[d] if names is not None else None
             if name is None or name == "":
-                out.append(f"@/@{ANONYMOUS_DIM.format(size)}")
+                out.append(dim_placeholder("/", ANONYMOUS_DIM.format(size)))
             elif isinstance(name, str):
-                out.append(f"@{keys.parent(akey)}@{name}")
+                out.append(dim_placeholder(keys.parent(akey), name))
             else:
                 raise FormatError(f"{keys.join(akey, ZARR_JSON)}: dimension name {name!r} is not a string")
         return out

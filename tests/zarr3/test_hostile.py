@@ -129,3 +129,75 @@ def test_index_codecs_not_a_list_is_one_line(tmp_path, index_codecs):
     _edit(tmp_path / "s.zarr", lambda d: d["codecs"][0]["configuration"].update(index_codecs=index_codecs))
     line = assert_one_line_failure(run(str(tmp_path / "s.zarr"), module="dump"))
     assert line.startswith("nczarr-dump: ") and "/v/zarr.json: index_codecs" in line and "must be a list" in line
+
+
+def _strings(path: Path) -> Path:
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    a = g.create_array("s", shape=(5,), chunks=(5,), dtype=str, dimension_names=["x"], compressors=None)
+    a[:] = ["a", "b", "c", "d", "e"]
+    return path / "s" / "c" / "0"
+
+
+def test_vlen_chunk_header_count_is_checked_before_numcodecs_allocates(tmp_path):
+    """A 12-byte vlen-utf8 chunk whose header claims 2**26 items made numcodecs allocate 2**26 objects (560 MB peak
+    for a 5-element array; 2**31 is 16 GiB) before it found the chunk truncated: the count is the chunk's, or
+    refused."""
+    chunk = _strings(tmp_path / "s.zarr")
+    chunk.write_bytes((2**26).to_bytes(4, "little") + b"\x00" * 8)
+    tracemalloc.start()
+    try:
+        with open_store(str(tmp_path / "s.zarr")) as store, pytest.raises(
+                FormatError, match=r"^/s/c/0: vlen-utf8 chunk header declares 67108864 values in a chunk of 5$"):
+            V3Reader(store).read_variable("/s")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024**2
+    line = assert_one_line_failure(run(str(tmp_path / "s.zarr"), module="dump"))
+    assert line.endswith("/s/c/0: vlen-utf8 chunk header declares 67108864 values in a chunk of 5")
+
+
+def test_fixed_length_strings_longer_than_numpy_holds_are_one_line(tmp_path):
+    """length_bytes 2**40: numpy's TypeError ("data type 'S1099511627776' not understood") was the "unexpected
+    TypeError ... this is a bug" line in nczarr-dump and NCZ-CHECK-CRASH in nczarr-check."""
+    _sharded(tmp_path / "s.zarr")
+    _edit(tmp_path / "s.zarr", lambda d: d.update(data_type={"name": "null_terminated_bytes",
+                                                             "configuration": {"length_bytes": 2**40}},
+                                                  fill_value="", codecs=[{"name": "bytes"}]))
+    line = assert_one_line_failure(run("-h", str(tmp_path / "s.zarr"), module="dump"))
+    assert line.endswith("/v/zarr.json: data_type null_terminated_bytes length_bytes 1099511627776: longer than "
+                         "numpy's fixed-length strings hold")
+    checked = run(str(tmp_path / "s.zarr"), module="check")
+    assert "NCZ-CHECK-CRASH" not in checked.stdout and "length_bytes 1099511627776" in checked.stdout, checked.stdout
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_group_named_with_an_at_sign_reads(tmp_path, zarr_format):
+    """netCDF and Zarr allow '@' in a group's name; the reader's dimension placeholders were ``@group@name``, split
+    at the group's own '@' (KeyError '/g': the "this is a bug" line; NCZ-CHECK-CRASH for v3)."""
+    g = zarr.open_group(str(tmp_path / "s.zarr"), mode="w", zarr_format=zarr_format)
+    a = g.create_group("g@1").create_array("v", shape=(3,), chunks=(3,), dtype="int32",
+                                           **({"dimension_names": ["x"]} if zarr_format == 3 else {}))
+    if zarr_format == 2:
+        a.attrs["_ARRAY_DIMENSIONS"] = ["x"]
+    a[:] = [1, 2, 3]
+    dumped = run(str(tmp_path / "s.zarr"), module="dump")
+    assert dumped.returncode == 0, dumped.stderr
+    assert "group: g@1 {" in dumped.stdout and "\tx = 3 ;" in dumped.stdout and "v = 1, 2, 3 ;" in dumped.stdout
+    checked = run(str(tmp_path / "s.zarr"), module="check")
+    assert checked.returncode == 0 and "NCZ-CHECK-CRASH" not in checked.stdout, checked.stdout
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_dimension_name_holding_a_slash_is_one_line(tmp_path, zarr_format):
+    """``dimension_names`` (or ``_ARRAY_DIMENSIONS``) ``["a/b"]``: no netCDF name holds '/', and as a key it named a
+    group 'a' that is not there (KeyError 'a', after the header was printed)."""
+    g = zarr.open_group(str(tmp_path / "s.zarr"), mode="w", zarr_format=zarr_format)
+    a = g.create_array("v", shape=(3,), chunks=(3,), dtype="int32",
+                       **({"dimension_names": ["a/b"]} if zarr_format == 3 else {}))
+    if zarr_format == 2:
+        a.attrs["_ARRAY_DIMENSIONS"] = ["a/b"]
+    a[:] = [1, 2, 3]
+    dumped = run(str(tmp_path / "s.zarr"), module="dump")
+    line = assert_one_line_failure(dumped)
+    assert line.endswith("/v: dimension name 'a/b' is not a valid netCDF name") and dumped.stdout == ""
