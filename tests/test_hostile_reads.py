@@ -220,6 +220,35 @@ def test_a_fifo_neither_hangs_nor_reads(store: Path, member: str) -> None:
     assert_finding(checked, "NCZ-STORE-READ", f"/{member}", "FIFO")
 
 
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize("tool,args", [("dump", ()), ("check", ()), ("fix", ("--dry-run",)), ("convert", ("OUT",)),
+                                       ("convert", ("--append", "time", "IN", "STORE"))],
+                         ids=["dump", "check", "fix", "convert", "append"])
+def test_a_fifo_or_device_named_as_the_input_is_refused_before_it_is_opened(
+        store: Path, tmp_path: Path, special: str, tool: str, args: tuple[str, ...]) -> None:
+    """The path given is itself a FIFO (or a device): sniffing its magic bytes, or netCDF4 opening it, waited
+    for a writer (nczarr-dump, nc2nczarr, --append hung until killed) or read without end. Refused by name,
+    one line, exit 2, nothing written."""
+    path = tmp_path / "fifo.nc"
+    if special == "fifo":
+        os.mkfifo(path)
+    else:
+        path = Path(special)
+    before = snapshot_tree(store)
+    out = tmp_path / "out.zarr"
+    argv = [str(path) if a == "IN" else str(store) if a == "STORE" else str(out) if a == "OUT" else a for a in args]
+    if "IN" not in args:
+        argv = [*argv[:-1], str(path), argv[-1]] if tool == "convert" else [*argv, str(path)]
+    done = run_bounded(f"{special} as the input", tool, *argv, timeout=30)
+    kind = "FIFO" if special == "fifo" else "character device"
+    assert_refused(done, 2, str(path), f"a {kind}, not a netCDF file")
+    assert not out.exists() and snapshot_tree(store) == before
+
+
+def snapshot_tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def test_a_signal_as_a_directory_is_closed_is_the_signal_not_ebadf(store: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Found under ``timeout 20 nczarr-dump …``: about one SIGTERM in twenty landed as ``_open_inside`` closed the

@@ -31,6 +31,7 @@ from typing import NamedTuple
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError
 from nczarr_conformance.stores.base import Pin, Store, fd_name, read_extent, replaced, resolve_range
+from nczarr_conformance.stores.sniff import special_kind
 
 
 class DirectoryStore(Store):
@@ -151,7 +152,7 @@ class DirectoryStore(Store):
                 yield None
                 return
             if not stat.S_ISREG(info.st_mode):
-                raise StoreError(f"{path}: {_kind(info.st_mode)}, not a regular file; refused")
+                raise StoreError(f"{path}: {special_kind(info.st_mode)}, not a regular file; refused")
             yield fd, info
         except OSError as exc:
             raise StoreError(f"{path}: {exc.strerror}") from exc
@@ -382,14 +383,6 @@ def _why(exc: OSError) -> str:
         return (f"{exc.filename or 'a path component'} is a symbolic link; "
                 "objects must be regular files inside the store")
     return exc.strerror or str(exc)
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-                       (stat.S_ISSOCK, "socket")):
-        if test(mode):
-            return name
-    return "special file"
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 from nczarr_conformance.errors import FormatError, NczarrError, UsageError
 from nczarr_conformance.stores.base import Store
@@ -33,8 +34,30 @@ _SNIFF_BYTES = 4096
 _CDL = re.compile(r"\A\s*(?://[^\n]*\n\s*)*netcdf\s+\S+\s*\{")
 
 
+def special_file(path: str) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a directory: "FIFO", "character
+    device", "block device", "socket". Opening one to sniff it, or netCDF4 opening it, waits for a writer
+    (a FIFO) or reads without end (a device): such a path is refused by name before anything opens it."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else special_kind(mode)
+
+
+def special_kind(mode: int) -> str:
+    """The name of a file type that is not a regular file (an ``st_mode``): how refusals name it."""
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"
+
+
 def is_netcdf_file(path: str) -> bool:
     """netCDF-4 (HDF5) or netCDF classic/64-bit/CDF5 magic at the start of a regular file."""
+    if not os.path.isfile(path):  # a FIFO's open would wait for a writer
+        return False
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)
@@ -112,7 +135,12 @@ _WHAT_TO_DO = {
 
 
 def foreign_file_error(path: str, url: str | None = None) -> NczarrError | None:
-    """The one-line error for a GRIB, HDF4 or text file where a netCDF file or a store is expected, else None."""
+    """The one-line error for a GRIB, HDF4 or text file, or a FIFO or device, where a netCDF file or a store
+    is expected, else None."""
+    special = special_file(path)
+    if special is not None:
+        return FormatError(f"{url or path}: a {special}, not a netCDF file or an NCZarr store (a regular file or "
+                           "a directory is read)")
     what = what_file(path)
     if what is None:
         return None
@@ -155,7 +183,7 @@ def netcdf_file_error(spec: StoreSpec, url: str, hint: str = "convert it with nc
     """The error for a file where a store is expected (a netCDF file, an HDF5 file that is not netCDF-4,
     GRIB, HDF4, text), else None (reads the first bytes; opens an HDF5 file with h5py, never a store).
     ``hint``: what to do with a netCDF file."""
-    if spec.kind not in ("file", "zip") or not os.path.isfile(spec.path):
+    if spec.kind not in ("file", "zip") or not (os.path.isfile(spec.path) or special_file(spec.path)):
         return None
     foreign = foreign_file_error(spec.path, url)
     if foreign is not None:
