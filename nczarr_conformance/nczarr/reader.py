@@ -62,8 +62,8 @@ ANONYMOUS_DIM = "_Anonymous_Dim_{}"
 def dim_placeholder(group: str, name: str) -> str:
     """A pure-Zarr dimension name awaiting its shared dimension: NUL, the group's key, NUL, the name.
 
-    NUL, because a group key never holds one (keys.validate) and a netCDF name may hold anything
-    else: with '@' a group named ``g@1`` split at the wrong '@' (KeyError, a traceback line)."""
+    NUL, because keys.validate refuses it in a group key while a netCDF name may hold any other
+    character: with '@' a group named ``g@1`` split at the wrong '@' (KeyError, a traceback line)."""
     return f"\x00{group}\x00{name}"
 
 
