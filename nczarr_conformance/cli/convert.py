@@ -22,7 +22,12 @@ from nczarr_conformance.flavor_names import (
     V3_FLAVORS,
 )
 
+#: the reader ids of reader_needs.READERS, for --help without importing the table's dependencies (none: it is data)
+READER_IDS = ("ours", "netcdf-c-4.10", "netcdf-c-4.9", "zarr-python", "xarray", "xarray-datatree", "tensorstore",
+              "gdal")
+
 if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
+    from nczarr_conformance.conversion.audience import Audience
     from nczarr_conformance.conversion.concat import FilesDone
     from nczarr_conformance.conversion.transforms import Transforms
 
@@ -102,6 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("-G", metavar="GRP,...", dest="groups", help="only these groups (and the root)")
     t.add_argument("--compressor", metavar="CODEC",
                    help="instead of -d: zlib:L, zstd:L, bz2:L, blosc:CNAME:L[:SHUFFLE] or none")
+    r = p.add_argument_group("the readers the store is written for (docs/readers.md)")
+    r.add_argument("--for", dest="for_readers", metavar="READER,...",
+                   help="write the layout these readers read equal to the source (Zarr format, flavor, char dtype, "
+                        "filters, compression, the zip's entries), chosen before writing; where they conflict, "
+                        "each reader's loss is said first. Readers: " + ", ".join(READER_IDS))
+    r.add_argument("--prefer", metavar="READER,...",
+                   help="with --for: where the named readers conflict, these readers' needs win (default: the "
+                        "order --for names them)")
+    r.add_argument("--verify", action="store_true",
+                   help="after writing, open the output with each reader (--for's, else every one of the list "
+                        "that is installed) and print one line per reader; exit 1 when a named reader, or one the "
+                        "conversion said reads it, does not read it equal to the source")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal")
     return p
@@ -202,6 +219,15 @@ def _main(argv: list[str] | None) -> int:
     many = bool(args.concat) or (bool(args.append) and (len(args.input) > 1 or bool(args.scheduler or args.workers)))
     if args.concat and transforms is not None:
         parser.error("--concat copies the files' layout as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
+    if (args.for_readers or args.prefer or args.verify) and (args.append or args.concat):
+        parser.error("--for, --prefer and --verify go with a conversion of one file (--append keeps the store's "
+                     "layout; --concat: convert with --for, then --append)")
+    if args.prefer and not args.for_readers:
+        parser.error("--prefer chooses among the readers of --for: give --for")
+    readers = _readers(parser, args.for_readers, "--for")
+    prefer = _readers(parser, args.prefer, "--prefer")
+    if not set(prefer) <= set(readers):
+        parser.error(f"--prefer {','.join(prefer)}: name readers of --for ({','.join(readers)})")
     if not many:
         args.input = args.input[0]
     _return_big_buffers_to_the_os(to_s3=_is_s3(args.output))
@@ -287,7 +313,8 @@ def _main(argv: list[str] | None) -> int:
             stats = convert(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite, progress=progress,
                             direct=not args.no_direct_copy, threads=args.threads, transforms=transforms,
                             skip_unsupported=args.skip_unsupported, consolidate=args.consolidate,
-                            char_as=args.char_as, zarr_format=args.zarr_format, shard=args.shard)
+                            char_as=args.char_as, zarr_format=args.zarr_format, shard=args.shard,
+                            for_readers=readers or None, prefer=prefer or None, announce=announce)
         finally:
             if bar is not None:
                 bar.close()
@@ -298,9 +325,57 @@ def _main(argv: list[str] | None) -> int:
             print(f"nc2nczarr: {stats.objects} objects ({stats.chunks} chunks, {stats.copied} copied compressed), "
                   f"{stats.bytes_in} bytes in, {stats.bytes_out} bytes of chunks out, {stats.seconds:.2f} s",
                   file=sys.stderr)
+        if args.verify and stats.audience is not None:
+            return _verify(args.input, args.output, transforms, stats.audience, readers)
         return 0
 
+    def announce(audience: Audience) -> None:
+        """Before anything is written: what --for chose and who loses what; who reads the result."""
+        lines = audience.plan_lines()
+        if not args.quiet or any(" loses: " in line for line in lines):
+            for line in lines:
+                print(f"nc2nczarr: {line}", file=sys.stderr)
+        if not args.quiet:
+            print(f"nc2nczarr: {audience.readable_line()}", file=sys.stderr)
+
     return body()
+
+
+def _readers(parser: argparse.ArgumentParser, text: str | None, option: str) -> list[str]:
+    """The reader ids ``text`` names (``a,b``), or a usage error naming the known ones."""
+    if not text:
+        return []
+    from nczarr_conformance.reader_needs import parse_readers
+
+    try:
+        return parse_readers(text, where=option)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def _verify(src: str, url: str, transforms: Transforms | None, audience: Audience, named: list[str]) -> int:
+    """Open ``url`` with each reader (the named ones, else every reader of the table) and compare it with
+    netCDF4-python's reading of ``src``: one line per reader; 1 when a named reader, or one the conversion
+    said reads the store, does not read it equal."""
+    import copy
+
+    from nczarr_conformance.conformance.verify import verify
+    from nczarr_conformance.conversion.transforms import apply
+    from nczarr_conformance.reader_needs import READERS, readable_by
+    from nczarr_conformance.sources import netcdf4 as nc4
+
+    intended = nc4.read(src)
+    if transforms is not None:
+        intended = copy.deepcopy(intended)
+        apply(transforms, intended, src)
+    ids = named or list(READERS)
+    promised = set(named) | set(readable_by(audience.layout, ids)[0])
+    status = 0
+    for verdict in verify(url, intended, ids):
+        print(f"nc2nczarr: verify: {verdict.line()}", file=sys.stderr)
+        if verdict.reader in promised and verdict.status in ("differs", "fails"):
+            status = 1
+    return status
 
 
 class _FilesBar:

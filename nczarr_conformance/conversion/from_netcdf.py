@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from nczarr_conformance import keys, safety
+from nczarr_conformance.conversion.audience import Audience, decide, strip_codecs
 from nczarr_conformance.conversion.transforms import (
     Transforms,
     apply,
@@ -32,10 +33,11 @@ from nczarr_conformance.errors import (
     UsageError,
 )
 from nczarr_conformance.model import Dataset, Group, Variable
-from nczarr_conformance.nczarr.writer import FLAVOR_ALIASES, Progress, write_dataset
+from nczarr_conformance.nczarr.writer import DEFAULT_CHAR_AS, FLAVOR_ALIASES, Progress, write_dataset
 from nczarr_conformance.sources import hdf5_types
 from nczarr_conformance.sources import netcdf4 as nc4
 from nczarr_conformance.stores import open_store, sniff
+from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.urls import parse
 
 
@@ -48,6 +50,8 @@ class ConvertStats:
     copied: int = 0  # chunks copied compressed, straight from the HDF5 file
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    #: who reads what was written (conversion/audience.py): the plan for ``for_readers``, or the default's readers
+    audience: Audience | None = None
 
 
 @dataclass
@@ -204,7 +208,9 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
             progress: Progress | None = None, direct: bool = True, threads: int = 0,
             transforms: Transforms | None = None, skip_unsupported: bool = False, consolidate: bool | None = None,
             char_as: str | None = None, storage_options: Mapping[str, Any] | None = None,
-            zarr_format: int = 2, shard: int | None = None) -> ConvertStats:
+            zarr_format: int | None = None, shard: int | None = None, for_readers: list[str] | None = None,
+            prefer: list[str] | None = None, announce: Callable[[Audience], None] | None = None,
+            choices: Mapping[str, object] | None = None) -> ConvertStats:
     """Convert the netCDF file ``src`` into the store ``dst`` (a path or netcdf-c URL).
 
     Variables and attributes of user-defined types (compound, vlen, opaque, enum), and
@@ -228,8 +234,17 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
     ``zarr_format`` 3 writes Zarr v3 (zarr3/writer.py; ``flavor`` ``zarr``, its default, is the only v3
     layout written yet: the others are refused in one line), ``shard`` N puts N chunks in one shard
     object; what the v3 layout does not keep is one line in ``stats.warnings``.
+
+    ``for_readers`` (reader ids of reader_needs.READERS) chooses the layout those readers read equal to the source
+    (conversion/audience.py: Zarr format, flavor, char dtype, filters, compression, the zip's entries), keeping the
+    choices given explicitly; ``prefer`` names the readers whose needs win a conflict. ``stats.audience`` says who
+    reads the result and what the others lose, decided before anything is written and handed to ``announce``
+    then (the command prints it before the first object is put). ``choices`` makes layout choices of
+    reader_needs.KNOBS explicitly (``{"filters": "none", "zip_entries": "top"}``), as a plan would.
     """
     started = time.perf_counter()
+    explicit_format = zarr_format
+    zarr_format = zarr_format or 2
     if not os.path.exists(src):
         raise StoreError(f"{src}: no such file or directory")
     spec = parse(dst, storage_options)
@@ -245,6 +260,7 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
         raise UsageError(f"--zarr-format {zarr_format}: 2 or 3")
     elif shard is not None:
         raise UsageError("--shard needs --zarr-format 3 (Zarr v2 has no shards)")
+    explicit_flavor = flavor
     flavor = flavor or "nczarr-4.10"
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")
@@ -255,6 +271,24 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
     with _opened(src, skip_unsupported) as opened:
         variables: dict[str, Any] = {}
         dataset, reencode, stats.warnings = _prepare(opened, src, variables, skip_unsupported, transforms)
+        fixed: dict[str, object] = {"flavor": flavor} if (flavor != "nczarr-4.10" or explicit_flavor) else {}
+        fixed.update({"zarr_format": zarr_format} if explicit_format or shard is not None or explicit_flavor else {})
+        fixed.update({"char_as": char_as} if char_as is not None else {})
+        if transforms is not None and transforms.recompress:
+            fixed.update(filters="keep", compression="keep")  # -d / --compressor chose the codecs
+        fixed.update(choices or {})
+        stats.audience, choice = decide(dataset, spec.kind, for_readers, prefer or (), fixed)
+        if for_readers or choices:
+            zarr_format = int(str(choice.get("zarr_format", zarr_format)))
+            if zarr_format == 3:
+                if explicit_format != 3:  # the plan chose v3: xarray's layout (--zarr-format 3 keeps its own)
+                    v3_flavor, flavor, char_as = "zarr", "zarr", None
+            else:
+                flavor = str(choice.get("flavor", flavor))
+                char_as = str(choice["char_as"]) if "char_as" in choice and flavor in DEFAULT_CHAR_AS else None
+            reencode |= strip_codecs(dataset, choice)
+        if announce is not None:
+            announce(stats.audience)
 
         def source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
             return nc4.read_values(variables[akey], region or None)
@@ -272,6 +306,8 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
         store = None
         try:
             store = open_store(spec, "w", overwrite=overwrite)
+            if choice.get("zip_entries") == "top" and isinstance(store, ZipStore):
+                store.entries_at_top()  # zarr-python's ZipStore opens a zip's top (netcdf-c: the first folder)
             if zarr_format == 3:
                 from nczarr_conformance.zarr3.writer import write_dataset as write_v3
 

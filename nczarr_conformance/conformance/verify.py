@@ -1,0 +1,151 @@
+"""``nc2nczarr --verify`` and ``nczarr-check --readers``: open a store with each reader for real.
+
+The matrix's peers do the reading (the same adapters, serve workers included, that grade every cell), so a
+verdict here is a matrix cell on the user's own store: compared with what netCDF4-python reads from the
+source file (``--verify``), or, without a source, whether the reader opens the store and reads one chunk per
+array (``--readers``). The comparison is the matrix's view (conformance/views.py) with one loosening a user
+would make: a pure-Zarr reader cannot tell a one-element attribute from its element, so neither side keeps
+that difference.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nczarr_conformance.conformance.views import view
+from nczarr_conformance.model import Dataset, diff_json
+from nczarr_conformance.peers import implementations  # noqa: F401  (registers the built-in peers)
+from nczarr_conformance.peers.base import PEERS, Peer
+
+MAX_SAID = 3
+
+
+@dataclass
+class Verdict:
+    """What one reader did with the store."""
+
+    reader: str
+    #: "equal" (read equal to the source), "opens" (read, nothing to compare with), "differs", "fails" (could not
+    #: open or read), "absent" (not here)
+    status: str
+    said: str = ""
+
+    def line(self) -> str:
+        text = {"equal": "opened equal", "opens": "opens it", "differs": "read differently",
+                "fails": "cannot read it", "absent": "not installed here"}[self.status]
+        return f"{self.reader}: {text}{': ' + self.said if self.said else ''}"
+
+
+def _outside_peers() -> dict[str, Peer]:
+    """The implementations nczarr-conformance.toml declares in the working directory (netcdf-c 4.9.0's tools
+    in a checkout), by id; none outside a checkout."""
+    from nczarr_conformance.peers.command import build, find_config, load_config
+
+    try:
+        config = find_config(None)
+        return {p.id: p for p in build(load_config(config))} if config is not None else {}
+    except Exception:  # a broken config is the report command's to word; here it only hides those readers
+        return {}
+
+
+@contextlib.contextmanager
+def readers(ids: list[str]) -> Iterator[dict[str, Peer | None]]:
+    """The peers for ``ids`` (None where none is here), closed after use."""
+    outside = _outside_peers() if any(i not in PEERS for i in ids) else {}
+    found: dict[str, Peer | None] = {i: PEERS.get(i) or outside.get(i) for i in ids}
+    try:
+        yield found
+    finally:
+        for peer in found.values():
+            if peer is not None:
+                peer.close()
+
+
+def _loose(doc: Any) -> Any:
+    """One-element lists as their element, all the way down (pure Zarr cannot tell them apart)."""
+    if isinstance(doc, dict):
+        return {k: _loose(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return _loose(doc[0]) if len(doc) == 1 else [_loose(v) for v in doc]
+    return doc
+
+
+def _undefined_as_intended(intended: Dataset, seen: Dataset) -> None:
+    """A NOFILL variable's never-written values are undefined (netcdf-c hands back whatever memory held, another
+    value on each read): its values are not compared, so ``seen`` takes the intended ones where it has the variable."""
+    for gkey, group in intended.root.walk():
+        target = seen.root
+        for name in [p for p in gkey.split("/") if p]:
+            target = target.groups.get(name)  # type: ignore[assignment]
+            if target is None:
+                break
+        for name, var in group.variables.items() if target is not None else ():
+            other = target.variables.get(name)
+            if var.no_fill and other is not None and other.data is not None and var.data is not None \
+                    and other.data.size == var.data.size:
+                other.data = var.data
+
+
+def differences(intended: Dataset, seen: Dataset, peer: Peer) -> list[str]:
+    """What ``peer`` read differently from ``intended``: the whole netCDF model when the reader speaks netCDF (the
+    source is a netCDF file, whatever the layout: a netCDF user expects its types and dimensions back), else its
+    arrays and untyped attributes."""
+    kind = "netcdf" if peer.model == "netcdf" else "zarr"  # a netCDF reader is held to the netCDF source
+    _undefined_as_intended(intended, seen)
+    first = view(intended, kind, root_only=peer.root_only, attributes=peer.attributes)
+    second = view(seen, kind, root_only=peer.root_only, attributes=peer.attributes)
+    if kind == "zarr":
+        first, second = {**first, "attributes": _loose(first.get("attributes", {}))}, \
+            {**second, "attributes": _loose(second.get("attributes", {}))}
+    return diff_json(first, second, limit=10**6)
+
+
+def verify(url: str, intended: Dataset, ids: list[str]) -> list[Verdict]:
+    """Each reader of ``ids`` reads ``url``; compared with ``intended`` (netCDF4-python's reading of the source)."""
+    out: list[Verdict] = []
+    with readers(ids) as found, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rid, peer in found.items():
+            if peer is None or peer.available():
+                out.append(Verdict(rid, "absent", peer.available() or "" if peer is not None else
+                                   "not a reader of this installation"))
+                continue
+            try:
+                seen = peer.read(url)
+            except Exception as exc:  # the reader's own failure is the verdict
+                out.append(Verdict(rid, "fails", _said(exc, url)))
+                continue
+            diffs = differences(intended, seen, peer)
+            out.append(Verdict(rid, "differs" if diffs else "equal",
+                               "; ".join(diffs[:MAX_SAID]) + (f" (and {len(diffs) - MAX_SAID} more)"
+                                                              if len(diffs) > MAX_SAID else "")))
+    return out
+
+
+def can_open(url: str, ids: list[str]) -> list[Verdict]:
+    """``nczarr-check --readers``: does each reader open the store and read its arrays (no source to compare)."""
+    out: list[Verdict] = []
+    with readers(ids) as found, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rid, peer in found.items():
+            if peer is None or peer.available():
+                out.append(Verdict(rid, "absent", peer.available() or "" if peer is not None else
+                                   "not a reader of this installation"))
+                continue
+            try:
+                seen = peer.read(url)
+            except Exception as exc:  # the reader's own failure is the verdict
+                out.append(Verdict(rid, "fails", _said(exc, url)))
+                continue
+            count = sum(len(g.variables) for _, g in seen.root.walk())
+            out.append(Verdict(rid, "opens", f"{count} arrays read"))
+    return out
+
+
+def _said(exc: BaseException, url: str) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:300].replace(str(Path(url).resolve()), "<store>")

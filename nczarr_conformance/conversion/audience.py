@@ -1,0 +1,124 @@
+"""The readers a conversion writes for: the source's traits, the plan for ``--for``, and the one line that says
+who reads the result.
+
+reader_needs.py holds what each reader needs; this module applies it to a source about to be converted: it
+reads the traits that matter off the (transformed) model, chooses the layout with :func:`reader_needs.plan`,
+rewrites the model's codecs where the plan drops filters or compression, and words the result. The choice is
+made before anything is written, so a conflict (netcdf-c wants >S1 char, zarr-python refuses it) is said first.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nczarr_conformance import keys, reader_needs
+from nczarr_conformance.model import Dataset
+from nczarr_conformance.reader_needs import Layout, Loss, Plan, Source
+
+#: codec ids that compress (the rest of a variable's codec list are filters: shuffle, fletcher32, delta, …)
+COMPRESSORS = frozenset({"zlib", "gzip", "bz2", "lzma", "zstd", "blosc", "lz4"})
+#: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
+JSON_TYPES = frozenset({"int", "double", "char"})
+
+
+def source_traits(dataset: Dataset) -> Source:
+    """What the layout's traits depend on, as the (already transformed) model holds it."""
+    char = strings = scalars = typed = False
+    filters: set[str] = set()
+    compressors: set[str] = set()
+    for _, group in dataset.root.walk():
+        typed |= any(a.type not in JSON_TYPES for a in group.attributes.values())
+        for var in group.variables.values():
+            typed |= any(a.type not in JSON_TYPES for n, a in var.attributes.items() if n != "_FillValue")
+            char |= var.type == "char"
+            strings |= var.type == "string"
+            scalars |= var.is_scalar
+            for codec in var.filters or []:
+                cid = str(codec.get("id"))
+                (compressors if cid in COMPRESSORS else filters).add(cid)
+    return Source(char=char, strings=strings, scalars=scalars, groups=bool(dataset.root.groups),
+                  filters=frozenset(filters), compressors=frozenset(compressors), typed_attributes=typed)
+
+
+def container_of(kind: str) -> str:
+    """The table's container for a store kind of urls.parse ("file", "zip", "s3", …)."""
+    return "zip" if kind == "zip" else "directory" if kind == "file" else kind
+
+
+def strip_codecs(dataset: Dataset, choice: Mapping[str, object]) -> frozenset[str]:
+    """Drop the filters (``filters: none``) or every codec (``compression: none``) the plan gives up; return the
+    keys of the variables changed (their chunks are re-encoded, never copied as they are)."""
+    changed: set[str] = set()
+    drop_all = choice.get("compression") == "none"
+    drop_filters = choice.get("filters") == "none"
+    if not (drop_all or drop_filters):
+        return frozenset()
+    for gkey, group in dataset.root.walk():
+        for name, var in group.variables.items():
+            kept = [] if drop_all else [c for c in var.filters or [] if str(c.get("id")) in COMPRESSORS]
+            if kept != list(var.filters or []):
+                var.filters = kept
+                changed.add(keys.join(gkey, name))
+    return frozenset(changed)
+
+
+@dataclass
+class Audience:
+    """Who reads the store a conversion writes: the plan for the named readers, or the default's readers."""
+
+    layout: Layout
+    named: list[str] = field(default_factory=list)
+    plan: Plan | None = None
+
+    def readable_line(self) -> str:
+        """``readable by: …; not by: … (why)`` over the named readers, or every reader of the table."""
+        ok, lost = reader_needs.readable_by(self.layout, self.named or None)
+        parts = [f"readable by: {', '.join(ok) or 'none of them'}"]
+        if lost:
+            parts.append("not by: " + "; ".join(f"{rid} ({_short(needs[0].loses)})" for rid, needs in lost.items()))
+        return "; ".join(parts)
+
+    def plan_lines(self) -> list[str]:
+        """What ``--for`` chose and, where the named readers conflict, which reader loses what."""
+        if self.plan is None:
+            return []
+        changed = self.plan.changed()
+        lines = [f"for {', '.join(self.named)}: " + (", ".join(f"{_knob(k, v)}" for k, v in changed.items())
+                                                      or "the default layout")]
+        for loss in self.plan.losses:
+            lines.append(f"{loss.reader} loses: {loss.need.loses}{_cure_hint(loss)}")
+        return lines
+
+
+def _short(text: str) -> str:
+    """A need's words up to its first parenthesis: the loss and its cause, without the detail."""
+    return text.split(" (")[0]
+
+
+def _knob(name: str, value: object) -> str:
+    return {"zarr_format": f"--zarr-format {value}", "flavor": f"--flavor {value}", "char_as": f"--char-as {value}",
+            "filters": "no filters (shuffle dropped, compression kept)", "compression": "uncompressed",
+            "zip_entries": "dataset at the top of the zip (zarr-python's ZipStore)"}.get(name, f"{name}={value}")
+
+
+def _cure_hint(loss: Loss) -> str:
+    cure = loss.need.cure
+    if cure is None:
+        return " (no layout cures it)"
+    if cure.get("container") == "directory":
+        return " (write a directory instead)"
+    return f" (--prefer {loss.reader} would write {', '.join(_knob(k, v) for k, v in cure.items())})"
+
+
+def decide(dataset: Dataset, kind: str, readers: Iterable[str] | None, prefer: Iterable[str],
+           fixed: Mapping[str, object]) -> tuple[Audience, dict[str, Any]]:
+    """The audience of this conversion and the choices to write with (KNOBS names → values)."""
+    source = source_traits(dataset)
+    container = container_of(kind)
+    named = list(readers or [])
+    if named:
+        chosen = reader_needs.plan(source, named, container=container, prefer=prefer, fixed=fixed)
+        return Audience(chosen.layout, named, chosen), dict(chosen.choice)
+    choice = {**{k: v for k, v in reader_needs.DEFAULT_CHOICE.items() if k != "char_as"}, **fixed}
+    return Audience(reader_needs.layout_of(source, choice, container)), choice

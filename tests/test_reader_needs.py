@@ -1,0 +1,162 @@
+"""Every entry of the reader table (nczarr_conformance/reader_needs.py), held to the reader it names.
+
+For each need, a store is written with exactly the layout the need fires on, and that reader is run on it for
+real (the matrix's peers, through conformance/verify.py): it must lose what the entry says (cannot open the
+store when the need is fatal; reads something differently otherwise). Then the layout the entry's cure names is
+written, and the need must no longer fire *and* the reader must no longer lose it: when no other need of that
+reader fires there, it reads the store equal to netCDF4-python reading the source. So a prediction that is
+wrong either way turns this file red, and so does a new entry with no recipe here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+
+from nczarr_conformance import reader_needs
+from nczarr_conformance.conformance.verify import verify
+from nczarr_conformance.conversion.from_netcdf import convert
+from nczarr_conformance.sources import netcdf4 as nc4
+from tests.conftest import REPO, require_tool
+
+
+def _write_source(path: Path, kind: str) -> None:
+    """A small netCDF-4 file holding one thing a need looks at (and a compressed, shuffled float in all)."""
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("x", 4)
+        nc.title = "needs"
+        v = nc.createVariable("v", "f4", ("x",), zlib=True, shuffle=kind == "shuffle")
+        v[:] = np.arange(4, dtype="f4")
+        if kind == "char":
+            nc.createDimension("n", 3)
+            c = nc.createVariable("name", "S1", ("x", "n"))
+            c[:] = netCDF4.stringtochar(np.array(["ab", "cde", "f", "ghi"], "S3"))
+        elif kind == "strings":
+            s = nc.createVariable("s", str, ("x",))
+            s[:] = np.array(["a", "bb", "ccc", ""], dtype=object)
+        elif kind == "scalar":
+            crs = nc.createVariable("crs", "i4")
+            crs.grid_mapping_name = "latitude_longitude"
+            crs.assignValue(0)
+        elif kind == "groups":
+            g = nc.createGroup("g")
+            g.createDimension("y", 2)
+            w = g.createVariable("w", "i2", ("y",))
+            w[:] = [1, 2]
+            w.units = "m"
+            w.valid_min = np.int16(0)  # a short: pure Zarr's JSON gives back an int
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The source to convert and the layout choices that make a need fire, and the output's container."""
+
+    source: str
+    choice: dict[str, object] = field(default_factory=dict)
+    container: str = "directory"
+
+
+RECIPES: dict[str, Recipe] = {
+    "c410-v3": Recipe("plain", {"zarr_format": 3}),
+    "c410-zip": Recipe("plain", {}, "zip"),
+    "c410-char-s1": Recipe("char", {"char_as": "S1"}),
+    "c410-zarr-scalar": Recipe("scalar", {"flavor": "zarr"}),
+    "c410-zarr-types": Recipe("groups", {"flavor": "zarr"}),
+    "c490-v3": Recipe("plain", {"zarr_format": 3}),
+    "c490-zip": Recipe("plain", {"compression": "none", "flavor": "zarr"}, "zip"),
+    "c490-410-keys": Recipe("plain", {"compression": "none"}),
+    "c490-zarr-types": Recipe("groups", {"compression": "none", "flavor": "zarr"}),
+    "c490-codec": Recipe("plain", {"flavor": "zarr"}),
+    "c490-char": Recipe("char", {"compression": "none", "flavor": "zarr"}),
+    "c490-string": Recipe("strings", {"compression": "none", "flavor": "zarr"}),
+    "c490-zarr-scalar": Recipe("scalar", {"flavor": "zarr", "compression": "none"}),
+    "zarr-python-zip": Recipe("plain", {}, "zip"),
+    "zarr-python-char": Recipe("char", {"char_as": ">S1"}),
+    "xarray-zip": Recipe("plain", {}, "zip"),
+    "xarray-char": Recipe("char", {"char_as": ">S1"}),
+    "xarray-datatree-zip": Recipe("plain", {}, "zip"),
+    "xarray-datatree-char": Recipe("char", {"char_as": ">S1"}),
+    "ts-zip": Recipe("plain", {"flavor": "zarr"}, "zip"),
+    "ts-filters": Recipe("shuffle", {"flavor": "zarr"}),
+    "ts-char": Recipe("char", {"flavor": "zarr"}),
+    "ts-string-fill": Recipe("strings", {"flavor": "zarr"}),
+    "ts-v3-text": Recipe("char", {"zarr_format": 3}),
+    "gdal-zip": Recipe("plain", {"flavor": "zarr"}, "zip"),
+    "gdal-v3": Recipe("plain", {"zarr_format": 3}),
+    "gdal-char-nul": Recipe("char", {"filters": "none"}),
+    "gdal-shuffle": Recipe("shuffle", {}),
+}
+
+NEEDS = [(reader.id, need) for reader in reader_needs.READERS.values() for need in reader.needs]
+
+
+def test_every_need_has_a_recipe_here() -> None:
+    """A need without a recipe would be a prediction no reader was ever run on."""
+    assert sorted(RECIPES) == sorted(need.id for _, need in NEEDS)
+
+
+def test_the_table_refuses_a_reader_or_a_need_twice() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        reader_needs.register(reader_needs.Reader("xarray", "again", ()))
+    need = reader_needs.READERS["gdal"].needs[0]
+    with pytest.raises(ValueError, match="twice"):
+        reader_needs.register(reader_needs.Reader("gdal-again", "again", (need,)))
+    assert "gdal-again" not in reader_needs.READERS
+
+
+def _sources(tmp: Path) -> dict[str, Path]:
+    out = {}
+    for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups"):
+        out[kind] = tmp / f"{kind}.nc"
+        _write_source(out[kind], kind)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _sources(tmp_path_factory.mktemp("needs"))
+
+
+def _write(src: Path, out: Path, choice: dict[str, object]) -> reader_needs.Layout:
+    stats = convert(str(src), str(out), choices=choice)
+    assert stats.audience is not None
+    return stats.audience.layout
+
+
+def _read(reader: str, out: Path, src: Path, layout: reader_needs.Layout, monkeypatch: pytest.MonkeyPatch):
+    if reader == "netcdf-c-4.9":
+        require_tool("ncdump")  # Debian's netcdf-bin, through nczarr-conformance.toml's adapter
+        monkeypatch.chdir(REPO)
+    if reader == "gdal":
+        require_tool("gdalmdiminfo")
+    [verdict] = verify(str(out), nc4.read(str(src)), [reader])
+    assert verdict.status != "absent", verdict.line()
+    return verdict
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("reader,need", NEEDS, ids=[need.id for _, need in NEEDS])
+def test_the_reader_loses_what_the_need_says_and_the_cure_cures_it(reader, need, sources, tmp_path, monkeypatch):
+    recipe = RECIPES[need.id]
+    src = sources[recipe.source]
+    suffix = ".zip" if recipe.container == "zip" else ".zarr"
+    layout = _write(src, tmp_path / f"fires{suffix}", recipe.choice)
+    assert need.when(layout), f"the recipe's layout {layout} does not make {need.id} fire"
+    # the one need of this reader that fires, so what the reader loses is this need's doing
+    assert [n.id for n in reader_needs.READERS[reader].needs if n.when(layout)] == [need.id]
+    verdict = _read(reader, tmp_path / f"fires{suffix}", src, layout, monkeypatch)
+    assert verdict.status == ("fails" if need.fatal else verdict.status) and verdict.status in ("fails", "differs"), \
+        f"{need.id}: predicted '{need.loses}', but {verdict.line()}"
+    if need.cure is None:
+        return
+    cured_choice = {**recipe.choice, **{k: v for k, v in need.cure.items() if k != "container"}}
+    cured_suffix = ".zarr" if need.cure.get("container") == "directory" else suffix
+    cured = _write(src, tmp_path / f"cured{cured_suffix}", cured_choice)
+    assert not need.when(cured), f"{need.id}'s cure {need.cure} leaves it firing"
+    others = [n.id for n in reader_needs.READERS[reader].needs if n.when(cured)]
+    verdict = _read(reader, tmp_path / f"cured{cured_suffix}", src, cured, monkeypatch)
+    if not others:
+        assert verdict.status == "equal", f"{need.id} cured by {need.cure}, nothing else predicted: {verdict.line()}"
