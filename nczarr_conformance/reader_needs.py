@@ -380,11 +380,24 @@ def with_container(layout: Layout, container: str) -> Layout:
     return replace(layout, container=container)
 
 
-def rule_readers() -> dict[str, list[str]]:
-    """nczarr-check rule id → the readers of the table whose needs it predicts."""
-    out: dict[str, list[str]] = {}
-    for reader in READERS.values():
-        for need in reader.needs:
-            if need.rule is not None and reader.id not in out.setdefault(need.rule, []):
-                out[need.rule].append(reader.id)
-    return out
+#: nczarr-check's prediction rules (by id prefix) → the readers they speak of: ``nczarr-check --for`` keeps a
+#: prediction when it speaks of a named reader (rules of other families are not predictions and always stay)
+RULE_PREFIX_READERS: dict[str, tuple[str, ...]] = {
+    "NCZ-INTEROP-C490-": ("netcdf-c-4.9",),
+    "NCZ-INTEROP-C410-": ("netcdf-c-4.10",),
+    "NCZ-INTEROP-ZARR-": ("zarr-python", "xarray", "xarray-datatree"),
+    "NCZ-INTEROP-SHUFFLE0": ("zarr-python", "xarray", "xarray-datatree"),
+    "NCZ-INTEROP-XARRAY-": ("xarray", "xarray-datatree"),
+    "NCZ-INTEROP-TS-": ("tensorstore",),
+    "NCZ-INTEROP-GDAL-": ("gdal",),
+    "NCZ-INTEROP-ZIP-LIBZIP": ("netcdf-c-4.10", "netcdf-c-4.9"),
+    "NCZ-INTEROP-ZIP-NESTED": ("zarr-python", "xarray", "xarray-datatree"),
+}
+
+
+def readers_of_rule(rule_id: str) -> tuple[str, ...] | None:
+    """The readers a prediction rule speaks of; None for a rule that is not a prediction about readers."""
+    for prefix, readers in RULE_PREFIX_READERS.items():
+        if rule_id.startswith(prefix):
+            return readers
+    return None

@@ -160,3 +160,23 @@ def test_the_reader_loses_what_the_need_says_and_the_cure_cures_it(reader, need,
     verdict = _read(reader, tmp_path / f"cured{cured_suffix}", src, cured, monkeypatch)
     if not others:
         assert verdict.status == "equal", f"{need.id} cured by {need.cure}, nothing else predicted: {verdict.line()}"
+
+
+def test_each_need_names_a_rule_that_exists_and_speaks_of_its_reader() -> None:
+    """nczarr-check --for keeps a rule's findings for the readers it speaks of: a need's rule must speak of it."""
+    from nczarr_conformance.checker import RULES
+
+    for reader, need in NEEDS:
+        if need.rule is not None:
+            assert need.rule in RULES, need.id
+            assert reader in (reader_needs.readers_of_rule(need.rule) or ()), (need.id, need.rule)
+
+
+def test_every_prediction_rule_speaks_of_readers_of_the_table() -> None:
+    from nczarr_conformance.checker import RULES
+
+    for rid in RULES:
+        if rid.startswith("NCZ-INTEROP-"):
+            readers = reader_needs.readers_of_rule(rid)
+            assert readers, f"{rid} speaks of no reader (reader_needs.RULE_PREFIX_READERS)"
+            assert set(readers) <= set(reader_needs.READERS), rid

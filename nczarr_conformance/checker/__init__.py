@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from nczarr_conformance import reader_needs
 from nczarr_conformance.checker import (  # noqa: F401  (registers the rules)
     attrs,
     chunks,
@@ -76,20 +77,25 @@ def with_fix(finding: Finding) -> Finding:
 
 
 def check(url: str, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
-          ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR, client: Any = None) -> Report:
+          ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR, client: Any = None,
+          readers: list[str] | None = None) -> Report:
     """Check the dataset at ``url``; raises only when the store cannot be opened or does not answer (exit 2).
+
+    ``readers`` (ids of reader_needs.READERS) keeps only the predictions about those readers (every other rule's
+    findings stay): ``nczarr-check --for``.
 
     A store that stops answering part-way (5xx or cut-short bodies after every retry) is
     "could not check", never a finding: grading it would blame the dataset for the network.
     """
     try:
-        return _check(url, deep=deep, expect=expect, select=select, ignore=ignore, fail_on=fail_on, client=client)
+        return _check(url, deep=deep, expect=expect, select=select, ignore=ignore, fail_on=fail_on, client=client,
+                      readers=readers)
     except StoreUnavailableError as exc:
         raise StoreUnavailableError(f"could not check {url}: {exc}") from exc
 
 
 def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None, ignore: list[str] | None,
-           fail_on: Severity, client: Any) -> Report:
+           fail_on: Severity, client: Any, readers: list[str] | None = None) -> Report:
     """The check itself (see :func:`check`).
 
     Every rule runs (``--deep`` ones with ``deep``); ``select``/``ignore`` (ids or id prefixes)
@@ -102,6 +108,8 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
     load_rule_plugins()  # entry points of group nczarr_conformance.rules (once per process)
     keep = set(matching(select)) if select else set(RULES)
     keep -= set(matching(ignore)) if ignore else set()
+    if readers:
+        keep = {rid for rid in keep if set(reader_needs.readers_of_rule(rid) or readers) & set(readers)}
     started = time.perf_counter()
     spec = parse(url)
     not_a_store = netcdf_file_error(spec, url)

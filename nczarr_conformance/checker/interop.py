@@ -13,6 +13,7 @@ from nczarr_conformance.checker.chunks import chunk_objects
 from nczarr_conformance.checker.context import CheckContext, parse_array
 from nczarr_conformance.checker.metadata import _refs
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
+from nczarr_conformance.stores.zip import ZipStore
 
 
 def _dtype(ctx: CheckContext, akey: str) -> str:
@@ -261,3 +262,48 @@ def xarray_nodims(ctx: CheckContext) -> Iterator[Finding]:
         if rec.zarray is not None and "_ARRAY_DIMENSIONS" not in rec.zattrs:
             yield get("NCZ-INTEROP-XARRAY-NODIMS").finding(
                 keys.join(akey, ".zattrs"), "xarray cannot open this array's group: no _ARRAY_DIMENSIONS")
+
+
+def _zip(ctx: CheckContext) -> ZipStore | None:
+    return ctx.store if isinstance(ctx.store, ZipStore) else None
+
+
+@rule("NCZ-INTEROP-ZIP-LIBZIP", Severity.WARNING,
+       source="netCDF4-python's wheels (netcdf-c 4.10.1), Debian's netcdf-c 4.9.0; tests/check/test_interop.py")
+def zip_libzip(ctx: CheckContext) -> Iterator[Finding]:
+    """netCDF4-python's netcdf-c 4.10.1 and Debian's 4.9.0 are built without libzip: neither opens an NCZarr zip
+    ("Attempt to use feature that was not turned on"); a directory or S3 serves them."""
+    if _zip(ctx) is not None:
+        yield get("NCZ-INTEROP-ZIP-LIBZIP").finding(
+            "/", "netCDF4-python's netcdf-c and Debian's netcdf-c 4.9.0 cannot open a zip (built without libzip): "
+                 "write a directory for them (nc2nczarr --for netcdf-c-4.10)")
+
+
+@rule("NCZ-INTEROP-ZIP-NESTED", Severity.WARNING, source="zarr-python ZipStore, xarray; tests/check/test_interop.py")
+def zip_nested(ctx: CheckContext) -> Iterator[Finding]:
+    """The dataset sits in a folder inside the zip (netcdf-c's zip layout): zarr-python's ZipStore, so xarray,
+    opens a zip's top and finds no group there."""
+    store = _zip(ctx)
+    if store is not None and store.prefix.strip("/"):
+        yield get("NCZ-INTEROP-ZIP-NESTED").finding(
+            "/", f"zarr-python and xarray cannot open this zip: the dataset sits in the folder {store.prefix!r} "
+                 "(netcdf-c's layout); nc2nczarr --for xarray writes it at the top")
+
+
+@rule("NCZ-INTEROP-GDAL-SHUFFLE", Severity.WARNING, source="GDAL 3.6 Zarr driver; tests/check/test_interop.py")
+def gdal_shuffle(ctx: CheckContext) -> Iterator[Finding]:
+    """GDAL 3.6's Zarr driver has no shuffle filter: it leaves such an array out ("Filter shuffle not handled")."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        if any(isinstance(f, dict) and f.get("id") == "shuffle" for f in (rec.zarray or {}).get("filters") or []):
+            yield get("NCZ-INTEROP-GDAL-SHUFFLE").finding(keys.join(akey, ".zarray"),
+                                                          "GDAL 3.6 leaves this array out: no shuffle filter")
+
+
+@rule("NCZ-INTEROP-C490-KEYS", Severity.WARNING, source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
+def c490_keys(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0 predates the 4.9.1+ layouts: it reads them as pure Zarr and shows their _nczarr_* keys as
+    attributes."""
+    if ctx.flavor in ("nczarr-4.10", "nczarr-2"):
+        yield get("NCZ-INTEROP-C490-KEYS").finding(
+            "/.zgroup", f"netcdf-c 4.9.0 reads this {ctx.flavor} dataset as pure Zarr and shows its _nczarr_* keys "
+                        "as attributes")

@@ -20,6 +20,9 @@ class Report:
     objects_read: int = 0
     seconds: float = 0.0
     fail_on: Severity = Severity.ERROR  # the least severe finding that makes the exit code 1
+    #: ``nczarr-check --readers``: each reader tried for real, beside what the findings predict of it
+    #: (``{"reader", "predicted", "tried", "said"}``); empty unless asked
+    readers: list[dict[str, Any]] = field(default_factory=list)
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -37,6 +40,7 @@ class Report:
             "summary": {"errors": self.count(Severity.ERROR), "warnings": self.count(Severity.WARNING),
                         "infos": self.count(Severity.INFO), "objects_read": self.objects_read,
                         "seconds": round(self.seconds, 3)},
+            **({"readers": self.readers} if self.readers else {}),
         }
 
     def summary_line(self) -> str:
@@ -48,6 +52,10 @@ class Report:
         lines = [f"{f.severity} {f.rule} {f.key if f.key is not None else '-'}: {f.message}"
                  + (f" (fix: {f.fix})" if f.fix else "") for f in self.findings]
         lines.append(self.summary_line())
+        if self.readers:
+            lines.append("who can open this store (predicted by the findings; tried for real):")
+            lines += [f"  {r['reader']}: predicted {r['predicted']}; tried: {r['tried']}"
+                      + (f" ({r['said']})" if r["said"] else "") for r in self.readers]
         return "\n".join(lines) + "\n"
 
     def to_html_section(self) -> str:

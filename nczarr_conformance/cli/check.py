@@ -49,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ignore", type=_ids, default=[], metavar="ID,...", help="leave these rules (or prefixes) out")
     p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
                    help="exit 1 when a finding at this severity or above remains (default: error)")
+    p.add_argument("--for", dest="for_readers", metavar="READER,...",
+                   help="keep only the predictions about these readers (every other rule stays): "
+                        "ours, netcdf-c-4.10, netcdf-c-4.9, zarr-python, xarray, xarray-datatree, tensorstore, gdal")
+    p.add_argument("--readers", action="store_true",
+                   help="also try each reader (--for's, else every one installed) for real: open the store and read "
+                        "its arrays, shown beside what the findings predict (a card: who can open this store)")
     p.add_argument("--list-rules", action="store_true", help="print every rule: id, severity, what, source")
     return p
 
@@ -71,6 +77,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give at least one URL, or --list-rules")
     if (args.scheduler or args.workers) and not args.deep:
         parser.error("--scheduler and --workers go with --deep (only chunk decoding is distributed)")
+
+    readers: list[str] = []
+    if args.for_readers:
+        from nczarr_conformance.reader_needs import parse_readers
+
+        try:
+            readers = parse_readers(args.for_readers)
+        except ValueError as exc:
+            parser.error(str(exc))
 
     def body() -> int:
         from nczarr_conformance.checker.docs import render_list
@@ -100,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         for url in args.urls:
             try:
                 report = check(url, deep=args.deep, expect=args.expect, select=args.select, ignore=args.ignore,
-                               fail_on=Severity(args.fail_on), client=client)
+                               fail_on=Severity(args.fail_on), client=client, readers=readers or None)
+                if args.readers:
+                    report.readers = _card(url, report, readers)
             except NczarrError as exc:
                 if len(args.urls) == 1:
                     raise
@@ -114,6 +131,21 @@ def main(argv: list[str] | None = None) -> int:
         return worst
 
     return run("nczarr-check", body)
+
+
+def _card(url: str, report: Report, named: list[str]) -> list[dict[str, Any]]:
+    """Each reader tried for real (conformance/verify.py, the matrix's peers) beside the findings about it."""
+    from nczarr_conformance.conformance.verify import can_open
+    from nczarr_conformance.reader_needs import READERS, readers_of_rule
+
+    card = []
+    for verdict in can_open(url, named or list(READERS)):
+        about = sorted({f.rule for f in report.findings if verdict.reader in (readers_of_rule(f.rule) or ())})
+        card.append({"reader": verdict.reader, "predicted": ", ".join(about) if about else "opens",
+                     "tried": {"opens": "opens", "fails": "fails", "absent": "not installed"}.get(verdict.status,
+                                                                                                verdict.status),
+                     "said": verdict.said if verdict.status != "opens" else ""})
+    return card
 
 
 if __name__ == "__main__":

@@ -325,18 +325,18 @@ def _main(argv: list[str] | None) -> int:
             print(f"nc2nczarr: {stats.objects} objects ({stats.chunks} chunks, {stats.copied} copied compressed), "
                   f"{stats.bytes_in} bytes in, {stats.bytes_out} bytes of chunks out, {stats.seconds:.2f} s",
                   file=sys.stderr)
+            if stats.audience is not None:
+                print(f"nc2nczarr: {stats.audience.readable_line()}", file=sys.stderr)
         if args.verify and stats.audience is not None:
             return _verify(args.input, args.output, transforms, stats.audience, readers)
         return 0
 
     def announce(audience: Audience) -> None:
-        """Before anything is written: what --for chose and who loses what; who reads the result."""
+        """Before anything is written: what --for chose and which reader loses what (said even with -q)."""
         lines = audience.plan_lines()
         if not args.quiet or any(" loses: " in line for line in lines):
             for line in lines:
                 print(f"nc2nczarr: {line}", file=sys.stderr)
-        if not args.quiet:
-            print(f"nc2nczarr: {audience.readable_line()}", file=sys.stderr)
 
     return body()
 

@@ -287,8 +287,6 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
                 flavor = str(choice.get("flavor", flavor))
                 char_as = str(choice["char_as"]) if "char_as" in choice and flavor in DEFAULT_CHAR_AS else None
             reencode |= strip_codecs(dataset, choice)
-        if announce is not None:
-            announce(stats.audience)
 
         def source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
             return nc4.read_values(variables[akey], region or None)
@@ -306,6 +304,8 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
         store = None
         try:
             store = open_store(spec, "w", overwrite=overwrite)
+            if announce is not None:  # the output can be written: say for whom, before the first object is put
+                announce(stats.audience)
             if choice.get("zip_entries") == "top" and isinstance(store, ZipStore):
                 store.entries_at_top()  # zarr-python's ZipStore opens a zip's top (netcdf-c: the first folder)
             if zarr_format == 3:

@@ -72,7 +72,8 @@ def _url(path: Path, mode: str = "nczarr") -> str:
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_490_reads_the_base_int_variable_in_every_layout(tmp_path, flavor):
     path = _write(tmp_path, _ints(), flavor, "base")
-    assert not {r for r in _rules(path) if r.startswith("NCZ-INTEROP-C490")}
+    # NCZ-INTEROP-C490-KEYS speaks of the attributes 4.9.0 shows, not the values (test_c490_keys)
+    assert not {r for r in _rules(path) if r.startswith("NCZ-INTEROP-C490") and r != "NCZ-INTEROP-C490-KEYS"}
     out = _ncdump(path)
     assert (out.returncode, " v = 0, 1, 2, 3 ;" in out.stdout) == (0, True), out.stderr
 
@@ -631,5 +632,78 @@ def test_every_interop_rule_has_a_test_here():
                "NCZ-INTEROP-C410-BIGENDIAN", "NCZ-INTEROP-ZARR-CHAR", "NCZ-INTEROP-ZARR-I1", "NCZ-INTEROP-SHUFFLE0",
                "NCZ-INTEROP-XARRAY-NODIMS", "NCZ-INTEROP-C410-DTYPE", "NCZ-INTEROP-C410-CODEC",
                "NCZ-INTEROP-C410-FORDER", "NCZ-INTEROP-C410-PURECHAR", "NCZ-INTEROP-TS-FILTERS",
-               "NCZ-INTEROP-TS-STRINGFILL"}
+               "NCZ-INTEROP-TS-STRINGFILL", "NCZ-INTEROP-ZIP-LIBZIP", "NCZ-INTEROP-ZIP-NESTED",
+               "NCZ-INTEROP-GDAL-SHUFFLE", "NCZ-INTEROP-C490-KEYS"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered
+
+
+# ---- the zip layouts, GDAL's filters, netcdf-c 4.9.0 on the 4.9.1+ keys (issue 34) ---------------------------
+
+def _zip_store(tmp_path: Path, *, top: bool) -> Path:
+    from nczarr_conformance.stores.zip import ZipStore
+
+    path = tmp_path / ("top.zip" if top else "nested.zip")
+    store = ZipStore(path, "w")
+    if top:
+        store.entries_at_top()
+    write_dataset(Dataset(_ints()), store)
+    store.commit()
+    store.close()
+    return path
+
+
+def test_zip_libzip(tmp_path):
+    """netCDF4-python's netcdf-c cannot open a zip at all (no libzip); it opens the same dataset as a directory."""
+    netCDF4 = require_module("netCDF4")
+    zipped = _zip_store(tmp_path, top=False)
+    assert "NCZ-INTEROP-ZIP-LIBZIP" in _rules(zipped)
+    with pytest.raises(OSError, match="not turned on"):
+        netCDF4.Dataset(to_file_url(str(zipped), "zip"))
+    plain = _write(tmp_path, _ints(), "nczarr-4.10", "dir")
+    assert "NCZ-INTEROP-ZIP-LIBZIP" not in _rules(plain)
+    with netCDF4.Dataset(_url(plain)) as nc:
+        assert nc["v"][:].tolist() == [0, 1, 2, 3]
+
+
+def test_zip_nested(tmp_path):
+    """zarr-python's ZipStore finds no group in netcdf-c's zip layout (the dataset in a folder); at the top it does."""
+    zarr = require_module("zarr")
+    nested, top = _zip_store(tmp_path, top=False), _zip_store(tmp_path, top=True)
+    assert "NCZ-INTEROP-ZIP-NESTED" in _rules(nested)
+    with pytest.raises(zarr.errors.GroupNotFoundError):
+        zarr.open_group(zarr.storage.ZipStore(nested, mode="r"), mode="r")
+    assert "NCZ-INTEROP-ZIP-NESTED" not in _rules(top)
+    group = zarr.open_group(zarr.storage.ZipStore(top, mode="r"), mode="r")
+    assert group["v"][:].tolist() == [0, 1, 2, 3]
+
+
+def _ints_filtered(shuffle: bool) -> Group:
+    root = _ints()
+    root.variables["v"].filters = ([{"id": "shuffle", "elementsize": 4}] if shuffle else []) + [{"id": "zlib",
+                                                                                                  "level": 1}]
+    return root
+
+
+def test_gdal_shuffle(tmp_path):
+    """GDAL 3.6 leaves an array with the shuffle filter out of what it shows; without the filter it shows it."""
+    require_tool("gdalmdiminfo")
+    from nczarr_conformance.peers.base import PEERS
+
+    gdal = PEERS["gdal"]
+    shuffled = _write(tmp_path, _ints_filtered(True), "zarr", "shuffled")
+    assert "NCZ-INTEROP-GDAL-SHUFFLE" in _rules(shuffled)
+    assert "v" not in gdal.read(str(shuffled)).root.variables
+    plain = _write(tmp_path, _ints_filtered(False), "zarr", "plain")
+    assert "NCZ-INTEROP-GDAL-SHUFFLE" not in _rules(plain)
+    assert np.asarray(gdal.read(str(plain)).root.variables["v"].data).tolist() == [0, 1, 2, 3]
+
+
+def test_c490_keys(tmp_path):
+    """ncdump 4.9.0 shows the 4.10 layout's _nczarr_* keys as attributes; in its own (upper-case) layout it shows
+    none."""
+    for flavor, fires in (("nczarr-4.10", True), ("nczarr-2-upper", False)):
+        path = _write(tmp_path, _ints(), flavor, "keys")
+        assert ("NCZ-INTEROP-C490-KEYS" in _rules(path)) is fires
+        dumped = _ncdump(path)
+        assert dumped.returncode == 0, dumped.stderr
+        assert ("_nczarr" in dumped.stdout) is fires, dumped.stdout
