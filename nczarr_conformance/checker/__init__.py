@@ -78,10 +78,10 @@ def with_fix(finding: Finding) -> Finding:
 
 def check(url: str, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
           ignore: list[str] | None = None, fail_on: Severity = Severity.ERROR, client: Any = None,
-          readers: list[str] | None = None) -> Report:
+          for_readers: list[str] | None = None) -> Report:
     """Check the dataset at ``url``; raises only when the store cannot be opened or does not answer (exit 2).
 
-    ``readers`` (ids of reader_needs.READERS) keeps only the predictions about those readers (every other rule's
+    ``for_readers`` (ids of reader_needs.READERS) keeps only the predictions about those readers (every other rule's
     findings stay): ``nczarr-check --for``.
 
     A store that stops answering part-way (5xx or cut-short bodies after every retry) is
@@ -89,13 +89,13 @@ def check(url: str, *, deep: bool = False, expect: str | None = None, select: li
     """
     try:
         return _check(url, deep=deep, expect=expect, select=select, ignore=ignore, fail_on=fail_on, client=client,
-                      readers=readers)
+                      for_readers=for_readers)
     except StoreUnavailableError as exc:
         raise StoreUnavailableError(f"could not check {url}: {exc}") from exc
 
 
 def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None, ignore: list[str] | None,
-           fail_on: Severity, client: Any, readers: list[str] | None = None) -> Report:
+           fail_on: Severity, client: Any, for_readers: list[str] | None = None) -> Report:
     """The check itself (see :func:`check`).
 
     Every rule runs (``--deep`` ones with ``deep``); ``select``/``ignore`` (ids or id prefixes)
@@ -108,8 +108,8 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
     load_rule_plugins()  # entry points of group nczarr_conformance.rules (once per process)
     keep = set(matching(select)) if select else set(RULES)
     keep -= set(matching(ignore)) if ignore else set()
-    if readers:
-        keep = {rid for rid in keep if set(reader_needs.readers_of_rule(rid) or readers) & set(readers)}
+    if for_readers:
+        keep = {rid for rid in keep if set(reader_needs.readers_of_rule(rid) or for_readers) & set(for_readers)}
     started = time.perf_counter()
     spec = parse(url)
     not_a_store = netcdf_file_error(spec, url)

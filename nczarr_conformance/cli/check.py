@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         for url in args.urls:
             try:
                 report = check(url, deep=args.deep, expect=args.expect, select=args.select, ignore=args.ignore,
-                               fail_on=Severity(args.fail_on), client=client, readers=readers or None)
+                               fail_on=Severity(args.fail_on), client=client, for_readers=readers or None)
                 if args.readers:
                     report.readers = _card(url, report, readers)
             except NczarrError as exc:
