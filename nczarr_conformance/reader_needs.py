@@ -30,10 +30,37 @@ KNOBS: dict[str, tuple[object, ...]] = {
     "filters": ("keep", "none"),
     "compression": ("keep", "none"),
     "zip_entries": ("nested", "top"),
+    "chunks": ("keep", "capped"),
 }
 DEFAULT_CHOICE: dict[str, object] = {name: values[0] for name, values in KNOBS.items()}
 
 NCZARR_FLAVORS = frozenset({"nczarr-4.10", "nczarr-2", "nczarr-2-upper", "nczarr-v1"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a source holds that decides its layout's traits (derived from the canonical model)."""
+
+    char: bool = False
+    strings: bool = False
+    scalars: bool = False
+    groups: bool = False
+    filters: frozenset[str] = frozenset()
+    compressors: frozenset[str] = frozenset()
+    #: the netCDF types of the attributes (``_FillValue`` aside)
+    attribute_types: frozenset[str] = frozenset()
+    #: the names of the variables' attributes
+    variable_attributes: frozenset[str] = frozenset()
+    #: a variable whose chunk is longer than its shape along some dimension (an unlimited dimension's 512)
+    chunks_over_shape: bool = False
+    #: an unlimited dimension
+    unlimited: bool = False
+
+
+#: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
+JSON_TYPES = frozenset({"int", "double", "char"})
+#: variable attributes GDAL takes as properties of its own (GetUnit, GetScale, GetOffset), not as attributes
+GDAL_PROPERTIES = frozenset({"units", "scale_factor", "add_offset"})
 
 
 @dataclass(frozen=True)
@@ -47,18 +74,14 @@ class Layout:
     container: str = "directory"
     #: the dtype of char arrays (">S1", "|S1", "<U1", or a v3 data type name), None when there is none
     char_dtype: str | None = None
-    #: variable-length string arrays are present
-    strings: bool = False
-    #: netCDF scalar variables are present
-    scalars: bool = False
     #: filter ids on any array (netcdf-c's and nccopy's "shuffle", …)
     filters: frozenset[str] = frozenset()
     #: compressor ids on any array
     compressors: frozenset[str] = frozenset()
-    #: sub-groups are present
-    groups: bool = False
-    #: attributes of a type JSON does not give back (anything but int, double, char)
-    typed_attributes: bool = False
+    #: some array's chunk is longer than its shape
+    chunks_over_shape: bool = False
+    #: what the data holds, whatever the layout
+    source: Source = Source()
 
     @property
     def nczarr(self) -> bool:
@@ -73,11 +96,21 @@ class Layout:
         return self.filters | self.compressors
 
     @property
-    def text_fill_empty(self) -> bool:
-        """A char or string array whose fill_value is "" (netcdf-c's): the NCZarr flavors' char and string
-        arrays, the pure-Zarr flavor's string arrays (its |S1 char fill is base64 of one byte)."""
-        return self.zarr_format == 2 and ((self.nczarr and (self.char_dtype is not None or self.strings))
-                                          or self.strings)
+    def strings(self) -> bool:
+        return self.source.strings
+
+    @property
+    def scalars(self) -> bool:
+        return self.source.scalars
+
+    @property
+    def groups(self) -> bool:
+        return self.source.groups
+
+    @property
+    def typed_attributes(self) -> bool:
+        """Attributes of a type JSON does not give back (anything but int, double, char)."""
+        return bool(self.source.attribute_types - JSON_TYPES)
 
 
 @dataclass(frozen=True)
@@ -142,6 +175,9 @@ register(Reader("netcdf-c-4.10", "netcdf-c 4.10.1 (netCDF4-python's wheel)", (
          "does not show scalar variables (a pure-Zarr array of shape [], netcdf-c issue #3108): a CF grid "
          "mapping such as crs is lost", {"flavor": "nczarr-4.10"}, "NCZ-INTEROP-C410-ZARRSCALAR", EVIDENCE,
          fatal=False),
+    Need("c410-zarr-unlimited", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.source.unlimited,
+         "reads unlimited dimensions as fixed: pure Zarr has none", {"flavor": "nczarr-4.10"}, None, EVIDENCE,
+         fatal=False),
     Need("c410-zarr-types", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.typed_attributes,
          "reads attribute types as their JSON suggests (short -> int, float -> double, string -> char): pure Zarr "
          "keeps no netCDF types", {"flavor": "nczarr-4.10"}, None, EVIDENCE, fatal=False),
@@ -166,6 +202,12 @@ register(Reader("netcdf-c-4.9", "netcdf-c 4.9.0 (Debian's ncdump)", (
          None, "NCZ-INTEROP-C490-CHAR", EVIDENCE),
     Need("c490-string", lambda lay: lay.zarr_format == 2 and lay.strings,
          "crashes (SIGSEGV) on string variables, in every layout", None, "NCZ-INTEROP-C490-STRING", EVIDENCE),
+    Need("c490-unlimited", lambda lay: lay.zarr_format == 2 and lay.source.unlimited,
+         "reads unlimited dimensions as fixed: it reads the 4.9.1+ layouts as pure Zarr, and its own has none", None,
+         None, EVIDENCE, fatal=False),
+    Need("c490-chunk-over", lambda lay: lay.zarr_format == 2 and lay.chunks_over_shape,
+         "cannot open the store (\"NCZarr error\"): an array's chunk is longer than its shape (an unlimited "
+         "dimension's chunk of 512)", {"chunks": "capped"}, "NCZ-INTEROP-C490-CHUNKOVER", EVIDENCE),
     Need("c490-zarr-scalar", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.scalars,
          "crashes (SIGSEGV) on a Zarr array of shape [] (a pure-Zarr scalar)", {"flavor": "nczarr-4.10"},
          "NCZ-INTEROP-C490-SCALAR", EVIDENCE),
@@ -219,12 +261,27 @@ register(Reader("gdal", "GDAL 3.6 (Zarr driver)", (
     Need("gdal-char-nul", lambda lay: lay.char_dtype is not None,
          "reads the NUL padding of char arrays as empty strings (its strings end at a NUL), in every layout", None,
          None, EVIDENCE, fatal=False),
+    Need("gdal-properties", lambda lay: bool(lay.source.variable_attributes & GDAL_PROPERTIES),
+         "shows units, scale_factor and add_offset as properties of its own (GetUnit, GetScale, GetOffset), not as "
+         "attributes", None, None, EVIDENCE, fatal=False),
+    Need("gdal-int64-attributes", lambda lay: bool(lay.source.attribute_types & {"int64", "uint64"}),
+         "reads 64-bit integer attributes as doubles (values past 2**53 rounded)", None, None, EVIDENCE, fatal=False),
     Need("gdal-shuffle", lambda lay: lay.zarr_format == 2 and "shuffle" in lay.filters,
          "drops arrays with the shuffle filter (\"Filter shuffle not handled\")", {"filters": "none"}, None,
          EVIDENCE, fatal=False),
 ), how="gdalmdiminfo PATH"))
 
-register(Reader("ours", "nczarr_conformance (this package)", (), how="nczarr_conformance.open(PATH)"))
+register(Reader("ours", "nczarr_conformance (this package)", (
+    Need("ours-char-s1", lambda lay: lay.zarr_format == 2 and lay.nczarr and lay.char_dtype == "|S1",
+         "reads char variables as strings of length 1 (in NCZarr, |S1 is nczarr.md Appendix E's string, as "
+         "netcdf-c reads it)", {"char_as": ">S1"}, None, EVIDENCE, fatal=False),
+    Need("ours-zarr-unlimited", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.source.unlimited,
+         "reads unlimited dimensions as fixed: pure Zarr has none", {"flavor": "nczarr-4.10"}, None, EVIDENCE,
+         fatal=False),
+    Need("ours-zarr-types", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.typed_attributes,
+         "reads attribute types as their JSON suggests: pure Zarr keeps no netCDF types", {"flavor": "nczarr-4.10"},
+         None, EVIDENCE, fatal=False),
+), how="nczarr_conformance.open(PATH)"))
 
 
 @dataclass(frozen=True)
@@ -258,19 +315,6 @@ def parse_readers(text: str, *, where: str = "--for") -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-@dataclass(frozen=True)
-class Source:
-    """What a source holds that decides its layout's traits (derived from the canonical model)."""
-
-    char: bool = False
-    strings: bool = False
-    scalars: bool = False
-    groups: bool = False
-    filters: frozenset[str] = frozenset()
-    compressors: frozenset[str] = frozenset()
-    typed_attributes: bool = False
-
-
 def layout_of(source: Source, choice: Mapping[str, object], container: str = "directory") -> Layout:
     """The layout that writing ``source`` with ``choice`` (KNOBS → values) into ``container`` makes."""
     v3 = choice.get("zarr_format") == 3
@@ -288,8 +332,8 @@ def layout_of(source: Source, choice: Mapping[str, object], container: str = "di
         else source.filters
     compressors = frozenset() if choice.get("compression") == "none" else source.compressors
     return Layout(zarr_format=3 if v3 else 2, flavor="zarr" if v3 else flavor, container=container,
-                  char_dtype=char, strings=source.strings, scalars=source.scalars, filters=filters,
-                  compressors=compressors, groups=source.groups, typed_attributes=source.typed_attributes)
+                  char_dtype=char, filters=filters, compressors=compressors,
+                  chunks_over_shape=source.chunks_over_shape and choice.get("chunks") != "capped", source=source)
 
 
 @dataclass
@@ -320,7 +364,8 @@ def _choices(fixed: Mapping[str, object], container: str) -> Iterator[dict[str, 
         choice = dict(zip(names, values, strict=True))
         if container != "zip" and choice["zip_entries"] != DEFAULT_CHOICE["zip_entries"]:
             continue  # not a zip: the choice means nothing
-        if choice["zarr_format"] == 3 and (choice["flavor"] != KNOBS["flavor"][0] or choice["char_as"] != ">S1"):
+        if choice["zarr_format"] == 3 and (choice["flavor"] != fixed.get("flavor", KNOBS["flavor"][0])
+                                           or choice["char_as"] != fixed.get("char_as", ">S1")):
             continue  # v3's char and flavor are the v3 writer's own: one v3 candidate per codec choice
         yield choice
 

@@ -16,11 +16,13 @@ from nczarr_conformance.flavor_names import FLAVOR_ALIASES
 from nczarr_conformance.model import Dataset
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.urls import parse
 
 if TYPE_CHECKING:
     from nczarr_conformance.checker.report import Report
     from nczarr_conformance.checker.rules import Severity
+    from nczarr_conformance.conversion.audience import Audience
     from nczarr_conformance.conversion.from_netcdf import ConvertStats
 
 __all__ = ["check", "convert", "write", "write_dataset"]
@@ -37,8 +39,8 @@ def _is_xarray_dataset(obj: Any) -> bool:
 
 
 def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite: bool = False,
-          storage_options: Mapping[str, Any] | None = None, zarr_format: int = 2, shard: int | None = None,
-          **convert_options: Any) -> None:
+          storage_options: Mapping[str, Any] | None = None, zarr_format: int | None = None, shard: int | None = None,
+          for_readers: list[str] | None = None, prefer: list[str] | None = None, **convert_options: Any) -> None:
     """Write ``dataset`` (our model :class:`~nczarr_conformance.model.Dataset` or an ``xarray.Dataset``)
     to the store ``url`` names (directory, ``.zip``, ``s3://``; a netcdf-c URL or a plain path).
 
@@ -49,7 +51,9 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite:
     (``convert_options`` go to :func:`convert`), so the store holds what that netCDF file holds.
     ``storage_options`` go to the store's client (for s3://: ``endpoint_url``, ``region_name``, ``profile``).
     ``zarr_format=3`` writes Zarr v3 (``flavor`` ``zarr``, the default there; ``shard`` N chunks per shard);
-    what that layout does not keep is one ``UserWarning``.
+    what that layout does not keep is one ``UserWarning``. ``for_readers`` (reader ids: ``["xarray",
+    "netcdf-c-4.10"]``) writes the layout those readers read, as ``nc2nczarr --for`` (``prefer``: whose needs win a
+    conflict); what a named reader still loses is one ``UserWarning`` each, before anything is written.
     """
     target = os.fspath(url)
     if _is_xarray_dataset(dataset):
@@ -57,7 +61,8 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite:
             nc = os.path.join(tmp, "dataset.nc")
             dataset.to_netcdf(nc, engine="netcdf4", format="NETCDF4")
             convert(nc, target, flavor=flavor, overwrite=overwrite, storage_options=storage_options,
-                    zarr_format=zarr_format, shard=shard, **convert_options)
+                    zarr_format=zarr_format, shard=shard, for_readers=for_readers, prefer=prefer,
+                    announce=_warn_losses, **convert_options)
         return
     if not isinstance(dataset, Dataset):
         raise UsageError(f"write() takes a nczarr_conformance Dataset or an xarray.Dataset, "
@@ -65,6 +70,12 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite:
     if convert_options:
         raise UsageError(f"write() of a model Dataset takes no {', '.join(sorted(convert_options))}")
     spec = parse(target, storage_options)
+    char_as: str | None = None
+    top = False
+    if for_readers:
+        dataset, zarr_format, flavor, char_as, top = _for_readers(dataset, spec.kind, for_readers, prefer, flavor,
+                                                                  zarr_format, shard)
+    zarr_format = zarr_format or 2
     if zarr_format == 3:
         _write_v3(dataset, spec, flavor or "zarr", overwrite, shard)
         return
@@ -80,7 +91,46 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite:
     if spec.pure_zarr and layout == "nczarr-4.10":  # mode=zarr in the URL asks for pure Zarr, as nc2nczarr
         layout = "zarr"
     with open_store(spec, "w", overwrite=overwrite) as store:  # commits on success, aborts on any error
-        write_dataset(dataset, store, flavor=layout, xarray=spec.xarray)
+        if top and isinstance(store, ZipStore):
+            store.entries_at_top()
+        write_dataset(dataset, store, flavor=layout, xarray=spec.xarray, char_as=char_as)
+
+
+def _warn_losses(audience: Audience) -> None:
+    """What a named reader still loses, one UserWarning each (the API's form of nc2nczarr's lines)."""
+    import warnings
+
+    if audience.plan is not None:
+        for loss in audience.plan.losses:
+            warnings.warn(f"{loss.reader} loses: {loss.need.loses}", UserWarning, stacklevel=4)
+
+
+def _for_readers(dataset: Dataset, kind: str, readers: list[str], prefer: list[str] | None, flavor: str | None,
+                 zarr_format: int | None, shard: int | None) -> tuple[Dataset, int, str | None, str | None, bool]:
+    """The model and the layout choices (Zarr format, flavor, char dtype, the zip's top) ``readers`` read."""
+    import copy
+
+    from nczarr_conformance.conversion.audience import decide, strip_codecs
+    from nczarr_conformance.reader_needs import parse_readers
+
+    try:
+        named = parse_readers(",".join(readers), where="for_readers")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    fixed: dict[str, object] = {}
+    if flavor is not None:
+        fixed["flavor"] = FLAVOR_ALIASES.get(flavor, flavor)
+    if zarr_format is not None or shard is not None or flavor is not None:
+        fixed["zarr_format"] = zarr_format or (3 if shard is not None else 2)
+    audience, choice = decide(dataset, kind, named, prefer or (), fixed)
+    _warn_losses(audience)
+    dataset = copy.deepcopy(dataset)
+    strip_codecs(dataset, choice)
+    v3 = choice.get("zarr_format") == 3
+    chosen_flavor = flavor if v3 else str(choice.get("flavor", "nczarr-4.10"))
+    takes_char_as = not v3 and chosen_flavor in ("nczarr-4.10", "nczarr-2", "zarr")
+    return (dataset, 3 if v3 else 2, chosen_flavor, str(choice.get("char_as", ">S1")) if takes_char_as else None,
+            choice.get("zip_entries") == "top")
 
 
 def _write_v3(dataset: Dataset, spec: Any, flavor: str, overwrite: bool, shard: int | None) -> None:
@@ -117,10 +167,12 @@ def convert(src: PathOrURL, url: PathOrURL, **options: Any) -> ConvertStats:
 
 
 def check(url: PathOrURL, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,
-          ignore: list[str] | None = None, fail_on: Severity | str = "error") -> Report:
+          ignore: list[str] | None = None, fail_on: Severity | str = "error",
+          for_readers: list[str] | None = None) -> Report:
     """Run nczarr-check's rules on the store ``url``; the report's ``findings`` and ``exit_code``
-    are what ``nczarr-check`` prints and returns."""
+    are what ``nczarr-check`` prints and returns (``for_readers``: only the predictions about those readers)."""
     from nczarr_conformance.checker import check as run
     from nczarr_conformance.checker.rules import Severity as Level
 
-    return run(os.fspath(url), deep=deep, expect=expect, select=select, ignore=ignore, fail_on=Level(fail_on))
+    return run(os.fspath(url), deep=deep, expect=expect, select=select, ignore=ignore, fail_on=Level(fail_on),
+               for_readers=for_readers)

@@ -307,3 +307,17 @@ def c490_keys(ctx: CheckContext) -> Iterator[Finding]:
         yield get("NCZ-INTEROP-C490-KEYS").finding(
             "/.zgroup", f"netcdf-c 4.9.0 reads this {ctx.flavor} dataset as pure Zarr and shows its _nczarr_* keys "
                         "as attributes")
+
+
+@rule("NCZ-INTEROP-C490-CHUNKOVER", Severity.WARNING,
+       source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
+def c490_chunk_over(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0 cannot open a dataset holding an array whose chunk is longer than its shape ("NCZarr
+    error"): netCDF's unlimited dimensions are chunked 512 long from the first record."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        parsed = parse_array(ctx, rec)
+        if parsed.shape and parsed.chunks and any(c > s > 0 for c, s in zip(parsed.chunks, parsed.shape,
+                                                                            strict=False)):
+            yield get("NCZ-INTEROP-C490-CHUNKOVER").finding(
+                keys.join(akey, ".zarray"), f"netcdf-c 4.9.0 cannot open this dataset: chunks {list(parsed.chunks)} "
+                f"are longer than shape {list(parsed.shape)} (nc2nczarr --for netcdf-c-4.9 caps them)")

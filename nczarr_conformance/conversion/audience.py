@@ -18,27 +18,32 @@ from nczarr_conformance.reader_needs import Layout, Loss, Plan, Source
 
 #: codec ids that compress (the rest of a variable's codec list are filters: shuffle, fletcher32, delta, …)
 COMPRESSORS = frozenset({"zlib", "gzip", "bz2", "lzma", "zstd", "blosc", "lz4"})
-#: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
-JSON_TYPES = frozenset({"int", "double", "char"})
 
 
 def source_traits(dataset: Dataset) -> Source:
     """What the layout's traits depend on, as the (already transformed) model holds it."""
-    char = strings = scalars = typed = False
+    char = strings = scalars = over = False
     filters: set[str] = set()
     compressors: set[str] = set()
+    types: set[str] = set()
+    names: set[str] = set()
+    unlimited = False
     for _, group in dataset.root.walk():
-        typed |= any(a.type not in JSON_TYPES for a in group.attributes.values())
+        unlimited |= any(dim.unlimited for dim in group.dimensions.values())
+        types.update(a.type for a in group.attributes.values())
         for var in group.variables.values():
-            typed |= any(a.type not in JSON_TYPES for n, a in var.attributes.items() if n != "_FillValue")
             char |= var.type == "char"
             strings |= var.type == "string"
             scalars |= var.is_scalar
+            over |= bool(var.chunks) and any(c > s > 0 for c, s in zip(var.chunks or (), var.shape, strict=False))
+            types.update(a.type for n, a in var.attributes.items() if n != "_FillValue")
+            names.update(n for n in var.attributes if n != "_FillValue")
             for codec in var.filters or []:
                 cid = str(codec.get("id"))
                 (compressors if cid in COMPRESSORS else filters).add(cid)
     return Source(char=char, strings=strings, scalars=scalars, groups=bool(dataset.root.groups),
-                  filters=frozenset(filters), compressors=frozenset(compressors), typed_attributes=typed)
+                  filters=frozenset(filters), compressors=frozenset(compressors), attribute_types=frozenset(types),
+                  variable_attributes=frozenset(names), chunks_over_shape=over, unlimited=unlimited)
 
 
 def container_of(kind: str) -> str:
@@ -47,18 +52,22 @@ def container_of(kind: str) -> str:
 
 
 def strip_codecs(dataset: Dataset, choice: Mapping[str, object]) -> frozenset[str]:
-    """Drop the filters (``filters: none``) or every codec (``compression: none``) the plan gives up; return the
-    keys of the variables changed (their chunks are re-encoded, never copied as they are)."""
+    """Drop the filters (``filters: none``) or every codec (``compression: none``) the plan gives up, and cap chunks
+    at the shape (``chunks: capped``); return the keys of the variables changed (their chunks are re-encoded,
+    never copied as they are)."""
     changed: set[str] = set()
     drop_all = choice.get("compression") == "none"
     drop_filters = choice.get("filters") == "none"
-    if not (drop_all or drop_filters):
-        return frozenset()
+    capped = choice.get("chunks") == "capped"
     for gkey, group in dataset.root.walk():
         for name, var in group.variables.items():
-            kept = [] if drop_all else [c for c in var.filters or [] if str(c.get("id")) in COMPRESSORS]
-            if kept != list(var.filters or []):
-                var.filters = kept
+            if drop_all or drop_filters:
+                kept = [] if drop_all else [c for c in var.filters or [] if str(c.get("id")) in COMPRESSORS]
+                if kept != list(var.filters or []):
+                    var.filters = kept
+                    changed.add(keys.join(gkey, name))
+            if capped and var.chunks and any(c > s > 0 for c, s in zip(var.chunks, var.shape, strict=False)):
+                var.chunks = [min(c, s) if s > 0 else c for c, s in zip(var.chunks, var.shape, strict=False)]
                 changed.add(keys.join(gkey, name))
     return frozenset(changed)
 
@@ -99,7 +108,8 @@ def _short(text: str) -> str:
 def _knob(name: str, value: object) -> str:
     return {"zarr_format": f"--zarr-format {value}", "flavor": f"--flavor {value}", "char_as": f"--char-as {value}",
             "filters": "no filters (shuffle dropped, compression kept)", "compression": "uncompressed",
-            "zip_entries": "dataset at the top of the zip (zarr-python's ZipStore)"}.get(name, f"{name}={value}")
+            "zip_entries": "dataset at the top of the zip (zarr-python's ZipStore)",
+            "chunks": "chunks capped at the arrays' lengths"}.get(name, f"{name}={value}")
 
 
 def _cure_hint(loss: Loss) -> str:

@@ -114,8 +114,13 @@ class ZipStore(Store):
             names.append((key, info))
         infos = self.zf.infolist()
         root = self._root_of_entry0(infos[0].filename) if infos else None
-        if any(key == "/zarr.json" for key, _ in names):
+        present = {key for key, _ in names}
+        if "/zarr.json" in present:
             root = "/"  # a Zarr v3 root at the top: zarr-python's ZipStore opens it there, in any entry order
+        elif root not in (None, "/") and f"{root}.zgroup" not in present and "/.zgroup" in present:
+            # entry 0 in a folder that is no group (an array's chunk, as a zip written at the top by nc2nczarr --for
+            # xarray may start): the group at the top is the root, where zarr-python's ZipStore finds it
+            root = "/"
         self.prefix = root if root is not None else self._find_root([k for k, _ in names])
         for key, info in names:
             if key.startswith(self.prefix):

@@ -633,7 +633,7 @@ def test_every_interop_rule_has_a_test_here():
                "NCZ-INTEROP-XARRAY-NODIMS", "NCZ-INTEROP-C410-DTYPE", "NCZ-INTEROP-C410-CODEC",
                "NCZ-INTEROP-C410-FORDER", "NCZ-INTEROP-C410-PURECHAR", "NCZ-INTEROP-TS-FILTERS",
                "NCZ-INTEROP-TS-STRINGFILL", "NCZ-INTEROP-ZIP-LIBZIP", "NCZ-INTEROP-ZIP-NESTED",
-               "NCZ-INTEROP-GDAL-SHUFFLE", "NCZ-INTEROP-C490-KEYS"}
+               "NCZ-INTEROP-GDAL-SHUFFLE", "NCZ-INTEROP-C490-KEYS", "NCZ-INTEROP-C490-CHUNKOVER"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered
 
 
@@ -707,3 +707,17 @@ def test_c490_keys(tmp_path):
         dumped = _ncdump(path)
         assert dumped.returncode == 0, dumped.stderr
         assert ("_nczarr" in dumped.stdout) is fires, dumped.stdout
+
+
+def test_c490_chunkover(tmp_path):
+    """ncdump 4.9.0 fails ("NCZarr error") on an array whose chunk is longer than its shape; capped, it reads it."""
+    for chunks, fires in (([8], True), ([4], False)):
+        root = Group({"t": Dimension(4, True)})
+        root.variables["v"] = Variable("int", ["/t"], (4,), {}, np.arange(4, dtype="i4"), chunks=chunks)
+        path = _write(tmp_path, root, "nczarr-4.10", f"over{chunks[0]}")
+        assert ("NCZ-INTEROP-C490-CHUNKOVER" in _rules(path)) is fires
+        dumped = _ncdump(path)
+        if fires:
+            assert dumped.returncode == 1 and "NCZarr error" in dumped.stderr, dumped.stderr
+        else:
+            assert dumped.returncode == 0 and " v = 0, 1, 2, 3 ;" in dumped.stdout, dumped.stderr
