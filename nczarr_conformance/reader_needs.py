@@ -446,3 +446,30 @@ def readers_of_rule(rule_id: str) -> tuple[str, ...] | None:
         if rule_id.startswith(prefix):
             return readers
     return None
+
+
+def render_markdown() -> str:
+    """docs/readers.md: the table as users read it (tests/test_reader_needs.py checks the page is this)."""
+    knob_words = {"zarr_format": "--zarr-format", "flavor": "--flavor", "char_as": "--char-as",
+                  "filters": "filters", "compression": "compression", "zip_entries": "zip entries",
+                  "chunks": "chunks", "container": "output"}
+    lines = ["# What each reader needs (`nc2nczarr --for`, `nczarr-check --for`)", "",
+             "Generated from `nczarr_conformance/reader_needs.py`; each row is run against its reader by",
+             "`tests/test_reader_needs.py` (the layout it fires on, then the layout its cure names). `nc2nczarr --for",
+             "READER,...` picks, before writing, the layout that loses least for the named readers (ties: the fewest",
+             "changes from the default), says what each named reader still loses, and `--prefer READER` decides a",
+             "conflict; `--verify` then opens the output with each reader and compares it with netCDF4-python",
+             "reading the source. `nczarr-check --for READER,...` keeps the predictions about those readers;",
+             "`nczarr-check --readers` tries each reader for real beside what the findings predict.", ""]
+    for reader in READERS.values():
+        lines += [f"## `{reader.id}`: {reader.name}", "", f"Opened here as `{reader.how}`.", ""]
+        if not reader.needs:
+            lines += ["Reads every layout `nc2nczarr` writes.", ""]
+            continue
+        lines += ["| need | what the reader does | cure | predicted by |", "|---|---|---|---|"]
+        for need in reader.needs:
+            cure = ", ".join(f"{knob_words.get(k, k)} {v}" for k, v in need.cure.items()) if need.cure else "none"
+            rule = f"`{need.rule}`" if need.rule else "-"
+            lines.append(f"| `{need.id}` | {need.loses.replace('|', '&#124;')} | {cure} | {rule} |")
+        lines.append("")
+    return "\n".join(lines)

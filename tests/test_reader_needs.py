@@ -198,3 +198,7 @@ def test_every_prediction_rule_speaks_of_readers_of_the_table() -> None:
             readers = reader_needs.readers_of_rule(rid)
             assert readers, f"{rid} speaks of no reader (reader_needs.RULE_PREFIX_READERS)"
             assert set(readers) <= set(reader_needs.READERS), rid
+
+
+def test_docs_readers_md_is_generated_from_the_table() -> None:
+    assert (REPO / "docs" / "readers.md").read_text(encoding="utf-8") == reader_needs.render_markdown()

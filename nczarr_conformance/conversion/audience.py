@@ -85,7 +85,8 @@ class Audience:
         ok, lost = reader_needs.readable_by(self.layout, self.named or None)
         parts = [f"readable by: {', '.join(ok) or 'none of them'}"]
         if lost:
-            parts.append("not by: " + "; ".join(f"{rid} ({_short(needs[0].loses)})" for rid, needs in lost.items()))
+            parts.append("not by: " + "; ".join(f"{rid} ({_short(_worst(needs).loses)})"
+                                                for rid, needs in lost.items()))
         return "; ".join(parts)
 
     def plan_lines(self) -> list[str]:
@@ -98,6 +99,11 @@ class Audience:
         for loss in self.plan.losses:
             lines.append(f"{loss.reader} loses: {loss.need.loses}{_cure_hint(loss)}")
         return lines
+
+
+def _worst(needs: list[reader_needs.Need]) -> reader_needs.Need:
+    """The need to name for a reader: the first that loses the whole store, else the first."""
+    return next((n for n in needs if n.fatal), needs[0])
 
 
 def _short(text: str) -> str:

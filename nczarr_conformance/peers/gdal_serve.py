@@ -62,6 +62,8 @@ def mdiminfo(gdal: Any, url: str, limit: int) -> dict[str, Any]:
         gdal.PopErrorHandler()
     if text is None:
         return {"exit": 1, "stderr": "".join(messages.lines)}
+    if isinstance(text, bytes):  # the bindings hand back bytes where GDAL's text is not UTF-8 (a char array's bytes)
+        text = text.decode("utf-8", "replace")  # as a terminal shows gdalmdiminfo's: U+FFFD where it is not
     return {"stdout": text, "stderr": "".join(messages.lines)}
 
 
