@@ -55,6 +55,8 @@ class Source:
     chunks_over_shape: bool = False
     #: an unlimited dimension
     unlimited: bool = False
+    #: a big-endian numeric variable
+    big_endian: bool = False
 
 
 #: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
@@ -164,7 +166,7 @@ _DIRECTORY = {"container": "directory"}
 
 register(Reader("netcdf-c-4.10", "netcdf-c 4.10.1 (netCDF4-python's wheel)", (
     Need("c410-v3", lambda lay: lay.zarr_format == 3, "cannot open the store: no released netcdf-c reads Zarr v3",
-         {"zarr_format": 2}, None, EVIDENCE),
+         {"zarr_format": 2}, "NCZ-V3-INTEROP-NETCDFC", EVIDENCE),
     Need("c410-zip", lambda lay: lay.zip, "cannot open the store: netCDF4-python's netcdf-c is built without "
          "libzip (\"Attempt to use feature that was not turned on\")", _DIRECTORY, "NCZ-INTEROP-ZIP-LIBZIP",
          EVIDENCE),
@@ -185,10 +187,10 @@ register(Reader("netcdf-c-4.10", "netcdf-c 4.10.1 (netCDF4-python's wheel)", (
 
 register(Reader("netcdf-c-4.9", "netcdf-c 4.9.0 (Debian's ncdump)", (
     Need("c490-v3", lambda lay: lay.zarr_format == 3, "shows an empty dataset: netcdf-c 4.9.0 reads no Zarr v3",
-         {"zarr_format": 2}, None, EVIDENCE, fatal=False),
+         {"zarr_format": 2}, "NCZ-V3-INTEROP-NETCDFC", EVIDENCE, fatal=False),
     Need("c490-410-keys", lambda lay: lay.zarr_format == 2 and lay.flavor in ("nczarr-4.10", "nczarr-2"),
          "shows the _nczarr_* keys of the 4.9.1+ layouts as attributes and reads the store as pure Zarr (it predates "
-         "them)", {"flavor": "zarr"}, None, EVIDENCE, fatal=False),
+         "them)", {"flavor": "zarr"}, "NCZ-INTEROP-C490-KEYS", EVIDENCE, fatal=False),
     Need("c490-zarr-types", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.typed_attributes,
          "reads attribute types as their JSON suggests: pure Zarr keeps no netCDF types", {"flavor": "nczarr-4.10"},
          None, EVIDENCE, fatal=False),
@@ -208,6 +210,12 @@ register(Reader("netcdf-c-4.9", "netcdf-c 4.9.0 (Debian's ncdump)", (
     Need("c490-chunk-over", lambda lay: lay.zarr_format == 2 and lay.chunks_over_shape,
          "cannot open the store (\"NCZarr error\"): an array's chunk is longer than its shape (an unlimited "
          "dimension's chunk of 512)", {"chunks": "capped"}, "NCZ-INTEROP-C490-CHUNKOVER", EVIDENCE),
+    Need("c490-byteorder", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.source.big_endian,
+         "reads big-endian arrays byte-swapped: it ignores a pure-Zarr dtype's byte order", {"flavor": "nczarr-4.10"},
+         "NCZ-INTEROP-C490-BYTEORDER", EVIDENCE, fatal=False),
+    Need("c490-string-attrs", lambda lay: lay.zarr_format == 2 and not lay.nczarr and "string" in
+         lay.source.attribute_types, "cannot open the store (\"Invalid argument\"): a pure-Zarr attribute that is a "
+         "list of texts (a netCDF string attribute)", {"flavor": "nczarr-4.10"}, "NCZ-INTEROP-C490-STRATTR", EVIDENCE),
     Need("c490-zarr-scalar", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.scalars,
          "crashes (SIGSEGV) on a Zarr array of shape [] (a pure-Zarr scalar)", {"flavor": "nczarr-4.10"},
          "NCZ-INTEROP-C490-SCALAR", EVIDENCE),
@@ -249,23 +257,25 @@ register(Reader("tensorstore", "TensorStore (zarr and zarr3 drivers)", (
          "cannot open string arrays: their fill_value is \"\" (it wants base64 bytes of the full width)", None,
          "NCZ-INTEROP-TS-STRINGFILL", EVIDENCE, fatal=False),
     Need("ts-v3-text", lambda lay: lay.zarr_format == 3 and (lay.char_dtype is not None or lay.strings),
-         "cannot open Zarr v3 char or string arrays (no null_terminated_bytes or string data type)", None, None,
-         EVIDENCE, fatal=False),
+         "cannot open Zarr v3 char or string arrays (no null_terminated_bytes or string data type)", None,
+         "NCZ-V3-INTEROP-TS-TEXT", EVIDENCE, fatal=False),
 ), how="tensorstore.open({'driver': 'zarr', 'kvstore': 'file://PATH/VAR'})"))
 
 register(Reader("gdal", "GDAL 3.6 (Zarr driver)", (
     Need("gdal-zip", lambda lay: lay.zip, "cannot open the zip by its path (gdalmdiminfo: not recognized)",
          _DIRECTORY, None, EVIDENCE),
     Need("gdal-v3", lambda lay: lay.zarr_format == 3,
-         "shows no arrays: GDAL 3.6 reads an older Zarr v3 draft", {"zarr_format": 2}, None, EVIDENCE, fatal=False),
+         "shows no arrays: GDAL 3.6 reads an older Zarr v3 draft", {"zarr_format": 2}, "NCZ-V3-INTEROP-GDAL", EVIDENCE,
+         fatal=False),
     Need("gdal-char-nul", lambda lay: lay.char_dtype is not None,
          "reads the NUL padding of char arrays as empty strings (its strings end at a NUL), in every layout", None,
-         None, EVIDENCE, fatal=False),
+         "NCZ-INTEROP-GDAL-CHARNUL", EVIDENCE, fatal=False),
     Need("gdal-properties", lambda lay: bool(lay.source.variable_attributes & GDAL_PROPERTIES),
          "shows units, scale_factor and add_offset as properties of its own (GetUnit, GetScale, GetOffset), not as "
          "attributes", None, None, EVIDENCE, fatal=False),
     Need("gdal-int64-attributes", lambda lay: bool(lay.source.attribute_types & {"int64", "uint64"}),
-         "reads 64-bit integer attributes as doubles (values past 2**53 rounded)", None, None, EVIDENCE, fatal=False),
+         "reads 64-bit integer attributes as doubles (values past 2**53 rounded)", None, "NCZ-INTEROP-GDAL-INT64ATTR",
+         EVIDENCE, fatal=False),
     Need("gdal-shuffle", lambda lay: lay.zarr_format == 2 and "shuffle" in lay.filters,
          "drops arrays with the shuffle filter (\"Filter shuffle not handled\")", {"filters": "none"}, None,
          EVIDENCE, fatal=False),
@@ -437,6 +447,10 @@ RULE_PREFIX_READERS: dict[str, tuple[str, ...]] = {
     "NCZ-INTEROP-GDAL-": ("gdal",),
     "NCZ-INTEROP-ZIP-LIBZIP": ("netcdf-c-4.10", "netcdf-c-4.9"),
     "NCZ-INTEROP-ZIP-NESTED": ("zarr-python", "xarray", "xarray-datatree"),
+    "NCZ-INTEROP-U1CHAR-ZARR": ("zarr-python", "xarray", "xarray-datatree", "gdal", "tensorstore"),
+    "NCZ-V3-INTEROP-NETCDFC": ("netcdf-c-4.10", "netcdf-c-4.9"),
+    "NCZ-V3-INTEROP-GDAL": ("gdal",),
+    "NCZ-V3-INTEROP-TS-": ("tensorstore",),
 }
 
 

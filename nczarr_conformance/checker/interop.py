@@ -116,13 +116,34 @@ def c410_zarr_scalar(ctx: CheckContext) -> Iterator[Finding]:
                                                              "netcdf-c 4.10.1 does not show this shape-[] array")
 
 
+#: attribute types netcdf-c infers back from a JSON value alone (a number without a point, one with, text)
+JSON_INFERRED = frozenset({"<i4", "<f8", ">S1", "<U1", "|S1"})
+
+
+def _typed_attributes(ctx: CheckContext) -> list[str]:
+    """Nodes with an attribute whose declared type JSON does not give back (short, float, int64, string, …)."""
+    out = []
+    for node in sorted({*ctx.groups, *ctx.arrays}):
+        types = ctx.attr_types_of(node) or {}
+        if any(isinstance(t, str) and t not in JSON_INFERRED and not t.startswith("|J") and not name.startswith("_")
+               for name, t in types.items()):
+            out.append(node)
+    return out
+
+
 @rule("NCZ-INTEROP-C410-UPPER", Severity.WARNING,
        source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
 def c410_upper(ctx: CheckContext) -> Iterator[Finding]:
-    """netcdf-c 4.10.1 ignores upper-case _NCZARR_ATTR types and sub-group _NCZARR_GROUP dimensions."""
-    if ctx.flavor == "nczarr-2-upper":
-        yield get("NCZ-INTEROP-C410-UPPER").finding("/.zgroup", "netcdf-c 4.10.1 re-infers attribute types and "
-                                                    "makes sub-group dimensions anonymous in this upper-case dataset")
+    """netcdf-c 4.10.1 ignores upper-case _NCZARR_ATTR types and sub-group _NCZARR_GROUP dimensions: where an
+    attribute's type is not what its JSON suggests, or a sub-group has dimensions."""
+    if ctx.flavor != "nczarr-2-upper":
+        return
+    typed = _typed_attributes(ctx)
+    subdims = [g for g, rec in sorted(ctx.groups.items()) if g != "/" and rec.dims]
+    if typed or subdims:
+        yield get("NCZ-INTEROP-C410-UPPER").finding(
+            "/.zgroup", "netcdf-c 4.10.1 re-infers attribute types and makes sub-group dimensions anonymous in this "
+            f"upper-case dataset ({', '.join([*(f'attributes of {n}' for n in typed), *subdims][:4])})")
 
 
 @rule("NCZ-INTEROP-C410-BIGENDIAN", Severity.WARNING,
@@ -321,3 +342,87 @@ def c490_chunk_over(ctx: CheckContext) -> Iterator[Finding]:
             yield get("NCZ-INTEROP-C490-CHUNKOVER").finding(
                 keys.join(akey, ".zarray"), f"netcdf-c 4.9.0 cannot open this dataset: chunks {list(parsed.chunks)} "
                 f"are longer than shape {list(parsed.shape)} (nc2nczarr --for netcdf-c-4.9 caps them)")
+
+
+
+@rule("NCZ-INTEROP-U1CHAR-ZARR", Severity.WARNING,
+       source="zarr-python 3.1, xarray, GDAL 3.6, TensorStore; tests/check/test_interop.py")
+def u1char_zarr(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0's char (<U1 holding one byte per item, not four): zarr-python, xarray, GDAL and TensorStore
+    cannot read it."""
+    for akey in sorted(ctx.arrays):
+        if ctx.nczarr and _dtype(ctx, akey) in ("<U1", ">U1", "|U1"):
+            yield get("NCZ-INTEROP-U1CHAR-ZARR").finding(
+                keys.join(akey, ".zarray"), "zarr-python, xarray, GDAL and TensorStore cannot read this char array: "
+                "<U1 holding one byte per item (netcdf-c 4.9.0's)")
+
+
+def _char(ctx: CheckContext, akey: str) -> bool:
+    """A char array: >S1 (nczarr.md's), or |S1 in pure Zarr (numpy's; in NCZarr |S1 is App. E's string)."""
+    dtype = _dtype(ctx, akey)
+    return dtype == ">S1" or (dtype == "|S1" and not ctx.nczarr)
+
+
+@rule("NCZ-INTEROP-GDAL-CHARNUL", Severity.INFO, source="GDAL 3.6 Zarr driver; tests/check/test_interop.py")
+def gdal_char_nul(ctx: CheckContext) -> Iterator[Finding]:
+    """GDAL 3.6 reads a char array's NUL bytes as empty strings (its strings end at a NUL)."""
+    for akey in sorted(ctx.arrays):
+        if _char(ctx, akey):
+            yield get("NCZ-INTEROP-GDAL-CHARNUL").finding(keys.join(akey, ".zarray"),
+                                                          "GDAL 3.6 reads this char array's NUL bytes as empty strings")
+
+
+@rule("NCZ-INTEROP-TS-CHAR", Severity.WARNING, source="TensorStore zarr driver; tests/check/test_interop.py")
+def ts_char(ctx: CheckContext) -> Iterator[Finding]:
+    """TensorStore reads a |S1 char array (zarr-python's and xarray's char) as empty strings."""
+    for akey in sorted(ctx.arrays):
+        fill = (ctx.arrays[akey].zarray or {}).get("fill_value")
+        if _char(ctx, akey) and _dtype(ctx, akey) == "|S1" and fill != "":
+            yield get("NCZ-INTEROP-TS-CHAR").finding(keys.join(akey, ".zarray"),
+                                                     "TensorStore reads this |S1 char array as empty strings")
+
+
+#: integers a double holds exactly: GDAL's attributes are doubles
+EXACT_IN_DOUBLE = 2**53
+
+
+@rule("NCZ-INTEROP-GDAL-INT64ATTR", Severity.WARNING, source="GDAL 3.6 Zarr driver; tests/check/test_interop.py")
+def gdal_int64_attr(ctx: CheckContext) -> Iterator[Finding]:
+    """GDAL 3.6 reads integer attributes as doubles: a value past 2**53 comes back rounded."""
+    for node in sorted({*ctx.groups, *ctx.arrays}):
+        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+        for name, value in zattrs.items():
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, int) and not isinstance(v, bool) and abs(v) > EXACT_IN_DOUBLE for v in values):
+                yield get("NCZ-INTEROP-GDAL-INT64ATTR").finding(
+                    keys.join(node, ".zattrs"), f"GDAL 3.6 reads attribute {name!r} rounded: integers past 2**53")
+
+
+@rule("NCZ-INTEROP-C490-BYTEORDER", Severity.WARNING,
+       source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
+def c490_byteorder(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0 ignores a pure-Zarr dtype's byte order: a big-endian array reads byte-swapped."""
+    if ctx.nczarr:
+        return
+    for akey in sorted(ctx.arrays):
+        dtype = _dtype(ctx, akey)
+        if dtype.startswith(">") and dtype[1:2] in "iuf" and dtype[2:] != "1":
+            yield get("NCZ-INTEROP-C490-BYTEORDER").finding(
+                keys.join(akey, ".zarray"), f"netcdf-c 4.9.0 reads this {dtype} array byte-swapped (wrong values)")
+
+
+@rule("NCZ-INTEROP-C490-STRATTR", Severity.WARNING,
+       source="netcdf-c 4.9.0 (Debian ncdump); tests/check/test_interop.py")
+def c490_string_attr(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.9.0 cannot open a pure-Zarr dataset with an attribute that is a list of texts ("Invalid
+    argument")."""
+    if ctx.nczarr:
+        return
+    for node in sorted({*ctx.groups, *ctx.arrays}):
+        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+        for name, value in zattrs.items():
+            if name != "_ARRAY_DIMENSIONS" and isinstance(value, list) and value and \
+                    all(isinstance(v, str) for v in value):
+                yield get("NCZ-INTEROP-C490-STRATTR").finding(
+                    keys.join(node, ".zattrs"), f"netcdf-c 4.9.0 cannot open this dataset: attribute {name!r} is a "
+                    "list of texts")

@@ -721,3 +721,28 @@ def _same_fill(entry: dict[str, Any], stored: dict[str, Any]) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
     return type(a) is type(b) and a == b
+
+
+# ---- what other readers do with a Zarr v3 store (predictions, each run against its reader in
+# tests/check/test_interop.py) ----------------------------------------------------------------------------------
+@rule("NCZ-V3-INTEROP-GDAL", Severity.WARNING, source="GDAL 3.6 Zarr driver; tests/check/test_interop.py")
+def v3_gdal(ctx: CheckContext) -> Iterator[Finding]:
+    """GDAL 3.6 reads an older Zarr v3 draft: it shows none of a v3 store's arrays or attributes."""
+    if nodes(ctx).docs:
+        yield get("NCZ-V3-INTEROP-GDAL").finding(
+            "/zarr.json", "GDAL 3.6 shows none of this Zarr v3 store's arrays (it reads an older v3 draft)")
+
+
+#: the v3 data types TensorStore's zarr3 driver has no counterpart for
+TS_V3_REFUSED = frozenset({"string", "null_terminated_bytes", "fixed_length_utf32", "bytes"})
+
+
+@rule("NCZ-V3-INTEROP-TS-TEXT", Severity.WARNING, source="TensorStore zarr3 driver; tests/check/test_interop.py")
+def v3_ts_text(ctx: CheckContext) -> Iterator[Finding]:
+    """TensorStore's zarr3 driver refuses the text data types (string, null_terminated_bytes): char and string
+    variables of a v3 store."""
+    for node, doc in _arrays(ctx):
+        name, _ = _name_config(doc.get("data_type"))
+        if name in TS_V3_REFUSED:
+            yield get("NCZ-V3-INTEROP-TS-TEXT").finding(
+                _meta_key(node), f"TensorStore cannot open this array: data type {name} is not one it reads")

@@ -27,7 +27,7 @@ def source_traits(dataset: Dataset) -> Source:
     compressors: set[str] = set()
     types: set[str] = set()
     names: set[str] = set()
-    unlimited = False
+    unlimited = big = False
     for _, group in dataset.root.walk():
         unlimited |= any(dim.unlimited for dim in group.dimensions.values())
         types.update(a.type for a in group.attributes.values())
@@ -35,6 +35,7 @@ def source_traits(dataset: Dataset) -> Source:
             char |= var.type == "char"
             strings |= var.type == "string"
             scalars |= var.is_scalar
+            big |= var.endianness == "big" and var.type not in ("byte", "ubyte", "char", "string")
             over |= bool(var.chunks) and any(c > s > 0 for c, s in zip(var.chunks or (), var.shape, strict=False))
             types.update(a.type for n, a in var.attributes.items() if n != "_FillValue")
             names.update(n for n in var.attributes if n != "_FillValue")
@@ -43,7 +44,8 @@ def source_traits(dataset: Dataset) -> Source:
                 (compressors if cid in COMPRESSORS else filters).add(cid)
     return Source(char=char, strings=strings, scalars=scalars, groups=bool(dataset.root.groups),
                   filters=frozenset(filters), compressors=frozenset(compressors), attribute_types=frozenset(types),
-                  variable_attributes=frozenset(names), chunks_over_shape=over, unlimited=unlimited)
+                  variable_attributes=frozenset(names), chunks_over_shape=over, unlimited=unlimited,
+                  big_endian=big)
 
 
 def container_of(kind: str) -> str:
