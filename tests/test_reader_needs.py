@@ -47,6 +47,11 @@ def _write_source(path: Path, kind: str) -> None:
             t[:] = [0.0, 1.0]
         elif kind == "units":
             v.units = "K"
+        elif kind == "bigendian":
+            b = nc.createVariable("b", "f4", ("x",), endian="big")
+            b[:] = [0.5, 1.0, 2.0, 4.0]
+        elif kind == "stringattr":
+            nc.setncattr_string("names", ["a", "bb"])
         elif kind == "int64attr":
             v.big = np.int64(2**62 + 1)
         elif kind == "groups":
@@ -99,6 +104,8 @@ RECIPES: dict[str, Recipe] = {
     "gdal-properties": Recipe("units", {}),
     "gdal-int64-attributes": Recipe("int64attr", {}),
     "c490-chunk-over": Recipe("unlimited", {"compression": "none", "flavor": "zarr"}),
+    "c490-byteorder": Recipe("bigendian", {"compression": "none", "flavor": "zarr"}),
+    "c490-string-attrs": Recipe("stringattr", {"compression": "none", "flavor": "zarr"}),
     "c490-unlimited": Recipe("unlimited", {"compression": "none", "flavor": "zarr", "chunks": "capped"}),
     "c410-zarr-unlimited": Recipe("unlimited", {"flavor": "zarr"}),
     "ours-zarr-unlimited": Recipe("unlimited", {"flavor": "zarr"}),
@@ -125,7 +132,8 @@ def test_the_table_refuses_a_reader_or_a_need_twice() -> None:
 
 def _sources(tmp: Path) -> dict[str, Path]:
     out = {}
-    for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr"):
+    for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr", "bigendian",
+                 "stringattr"):
         out[kind] = tmp / f"{kind}.nc"
         _write_source(out[kind], kind)
     return out

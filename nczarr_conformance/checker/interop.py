@@ -363,7 +363,7 @@ def _char(ctx: CheckContext, akey: str) -> bool:
     return dtype == ">S1" or (dtype == "|S1" and not ctx.nczarr)
 
 
-@rule("NCZ-INTEROP-GDAL-CHARNUL", Severity.INFO, source="GDAL 3.6 Zarr driver; tests/check/test_interop.py")
+@rule("NCZ-INTEROP-GDAL-CHARNUL", Severity.WARNING, source="GDAL 3.6 Zarr driver; tests/check/test_interop.py")
 def gdal_char_nul(ctx: CheckContext) -> Iterator[Finding]:
     """GDAL 3.6 reads a char array's NUL bytes as empty strings (its strings end at a NUL)."""
     for akey in sorted(ctx.arrays):

@@ -212,6 +212,13 @@ def test_c410_upper(tmp_path):
     assert "NCZ-INTEROP-C410-UPPER" not in _rules(current)
     theirs = netcdf4.read(_url(current))
     assert (theirs.root.attributes["s"].type, list(theirs.root.groups["g"].dimensions)) == ("short", ["y"])
+    # the upper-case layout with nothing to re-infer (an int attribute, no sub-group dimensions) reads right
+    plain = Group({"x": Dimension(2)}, attributes={"i": Attribute("int", np.array([7], "i4"))})
+    plain.variables["v"] = Variable("int", ["/x"], (2,), {}, np.arange(2, dtype="i4"))
+    upper = _write(tmp_path, plain, "nczarr-2-upper", "plain")
+    assert "NCZ-INTEROP-C410-UPPER" not in _rules(upper)
+    theirs = netcdf4.read(_url(upper))
+    assert (theirs.root.attributes["i"].type, theirs.root.attributes["i"].value.tolist()) == ("int", [7])
 
 
 def test_c410_jsonchar(tmp_path):
@@ -633,7 +640,9 @@ def test_every_interop_rule_has_a_test_here():
                "NCZ-INTEROP-XARRAY-NODIMS", "NCZ-INTEROP-C410-DTYPE", "NCZ-INTEROP-C410-CODEC",
                "NCZ-INTEROP-C410-FORDER", "NCZ-INTEROP-C410-PURECHAR", "NCZ-INTEROP-TS-FILTERS",
                "NCZ-INTEROP-TS-STRINGFILL", "NCZ-INTEROP-ZIP-LIBZIP", "NCZ-INTEROP-ZIP-NESTED",
-               "NCZ-INTEROP-GDAL-SHUFFLE", "NCZ-INTEROP-C490-KEYS", "NCZ-INTEROP-C490-CHUNKOVER"}
+               "NCZ-INTEROP-GDAL-SHUFFLE", "NCZ-INTEROP-C490-KEYS", "NCZ-INTEROP-C490-CHUNKOVER",
+               "NCZ-INTEROP-U1CHAR-ZARR", "NCZ-INTEROP-GDAL-CHARNUL", "NCZ-INTEROP-TS-CHAR", "NCZ-INTEROP-GDAL-INT64ATTR",
+               "NCZ-INTEROP-C490-BYTEORDER", "NCZ-INTEROP-C490-STRATTR"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered
 
 
@@ -721,3 +730,126 @@ def test_c490_chunkover(tmp_path):
             assert dumped.returncode == 1 and "NCZarr error" in dumped.stderr, dumped.stderr
         else:
             assert dumped.returncode == 0 and " v = 0, 1, 2, 3 ;" in dumped.stdout, dumped.stderr
+
+
+
+def _peer(peer_id: str):
+    from nczarr_conformance.peers.base import PEERS
+
+    peer = PEERS[peer_id]
+    reason = peer.available()
+    if reason:
+        require_tool(peer_id) if peer_id == "gdal" else require_module(peer_id)
+    return peer
+
+
+def _char_grid() -> Group:
+    root = Group({"x": Dimension(2), "n": Dimension(3)})
+    root.variables["c"] = Variable("char", ["/x", "/n"], (2, 3), {}, np.array([[b"a", b"b", b""], [b"c", b"", b""]],
+                                                                               "S1"))
+    return root
+
+
+def test_u1char_zarr(tmp_path):
+    """netcdf-c 4.9.0's <U1 char: zarr-python (so xarray) fails on it; the 4.10 layout's >S1 aside, |S1 reads."""
+    zarr_python = _peer("zarr-python")
+    upper = _write(tmp_path, _char_grid(), "nczarr-2-upper", "u1")
+    assert "NCZ-INTEROP-U1CHAR-ZARR" in _rules(upper)
+    with pytest.raises(ValueError):  # "cannot reshape …" or "When changing to a larger dtype …", by shape
+        zarr_python.read(str(upper))
+    pure = _write(tmp_path, _char_grid(), "zarr", "u1")
+    assert "NCZ-INTEROP-U1CHAR-ZARR" not in _rules(pure)
+    assert np.asarray(zarr_python.read(str(pure)).root.variables["c"].data).ravel()[0] == b"a"
+
+
+def test_gdal_charnul(tmp_path):
+    """GDAL reads a char array's NUL bytes as "" (the rule is silent where there is no char array)."""
+    gdal = _peer("gdal")
+    path = _write(tmp_path, _char_grid(), "zarr", "nul")
+    assert "NCZ-INTEROP-GDAL-CHARNUL" in _rules(path)
+    values = [str(v) for v in np.ravel(gdal.read(str(path)).root.variables["c"].data)]
+    assert values == ["a", "b", "", "c", "", ""]  # NUL read as the empty string
+    assert "NCZ-INTEROP-GDAL-CHARNUL" not in _rules(_write(tmp_path, _ints(), "zarr", "nochar"))
+
+
+def test_ts_char(tmp_path):
+    """TensorStore reads a pure-Zarr |S1 char array as empty strings; the same bytes as |u1 it reads right."""
+    ts = _peer("tensorstore")
+    path = _write(tmp_path, _char_grid(), "zarr", "tschar")
+    assert "NCZ-INTEROP-TS-CHAR" in _rules(path)
+    values = [v for v in np.ravel(ts.read(str(path)).root.variables["c"].data)]
+    assert values != [b"a", b"b", b"", b"c", b"", b""] and set(map(bytes, values)) <= {b""}, values
+    assert "NCZ-INTEROP-TS-CHAR" not in _rules(_write(tmp_path, _ints(), "zarr", "tsnochar"))
+    assert np.asarray(ts.read(str(_write(tmp_path, _ints(), "zarr", "tsints"))).root.variables["v"].data).tolist() \
+        == [0, 1, 2, 3]
+
+
+def _int64_attr(value: int) -> Group:
+    root = _ints()
+    root.variables["v"].attributes["big"] = Attribute("int64", np.array([value], "i8"))
+    return root
+
+
+def test_gdal_int64attr(tmp_path):
+    """GDAL reads integer attributes as doubles: 2**62 + 1 comes back rounded; 2**40 + 1 exactly."""
+    gdal = _peer("gdal")
+    big = _write(tmp_path, _int64_attr(2**62 + 1), "zarr", "big")
+    assert "NCZ-INTEROP-GDAL-INT64ATTR" in _rules(big)
+    seen = gdal.read(str(big)).root.variables["v"].attributes["big"].value
+    assert int(np.ravel(seen)[0]) != 2**62 + 1
+    small = _write(tmp_path, _int64_attr(2**40 + 1), "zarr", "small")
+    assert "NCZ-INTEROP-GDAL-INT64ATTR" not in _rules(small)
+    assert int(np.ravel(gdal.read(str(small)).root.variables["v"].attributes["big"].value)[0]) == 2**40 + 1
+
+
+def test_c490_byteorder(tmp_path):
+    """ncdump 4.9.0 reads a pure-Zarr >f4 array byte-swapped; <f4 right."""
+    for endianness, fires in (("big", True), ("little", False)):
+        root = Group({"x": Dimension(2)})
+        root.variables["f"] = Variable("float", ["/x"], (2,), {}, np.array([0.5, 2.0], "f4"), endianness=endianness)
+        path = _write(tmp_path, root, "zarr", f"bo-{endianness}")
+        assert ("NCZ-INTEROP-C490-BYTEORDER" in _rules(path)) is fires
+        dumped = _ncdump(path)
+        assert dumped.returncode == 0, dumped.stderr
+        assert (" f = 0.5, 2 ;" in dumped.stdout) is not fires, dumped.stdout
+
+
+def test_c490_strattr(tmp_path):
+    """ncdump 4.9.0 cannot open a pure-Zarr store with a list-of-texts attribute; a single text it reads."""
+    for attr, fires in ((Attribute("string", np.array(["a", "bb"], dtype=object)), True),
+                        (Attribute("char", "a"), False)):
+        root = _ints()
+        root.attributes["sa"] = attr
+        path = _write(tmp_path, root, "zarr", f"sa-{fires}")
+        assert ("NCZ-INTEROP-C490-STRATTR" in _rules(path)) is fires
+        dumped = _ncdump(path)
+        if fires:
+            assert dumped.returncode == 1 and "Invalid argument" in dumped.stderr, dumped.stderr
+        else:
+            assert dumped.returncode == 0 and " v = 0, 1, 2, 3 ;" in dumped.stdout, dumped.stderr
+
+
+def _v3(tmp_path: Path, root: Group, name: str) -> Path:
+    from nczarr_conformance.zarr3.writer import write_dataset as write_v3
+
+    path = tmp_path / f"{name}.v3"
+    with DirectoryStore(path, "w") as store:
+        write_v3(Dataset(root), store)
+    return path
+
+
+def test_v3_gdal_and_tensorstore_text(tmp_path):
+    """GDAL 3.6 shows no array of a Zarr v3 store; TensorStore refuses v3 char arrays and reads the numbers."""
+    gdal, ts = _peer("gdal"), _peer("tensorstore")
+    root = _char_grid()
+    root.variables["v"] = Variable("int", ["/x"], (2,), {}, np.arange(2, dtype="i4"))
+    path = _v3(tmp_path, root, "v3")
+    findings = {(f.rule, f.key) for f in check(str(path)).findings}
+    assert ("NCZ-V3-INTEROP-GDAL", "/zarr.json") in findings
+    assert gdal.read(str(path)).root.variables == {}
+    assert {k for r, k in findings if r == "NCZ-V3-INTEROP-TS-TEXT"} == {"/c/zarr.json"}
+    with pytest.raises(ValueError, match="null_terminated_bytes"):
+        ts.read(str(path))
+    numbers = _v3(tmp_path, _ints(), "v3ints")
+    assert not {f.rule for f in check(str(numbers)).findings} & {"NCZ-V3-INTEROP-TS-TEXT"}
+    assert np.asarray(ts.read(str(numbers)).root.variables["v"].data).tolist() == [0, 1, 2, 3]
