@@ -123,7 +123,8 @@ def _filters(variable: LazyVariable) -> dict[str, Any]:
             out.update(bzip2=True, complevel=int(config.get("level", 0)))
         elif codec == "blosc":
             out.update(blosc={"compressor": f"blosc_{config.get('cname', 'lz4')}",
-                              "shuffle": _blosc_shuffle(config.get("shuffle", 1))}, complevel=int(config.get("clevel", 0)))
+                              "shuffle": _blosc_shuffle(config.get("shuffle", 1))},
+                       complevel=int(config.get("clevel", 0)))
         elif codec == "shuffle":
             out["shuffle"] = True
         elif codec == "fletcher32":
