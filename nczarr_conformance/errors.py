@@ -36,6 +36,11 @@ class UnsupportedError(FormatError):
     """A valid dataset uses something the chosen flavor or reader cannot express."""
 
 
+class MissingDependencyError(NczarrError):
+    """A package this job needs is not installed (a codec numcodecs builds only with it): the line names the
+    package to install, since nothing about the input or the command is wrong."""
+
+
 class DuplicateIdError(UsageError, ValueError):
     """Two registrations claim one id (a peer, a check rule, a fix): the line names where each came from,
     so a plugin that clashes with a built-in, or with another plugin, is found without a traceback."""
