@@ -100,8 +100,9 @@ def crc32c_codec(where: str | None = None, location: str = "end") -> Codec:
     codec_class = getattr(numcodecs, "CRC32C", None)
     if codec_class is None:
         prefix = f"{where}: " if where else ""
-        raise MissingDependencyError(f"{prefix}the crc32c checksum (Zarr v3's crc32c codec, every shard index) needs the "
-                                     f"{CRC32C_PACKAGE} package, which is not installed: pip install {CRC32C_PACKAGE}")
+        raise MissingDependencyError(f"{prefix}the crc32c checksum (Zarr v3's crc32c codec, every shard index) needs "
+                                     f"the {CRC32C_PACKAGE} package, which is not installed: "
+                                     f"pip install {CRC32C_PACKAGE}")
     codec: Codec = codec_class(location=location)
     return codec
 

@@ -1,4 +1,4 @@
-"""`--shard` needs numcodecs' CRC32C (every shard index carries a crc32c): a runtime dependency, and its absence one line.
+"""`--shard` needs numcodecs' CRC32C (every shard index carries a crc32c): a dependency; its absence one line.
 
 numcodecs registers ``CRC32C`` only when a crc32c implementation imports (``google_crc32c``, or the older
 ``crc32c`` it still falls back to); without one, ``numcodecs.CRC32C`` is an AttributeError that named nothing.
