@@ -165,7 +165,7 @@ class RemoteStore(Store):
     def why_no_dataset(self) -> str | None:
         """Plain HTTP: what the server answers for the URL itself. A 404 there is the status, as such (every
         root object answered 404 too); a zip file (its first bytes, whatever its name) is what it is: HTTP reads
-        a store's objects one URL each, never a zip's members. S3, GCS, Azure: None (a prefix is no object)."""
+        a store's objects one URL each, not a zip's members. S3, GCS, Azure: None (a prefix is no object)."""
         import obstore
 
         if self.kind != "http":
