@@ -38,7 +38,7 @@ import numcodecs
 import numpy as np
 from numcodecs.abc import Codec
 
-from nczarr_conformance.errors import FormatError, UnsupportedError
+from nczarr_conformance.errors import FormatError, MissingDependencyError, UnsupportedError
 
 
 class InflateError(FormatError):
@@ -88,6 +88,25 @@ def normalize(config: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+#: What numcodecs' CRC32C needs: numcodecs registers the codec only when a crc32c implementation imports, and
+#: from 0.16.4 it takes this one (it still takes the older ``crc32c`` package, with a DeprecationWarning)
+CRC32C_PACKAGE = "google-crc32c"
+
+
+def crc32c_codec(where: str | None = None, location: str = "end") -> Codec:
+    """numcodecs' CRC32C (Zarr v3's ``crc32c`` codec, a shard index's checksum), or one line naming the package
+    to install (and ``where``, the array that needs it): without one numcodecs has no ``CRC32C`` at all, and
+    the AttributeError named nothing."""
+    codec_class = getattr(numcodecs, "CRC32C", None)
+    if codec_class is None:
+        prefix = f"{where}: " if where else ""
+        raise MissingDependencyError(f"{prefix}the crc32c checksum (Zarr v3's crc32c codec, every shard index) needs "
+                                     f"the {CRC32C_PACKAGE} package, which is not installed: "
+                                     f"pip install {CRC32C_PACKAGE}")
+    codec: Codec = codec_class(location=location)
+    return codec
+
+
 def build(config: Any, itemsize: int) -> Codec | None:
     """One codec from its JSON configuration (None stays None)."""
     if config is None:
@@ -97,6 +116,8 @@ def build(config: Any, itemsize: int) -> Codec | None:
     cfg = normalize(config)
     if cfg["id"] == "shuffle" and not cfg.get("elementsize"):
         cfg["elementsize"] = itemsize
+    if cfg["id"] == "crc32c":
+        return crc32c_codec(location=cfg.get("location", "end"))
     try:
         return numcodecs.get_codec(cfg)
     except (ValueError, KeyError, TypeError) as exc:

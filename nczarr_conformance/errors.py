@@ -32,8 +32,22 @@ class FormatError(NczarrError):
     """The bytes are there but they are not a dataset we can read."""
 
 
+#: What a reader of either Zarr version looked for at a store's root and did not find
+NO_DATASET = "no dataset here: none of /.zgroup, /.zarray (Zarr v2) or /zarr.json (Zarr v3) exists"
+
+
+class NoDatasetError(FormatError):
+    """No root metadata at all: the store, or the URL, holds no dataset. Its own class so that each layer
+    can say it better where it knows more (a v3 reader looked too; an HTTP server answered 404 for the URL)."""
+
+
 class UnsupportedError(FormatError):
     """A valid dataset uses something the chosen flavor or reader cannot express."""
+
+
+class MissingDependencyError(NczarrError):
+    """A package this job needs is not installed (a codec numcodecs builds only with it): the line names the
+    package to install, since nothing about the input or the command is wrong."""
 
 
 class DuplicateIdError(UsageError, ValueError):

@@ -96,12 +96,25 @@ class NCZarrArray(BackendArray):
         return {**self.__dict__, "variable": None, "shared": None}
 
 
+#: Zarr v3's blosc ``shuffle`` names → the numbers numcodecs (Zarr v2) and netCDF4-python's ``filters()`` use
+_BLOSC_SHUFFLE_NUMBERS = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+
+def _blosc_shuffle(value: Any) -> Any:
+    """A blosc codec's shuffle as a number, from either spelling: v2's numcodecs writes 0/1/2 (or -1,
+    numcodecs' AUTOSHUFFLE), v3's ``zarr.json`` writes "noshuffle"/"shuffle"/"bitshuffle". A name
+    neither spelling knows is passed on as written: the encoding reports, the chunk reader refuses."""
+    if isinstance(value, str):
+        return _BLOSC_SHUFFLE_NUMBERS.get(value, value)
+    return int(value)
+
+
 def _filters(variable: LazyVariable) -> dict[str, Any]:
-    """netCDF4-python's ``Variable.filters()`` for the variable's codec chain."""
+    """netCDF4-python's ``Variable.filters()`` for the variable's codec chain (v2 numcodecs or v3 codec configs)."""
     out: dict[str, Any] = {"zlib": False, "szip": False, "zstd": False, "bzip2": False, "blosc": False,
                            "shuffle": False, "complevel": 0, "fletcher32": False}
     for config in variable.model.filters or []:
-        codec = config.get("id")
+        codec = str(config.get("id", "")).removeprefix("numcodecs.")  # v3 names numcodecs' own codecs so
         if codec in ("zlib", "gzip"):
             out.update(zlib=True, complevel=int(config.get("level", 0)))
         elif codec == "zstd":
@@ -110,7 +123,8 @@ def _filters(variable: LazyVariable) -> dict[str, Any]:
             out.update(bzip2=True, complevel=int(config.get("level", 0)))
         elif codec == "blosc":
             out.update(blosc={"compressor": f"blosc_{config.get('cname', 'lz4')}",
-                              "shuffle": int(config.get("shuffle", 1))}, complevel=int(config.get("clevel", 0)))
+                              "shuffle": _blosc_shuffle(config.get("shuffle", 1))},
+                       complevel=int(config.get("clevel", 0)))
         elif codec == "shuffle":
             out["shuffle"] = True
         elif codec == "fletcher32":

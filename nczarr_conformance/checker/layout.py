@@ -17,7 +17,8 @@ from nczarr_conformance.nczarr.flavors import KNOWN_VERSIONS
 def no_dataset(ctx: CheckContext) -> Iterator[Finding]:
     """There is a dataset at the URL: a root /.zgroup."""
     if ctx.flavor == "unknown":
-        yield get("NCZ-LAYOUT-NODATASET").finding(None, "no dataset at this URL: no /.zgroup (nor /.zarray, /.nczarr)")
+        why = ctx.store.why_no_dataset() or "none of /.zgroup, /.zarray, /.nczarr (Zarr v2) or /zarr.json (Zarr v3)"
+        yield get("NCZ-LAYOUT-NODATASET").finding(None, f"no dataset at this URL: {why}")
 
 
 @rule("NCZ-STORE-UNSAFE", Severity.ERROR, source="zip slip / path traversal (CWE-22)")

@@ -59,6 +59,7 @@ import numcodecs
 import numpy as np
 
 from nczarr_conformance import keys
+from nczarr_conformance.codecs import crc32c_codec
 from nczarr_conformance.conversion.append import (
     AppendStats,
     InputChanged,
@@ -137,7 +138,7 @@ def encode_shard(sharding: Sharding, arr: np.ndarray, fill_value: Any) -> bytes:
         offset += len(payload)
     index = table.astype(">u8" if sharding.index_endian == "big" else "<u8").tobytes()
     if sharding.index_crc:
-        index = bytes(numcodecs.CRC32C(location="end").encode(index))
+        index = bytes(crc32c_codec().encode(index))
     return index + b"".join(parts) if sharding.index_at_start else b"".join(parts) + index
 
 

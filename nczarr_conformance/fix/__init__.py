@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nczarr_conformance import safety
-from nczarr_conformance.errors import NczarrError, StoreError
+from nczarr_conformance.errors import NczarrError, NoDatasetError, StoreError
 from nczarr_conformance.fix import fixes  # noqa: F401  (registers the fixes)
 from nczarr_conformance.fix.apply import (
     PartlyWritten,
@@ -40,7 +40,7 @@ from nczarr_conformance.fix.to_v3 import TO_V3, plan_to_v3
 from nczarr_conformance.fix.verify import check_migration, check_readers
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.base import Store
-from nczarr_conformance.stores.sniff import netcdf_file_error
+from nczarr_conformance.stores.sniff import explain_open_failure, netcdf_file_error
 from nczarr_conformance.urls import StoreSpec, parse
 
 __all__ = ["FIXES", "READERS", "Change", "Fix", "FixResult", "Plan", "fix_store", "for_rule", "make_plan"]
@@ -69,7 +69,7 @@ def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, target
     """
     from nczarr_conformance.stores import lock_for_writing
 
-    way = _Way.migration(to_v3, url) if to_v3 is not None else _Way.fixes(parse_targets(targets))
+    way = _Way.migration(to_v3, url) if to_v3 is not None else _Way.fixes(parse_targets(targets), url)
     if out is not None or dry_run:
         return _fix_store(url, way, out=out, dry_run=dry_run, backup=backup)
     with lock_for_writing(url):
@@ -85,8 +85,14 @@ class _Way:
     check: Callable[..., None]
 
     @staticmethod
-    def fixes(chosen: frozenset[str]) -> _Way:
-        return _Way(lambda store, can: make_plan(store, chosen, can_rewrite_chunks=can), check_readers)
+    def fixes(chosen: frozenset[str], url: str) -> _Way:
+        def plan(store: Store, can: bool) -> Plan:
+            try:
+                return make_plan(store, chosen, can_rewrite_chunks=can)
+            except NoDatasetError as exc:  # named with the store's path, and what its server says
+                raise explain_open_failure(store, url, exc) from exc
+
+        return _Way(plan, check_readers)
 
     @staticmethod
     def migration(flavor: str, url: str) -> _Way:
@@ -112,10 +118,12 @@ def _fix_store(url: str, way: _Way, *, out: str | None, dry_run: bool, backup: b
             plan = way.plan(source, not (out_spec is None and spec.kind == "s3"))
             if out_spec is None:
                 text = render_diff(plan) + _text([f"note: {n}" for n in plan.notes])
-                return FixResult(plan, text or "nothing to fix\n")
+                return FixResult(plan, text or f"{plan.nothing}\n")
             lines = list(iter_changes(plan))
             way.check(source, plan, url)
             write_copy(source, out_spec, plan)
+        if plan.empty:
+            lines.append(plan.nothing)
         lines.append(f"fixed copy written: {out}")
         if not plan.empty:
             lines.append(_summary(plan))
@@ -125,7 +133,7 @@ def _fix_store(url: str, way: _Way, *, out: str | None, dry_run: bool, backup: b
         with open_store(spec) as view:
             first = way.plan(view, True)
         if first.empty:
-            return FixResult(first, _text([*iter_changes(first), "nothing to fix"]))
+            return FixResult(first, _text([*iter_changes(first), first.nothing]))
     return _fix_in_place(spec, way, backup)
 
 
@@ -144,7 +152,7 @@ def _fix_in_place(spec: StoreSpec, way: _Way, backup: bool) -> FixResult:
         plan = way.plan(session.store, spec.kind != "s3")
         lines = list(iter_changes(plan))
         if plan.empty:
-            return FixResult(plan, _text([*lines, "nothing to fix"]))
+            return FixResult(plan, _text([*lines, plan.nothing]))
         saved = None
         try:
             way.check(session.store, plan, session.where, beside=local_path(spec))

@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 from nczarr_conformance import keys
-from nczarr_conformance.errors import FormatError
+from nczarr_conformance.errors import NO_DATASET, FormatError, NoDatasetError
 from nczarr_conformance.nczarr.attrs import unparse
 from nczarr_conformance.nczarr.flavors import MetadataSource, detect, load_json
 from nczarr_conformance.stores.base import Store
@@ -47,7 +47,7 @@ class FixContext:
             self.raw[key] = data
             self.original[key] = doc
         if "/.zgroup" not in self.original and "/.zarray" not in self.original:
-            raise FormatError("no dataset here: neither /.zgroup nor /.zarray exists")
+            raise NoDatasetError(NO_DATASET)  # make_plan took a v3 store before: zarr.json was looked for too
         self.flavor, _ = detect(MetadataSource(store, use_consolidated=False))
         self.docs: dict[str, Any] = copy.deepcopy(self.original)
         #: array node → the new .zarray its chunks are re-encoded for

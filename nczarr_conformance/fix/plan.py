@@ -24,6 +24,10 @@ from nczarr_conformance.fix.registry import FIXES, READERS, Change
 from nczarr_conformance.nczarr.dtypes import parse_dtype
 from nczarr_conformance.nczarr.flavors import load_json
 from nczarr_conformance.stores.base import Store
+from nczarr_conformance.zarr3.reader import is_v3
+
+#: nczarr-fix's last line on a Zarr v3 store (``--to-v3`` migrates v2 → v3; the fixes are v2's)
+V3_NOTHING = "Zarr v3 store: nothing to fix"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,8 @@ class Plan:
     all_keys: list[str] = field(default_factory=list)
     #: the metadata objects as read when planning (key → stored bytes), so the check need not read them again
     raw: dict[str, bytes] = field(default_factory=dict)
+    #: the line that ends a run with no edit
+    nothing: str = "nothing to fix"
 
     @property
     def empty(self) -> bool:
@@ -110,7 +116,12 @@ def _is_chunk(key: str, node: str) -> bool:
 
 def make_plan(store: Store, targets: frozenset[str], *, can_rewrite_chunks: bool = True,
               only: list[str] | None = None) -> Plan:
-    """Run every fix (``only``: these ids) serving ``targets`` over the store's metadata, in memory."""
+    """Run every fix (``only``: these ids) serving ``targets`` over the store's metadata, in memory.
+
+    A Zarr v3 store has nothing to fix: every fix edits v2 metadata (``.zarray``, ``.zattrs``, ``.zmetadata``),
+    so the plan is empty and says why, rather than the v2 context's "no dataset here"."""
+    if is_v3(store):
+        return Plan("zarr-v3", targets, [], [], [], [], nothing=V3_NOTHING)
     ctx = FixContext(store, targets, can_rewrite_chunks=can_rewrite_chunks)
     changes: list[Change] = []
     for fix_id, f in FIXES.items():

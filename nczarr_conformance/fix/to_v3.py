@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from nczarr_conformance import keys
-from nczarr_conformance.errors import FormatError, UnsupportedError, UsageError
+from nczarr_conformance.errors import NO_DATASET, FormatError, NoDatasetError, UnsupportedError, UsageError
 from nczarr_conformance.fix.plan import ObjectEdit, Plan
 from nczarr_conformance.fix.registry import READERS, Change
 from nczarr_conformance.model import Variable
@@ -231,7 +231,7 @@ def plan_to_v3(store: Store, flavor: str = "zarr") -> Plan:
         if "/zarr.json" in raw:  # a run that committed (a rerun after a kill lands here): nothing left to do
             return Plan("zarr-v3", frozenset(READERS), [], [], [], ["already Zarr v3 (/zarr.json, no /.zgroup): "
                                                                     "nothing to migrate"], list(all_keys), raw)
-        raise FormatError("no dataset here: neither /.zgroup nor /.zarray exists")
+        raise NoDatasetError(NO_DATASET)
     if "/.zgroup" not in raw:
         raise UnsupportedError("a single array at the root (no /.zgroup) is not migrated; only datasets (groups)")
     _refuse_stale_consolidated(raw)

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from nczarr_conformance import keys
-from nczarr_conformance.errors import FormatError
+from nczarr_conformance.errors import FormatError, NoDatasetError
 from nczarr_conformance.limits import check_json_depth
 from nczarr_conformance.nczarr import lenient_json
 from nczarr_conformance.stores.base import Store
@@ -130,4 +130,4 @@ def detect(meta: MetadataSource) -> tuple[str, dict[str, Any] | None]:
         return "zarr", None
     if meta.get("/.zarray") is not None:
         return "zarr", None
-    raise FormatError("no dataset here: neither /.zgroup nor /.zarray exists")
+    raise NoDatasetError("no dataset here: neither /.zgroup nor /.zarray exists")  # open_reader adds v3's zarr.json

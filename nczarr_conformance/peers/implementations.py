@@ -14,14 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance import __version__
+from nczarr_conformance import __version__, keys
 from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.errors import UnsupportedError
 from nczarr_conformance.model import (
     Attribute,
     Dataset,
+    Dimension,
     Group,
     Variable,
+    attribute_from_python,
     is_internal_attribute,
 )
 from nczarr_conformance.nczarr import attrs as attr_codec
@@ -479,6 +481,62 @@ class XarrayDatatree(PythonPackagePeer):
         return group
 
 
+class NczarrEngine(PythonPackagePeer):
+    """Our xarray engine as a user opens it: ``xarray.open_datatree(url, engine="nczarr")`` without CF decoding,
+    read back into the netCDF model as far as an xarray Dataset carries it.
+
+    The engine is a reader of its own (access/xarray_backend.py: the encoding, the attributes as
+    netCDF4-python returns them, the lazy arrays), so it has its own column: a failure that is the
+    engine's alone (a v3 blosc codec it could not describe) cannot hide behind our reader's pass. What
+    an xarray Dataset cannot carry is taken as xarray gives it: a dimension belongs to the outermost
+    group whose variables use it (no variable: it is not seen), and a one-valued string attribute reads
+    as char text, as netCDF4-python hands both to xarray's netcdf4 engine.
+    """
+
+    id, name, reads, capabilities, package = ("nczarr-engine", 'xarray engine="nczarr" (open_datatree)', True, ALL,
+                                              "xarray")
+
+    def read(self, url: str) -> Dataset:
+        import xarray as xr
+
+        tree = xr.open_datatree(url, engine="nczarr", decode_cf=False, mask_and_scale=False, decode_times=False)
+        try:
+            return Dataset(self._group(tree, "/", {}))
+        finally:
+            tree.close()
+
+    def _group(self, node: Any, path: str, outer: dict[str, str]) -> Group:
+        """The group at ``path``; ``outer``: dimension name → the path of the ancestor group defining it."""
+        ds = node.to_dataset(inherit=False)
+        unlimited = set(ds.encoding.get("unlimited_dims") or ())
+        group = Group(attributes={n: attribute_from_python(v) for n, v in ds.attrs.items()})
+        visible = dict(outer)
+        for name, size in ds.sizes.items():
+            if str(name) not in outer:
+                group.dimensions[str(name)] = Dimension(int(size), str(name) in unlimited)
+                visible[str(name)] = keys.join(path, str(name))
+        for name, var in ds.variables.items():
+            group.variables[str(name)] = self._variable(var, visible)
+        for name, child in node.children.items():
+            group.groups[str(name)] = self._group(child, keys.join(path, str(name)), visible)
+        return group
+
+    @staticmethod
+    def _variable(var: Any, visible: dict[str, str]) -> Variable:
+        values = np.asarray(var.values)
+        if values.dtype.kind == "S" and values.dtype.itemsize == 1:
+            nctype = "char"
+        elif values.dtype.kind in ("O", "U"):
+            nctype, values = "string", values.astype(object)
+        else:
+            nctype = nctype_of_numpy(values.dtype)
+        attrs = {n: attribute_from_python(v) for n, v in var.attrs.items()}
+        if nctype == "char" and "_FillValue" in attrs:  # the engine gives a char fill as bytes, as netcdf4's does
+            fill = var.attrs["_FillValue"]
+            attrs["_FillValue"] = Attribute("char", fill.decode("latin-1") if isinstance(fill, bytes) else str(fill))
+        return Variable(nctype, [visible[str(d)] for d in var.dims], tuple(values.shape), attrs, values)
+
+
 GDAL_TYPES = {"Int8": "i1", "Byte": "u1", "Int16": "i2", "UInt16": "u2", "Int32": "i4", "UInt32": "u4", "Int64": "i8",
               "UInt64": "u8", "Float32": "f4", "Float64": "f8"}
 
@@ -688,7 +746,8 @@ class TensorStoreV3(TensorStore):
 for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2", "ours-nczarr-2"),
               Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
               Ours("zarr", "ours-zarr-v3", zarr_format=3), NetCDFC410(), NetCDFC410Fixed(), ZarrPython(),
-              ZarrPythonV3(), Xarray(), XarrayV3(), XarrayDatatree(), Gdal(), TensorStore(), TensorStoreV3()):
+              ZarrPythonV3(), Xarray(), XarrayV3(), XarrayDatatree(), NczarrEngine(), Gdal(), TensorStore(),
+              TensorStoreV3()):
     register(_peer)
 
 

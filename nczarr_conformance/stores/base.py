@@ -190,6 +190,13 @@ class Store(ABC):
         objects all came from one dataset; local stores need nothing.
         """
 
+    def why_no_dataset(self) -> str | None:
+        """Why the root holds no metadata, in the store's own terms, when it knows better than "none of
+        the root objects exists" (a web server that answers 404 for the URL itself, a zip file served
+        over HTTP), worded to follow "no dataset here: "; None: that generic line says it. Asked only
+        once a reader found no dataset."""
+        return None
+
     def pin(self) -> Pin | None:
         """The dataset this read store opened, named so that a reader in another process (a dask
         worker) can be held to it (:meth:`hold_to`, :func:`stores.reopen`); None: nothing to hold to.

@@ -162,6 +162,36 @@ class RemoteStore(Store):
         except Exception as exc:
             raise self._fail(exc, f"head {key}") from exc
 
+    def why_no_dataset(self) -> str | None:
+        """Plain HTTP: what the server answers for the URL itself. A 404 there is the status, as such (every
+        root object answered 404 too); a zip file (its first bytes, whatever its name) is what it is: HTTP reads
+        a store's objects one URL each, not a zip's members. S3, GCS, Azure: None (a prefix is no object)."""
+        import obstore
+
+        if self.kind != "http":
+            return None
+        try:
+            obstore.head(self._store, "")
+        except FileNotFoundError:
+            return "HTTP 404 Not Found at this URL"
+        except Exception as exc:
+            return str(self._fail(exc, "head the URL")).removeprefix(f"{self.where}: ")
+        if self._starts_with(b"PK\x03\x04"):
+            return ("a zip file served over HTTP, not a store: HTTP reads a store as one URL per object, never "
+                    "a zip's members; download the zip and read the local copy, or serve its unzipped directory")
+        return "/.zgroup, /.zarray (Zarr v2) and /zarr.json (Zarr v3) each answered HTTP 404 Not Found"
+
+    def _starts_with(self, magic: bytes) -> bool:
+        """Whether the URL's body starts with ``magic``: its first piece only, then the response is dropped."""
+        import obstore
+
+        try:
+            for piece in obstore.get(self._store, "").stream(min_chunk_size=len(magic)):
+                return bytes(piece[:len(magic)]) == magic
+        except Exception:  # a sniff: a failure here is no answer, never the error the caller reports
+            return False
+        return False
+
     def metadata_read(self) -> None:
         if self._generation is not None:
             self._generation.settle()

@@ -20,7 +20,7 @@ import os
 import re
 import stat
 
-from nczarr_conformance.errors import FormatError, NczarrError, UsageError
+from nczarr_conformance.errors import FormatError, NczarrError, NoDatasetError, UsageError
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import StoreSpec, parse
 
@@ -207,8 +207,12 @@ def output_error(url: str) -> NczarrError | None:
                       f"writes an NCZarr store: name it {stem}.zarr (a directory) or {stem}.zip, or keep the name "
                       f"with file://{os.path.abspath(spec.path)}#mode=nczarr,file")
 def explain_open_failure(store: Store, url: str, exc: FormatError) -> NczarrError:
-    """The error to show when no dataset could be read from ``store``: ``exc`` with the URL.
+    """The error to show when no dataset could be read from ``store``: ``exc`` with the URL, or, where
+    there was no dataset at all, what the store knows of why (:meth:`Store.why_no_dataset`: an HTTP status).
 
     (A Zarr v3 store is no longer refused here: ``zarr3.reader.open_reader`` reads it.)"""
-    del store
+    if isinstance(exc, NoDatasetError):
+        why = store.why_no_dataset()
+        if why is not None:
+            return NoDatasetError(f"{url}: no dataset here: {why}")
     return type(exc)(f"{url}: {exc}")

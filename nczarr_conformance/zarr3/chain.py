@@ -24,7 +24,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from nczarr_conformance import limits
-from nczarr_conformance.codecs import InflateError, bounded_decode, encoded_bound
+from nczarr_conformance.codecs import InflateError, bounded_decode, crc32c_codec, encoded_bound
 from nczarr_conformance.codecs import build as build_numcodec
 from nczarr_conformance.errors import FormatError, UnsupportedError
 from nczarr_conformance.stores.base import Store
@@ -308,8 +308,9 @@ class Sharding:
     def _index(self, raw: bytes, where: str) -> np.ndarray:
         body = raw
         if self.index_crc:
+            checksum = crc32c_codec(where)  # outside the try: a missing package is not a bad checksum
             try:
-                body = bytes(numcodecs.CRC32C(location="end").decode(raw))
+                body = bytes(checksum.decode(raw))
             except Exception as exc:
                 raise FormatError(f"{where}: shard index checksum: {exc}") from exc
         dtype = np.dtype(">u8" if self.index_endian == "big" else "<u8")

@@ -31,7 +31,7 @@ import numpy as np
 
 from nczarr_conformance import keys, limits
 from nczarr_conformance.codecs import Pipeline
-from nczarr_conformance.errors import FormatError, UnsupportedError
+from nczarr_conformance.errors import NO_DATASET, FormatError, NoDatasetError, UnsupportedError
 from nczarr_conformance.model import (
     Attribute,
     Dataset,
@@ -144,7 +144,7 @@ class V3Reader(DatasetReader):
         self.xarray = xarray
         root = self._doc("/")
         if root is None:
-            raise FormatError("no dataset here: no /zarr.json")
+            raise NoDatasetError("no dataset here: no /zarr.json")
         if node_type(root, "/zarr.json") == "array":
             raise UnsupportedError("/zarr.json: the root is a bare Zarr array, not a group; netCDF needs a root group")
         self.nz = nz.claims(root)  # NZ-1.0 (zarr3/nz.py): its bookkeeping hidden, its attribute types
@@ -348,10 +348,14 @@ def open_reader(store: Store, *, pure_zarr: bool = False, xarray: bool = True,
     """The reader for whatever ``store`` holds: NCZarr/Zarr v2, else Zarr v3.
 
     v2 is tried first, so opening a v2 store costs no GET more than before (a consolidated one
-    stays one GET); only when it finds no v2 root is a root ``zarr.json`` looked for.
+    stays one GET); only when it finds no v2 root is a root ``zarr.json`` looked for. A store with
+    neither says so naming what both versions looked for (:data:`~nczarr_conformance.errors.NO_DATASET`).
     """
     try:
         return DatasetReader(store, pure_zarr=pure_zarr, xarray=xarray, max_bytes=max_bytes)
+    except NoDatasetError as exc:
+        if not is_v3(store):
+            raise NoDatasetError(NO_DATASET) from exc
     except FormatError:
         if not is_v3(store):
             raise

@@ -64,7 +64,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from nczarr_conformance import keys
-from nczarr_conformance.codecs import bounded_decode
+from nczarr_conformance.codecs import bounded_decode, crc32c_codec
 from nczarr_conformance.codecs import build as build_numcodec
 from nczarr_conformance.errors import UnsupportedError, UsageError
 from nczarr_conformance.flavor_names import V3_FLAVORS
@@ -262,7 +262,7 @@ class ShardCodec:
             index[pos] = (offset, len(payload))
             parts.append(payload)
             offset += len(payload)
-        table = numcodecs.CRC32C(location="end").encode(index.tobytes())
+        table = crc32c_codec().encode(index.tobytes())
         return b"".join(parts) + bytes(table)
 
     def decode(self, raw: bytes, limit: int | None = None) -> bytes:
@@ -388,6 +388,7 @@ class V3Writer(DatasetWriter):
         inner = None
         if self.shard and chunks and zshape[0] > 0:
             per = min(self.shard, math.ceil(zshape[0] / chunks[0]))
+            crc32c_codec(akey)  # the index's checksum: a missing package is refused here, before a chunk is written
             inner, chunks = chunks, (per * chunks[0], *chunks[1:])
             codecs = [{"name": "sharding_indexed", "configuration": {
                 "chunk_shape": list(inner), "codecs": codecs,

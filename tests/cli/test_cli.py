@@ -164,3 +164,11 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert ci[-1] == second
     script = (repo / "scripts" / "test").read_text()
     assert "pip install" in script and "'.[test]'" in script and "-m pytest -q" in script
+
+
+def test_dump_of_an_empty_directory_names_what_v2_and_v3_look_for(tmp_path):
+    """Not "neither /.zgroup nor /.zarray exists": a v3 reader looked for /zarr.json too."""
+    result = run("nczarr-dump", str(tmp_path))
+    assert_clean_failure(result)
+    assert result.stderr == (f"nczarr-dump: {tmp_path}: no dataset here: none of /.zgroup, /.zarray (Zarr v2) or "
+                             "/zarr.json (Zarr v3) exists\n")

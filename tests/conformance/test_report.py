@@ -173,8 +173,8 @@ def test_contract_shapes(rendered):
     interop = json.loads((out / "interop.json").read_text())
     assert interop["report"] == "nczarr-interop/1"
     ids = {i["id"] for i in interop["implementations"]}
-    assert {"ours", "netcdf-c-4.10", "netcdf-c-4.9", "zarr-python", "xarray", "xarray-datatree", "gdal",
-            "tensorstore"} <= ids
+    assert {"ours", "netcdf-c-4.10", "netcdf-c-4.9", "zarr-python", "xarray", "xarray-datatree", "nczarr-engine",
+            "gdal", "tensorstore"} <= ids
     assert {c["status"] for c in interop["cells"]} <= {"pass", "deviates", "fails", "skipped"}
     for c in interop["cells"]:
         assert set(c) >= {"case", "writer", "reader", "status", "differences", "message"}

@@ -284,3 +284,25 @@ def test_list_fixes_shows_the_first_line_of_each_docstring(monkeypatch, capsys):
     assert cli_fix.main(["--list-fixes"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed[-1] == "NCZ-FIX-DOC-TEST [xarray] (cures NCZ-X-Y): Makes what --list-fixes shows."
+
+
+@pytest.mark.parametrize("args", [[], ["--dry-run"], ["--for", "xarray"]])
+def test_a_zarr_v3_store_has_nothing_to_fix(tmp_path, args):
+    """Every fix edits Zarr v2 metadata: on a v3 store (zarr-python's) nczarr-fix says so plainly, exit 0, and
+    changes nothing (it said "no dataset here: neither /.zgroup nor /.zarray exists", exit 2)."""
+    zarr = require_module("zarr")
+    g = zarr.open_group(str(tmp_path / "v3.zarr"), mode="w", zarr_format=3)
+    g.create_array("t", shape=(4,), chunks=(2,), dtype="int16", dimension_names=["t"])[:] = [1, 2, 3, 4]
+    before = snapshot(tmp_path)
+    result = run(str(tmp_path / "v3.zarr"), *args)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "Zarr v3 store: nothing to fix\n", "")
+    assert snapshot(tmp_path) == before
+
+
+def test_no_dataset_names_what_v2_and_v3_look_for(tmp_path):
+    """An empty directory: one line naming the path and every root object either Zarr version looks for."""
+    (tmp_path / "empty").mkdir()
+    result = run(str(tmp_path / "empty"))
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr == (f"nczarr-fix: {tmp_path / 'empty'}: no dataset here: none of /.zgroup, /.zarray "
+                             "(Zarr v2) or /zarr.json (Zarr v3) exists\n")

@@ -61,7 +61,8 @@ def _one_case(mutations, outcomes: list[tuple[str, str]]) -> None:
         except NczarrError as exc:
             message = str(exc).strip()
             # a named reason: one line naming the object(s) at fault ("/i/0: cannot re-encode…", "no dataset here:
-            # neither /.zgroup nor /.zarray exists") and the cause after a colon; and nothing written
+            # none of /.zgroup, /.zarray (Zarr v2) or /zarr.json (Zarr v3) exists") and the cause after a colon;
+            # and nothing written
             assert "\n" not in message and re.search(r"(^|\s)/\S", message) and re.search(r": \S", message), message
             assert not (work / "fixed.file").exists()
             outcomes.append(("refused", message.removeprefix(str(store))))

@@ -519,3 +519,44 @@ def test_a_worker_reopens_an_unsigned_store_with_the_options_it_was_opened_with(
         store.close()
     source = read_source(str(rich_nc))
     np.testing.assert_array_equal(want, source.root.variables["v_f8"].data)
+
+
+# ---- no dataset at an HTTP URL: the status, the zip, what was looked for --------------------------------------------
+
+def _one_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    return done.stderr.rstrip("\n")
+
+
+def test_an_http_404_for_the_url_is_said_as_such(web):
+    """Nothing served at the URL: every command says the server's 404 for it, not "neither /.zgroup nor …"."""
+    url = f"{web.url}/nothere"
+    line = _one_line(cli("dump", url))
+    assert line == f"nczarr-dump: {url}: no dataset here: HTTP 404 Not Found at this URL"
+    assert [(m, p) for m, p, _ in web.log if p == "/nothere"] == [("HEAD", "/nothere")]  # the server's own answer
+    check = cli("check", url)
+    assert check.returncode == 1 and "no dataset at this URL: HTTP 404 Not Found at this URL" in check.stdout
+
+
+def test_a_served_directory_without_a_dataset_names_v2_and_v3_root_objects(web, served):
+    (served.root / "empty").mkdir(exist_ok=True)
+    line = _one_line(cli("dump", f"{web.url}/empty"))
+    assert line.endswith(": no dataset here: /.zgroup, /.zarray (Zarr v2) and /zarr.json (Zarr v3) each answered "
+                         "HTTP 404 Not Found"), line
+    assert {p for _, p in (e[:2] for e in web.log)} >= {"/empty/.zgroup", "/empty/.zarray", "/empty/zarr.json"}
+
+
+@pytest.mark.parametrize("name", ["rich.zip", "rich-zip-without-its-ending"])
+def test_a_zip_served_over_http_is_named_a_zip(web, served, rich_nc, name):
+    """A zip store's file on a web server (by its first bytes, whatever its name) is said to be what it is."""
+    path = served.root / name
+    ncz.convert(str(rich_nc), str(served.root / "rich.zip"))
+    if name != "rich.zip":
+        os.replace(served.root / "rich.zip", path)
+    try:
+        assert path.read_bytes()[:4] == b"PK\x03\x04"
+        for tool in ("dump", "fix"):
+            line = _one_line(cli(tool, *(["--dry-run"] if tool == "fix" else []), f"{web.url}/{name}"))
+            assert f"{web.url}/{name}: no dataset here: a zip file served over HTTP, not a store" in line, line
+    finally:
+        path.unlink()

@@ -94,3 +94,62 @@ def test_xarray_engine_equals_xarray_zarr_engine(tmp_path):
     ours = xr.open_dataset(tmp_path / "x.zarr", engine="nczarr").load()
     theirs = xr.open_dataset(tmp_path / "x.zarr", engine="zarr", zarr_format=3).load()
     xr.testing.assert_identical(ours, theirs)
+
+
+#: Zarr v3 blosc's shuffle names (zarr.json) → the number netCDF4-python's ``filters()`` reports for it
+V3_BLOSC_SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+
+def _assert_blosc_encoding_is_the_stores(ds, store, names):
+    """Each variable's blosc encoding (compressor, shuffle, level) is what its own ``zarr.json`` says."""
+    for name in names:
+        [blosc] = [c["configuration"] for c in json.loads((store / name / "zarr.json").read_text())["codecs"]
+                   if c["name"] == "blosc"]
+        encoding = ds[name].encoding
+        assert encoding["blosc"] == {"compressor": f"blosc_{blosc['cname']}",
+                                     "shuffle": V3_BLOSC_SHUFFLE[blosc["shuffle"]]}, name
+        assert encoding["complevel"] == blosc["clevel"], name
+
+
+def test_xarray_engine_reads_netcdf_converted_to_v3_with_blosc(tmp_path):
+    """corpus/rich.nc's shuffle+deflate variable becomes v3 blosc ("shuffle" by name): the engine reads
+    every variable as xarray's netcdf4 engine reads the source, and reports the blosc the store holds."""
+    xr = pytest.importorskip("xarray")
+    from tests.conftest import CORPUS
+
+    out = tmp_path / "rich3"
+    done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", str(CORPUS / "rich.nc"), str(out),
+                           "--zarr-format", "3", "-q"], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    raw = {"mask_and_scale": False, "decode_times": False}
+    ours = xr.open_dataset(out, engine="nczarr", **raw)
+    with xr.open_dataset(CORPUS / "rich.nc", engine="netcdf4", **raw) as source:
+        assert set(ours.variables) == set(source.variables)
+        for name, var in source.variables.items():
+            assert ours[name].dtype == var.dtype, name
+            np.testing.assert_array_equal(ours[name].values, var.values, err_msg=name)
+    blosc = [n for n in ours.variables if "blosc" in (out / n / "zarr.json").read_text()]
+    assert blosc, "the store holds a blosc array"
+    _assert_blosc_encoding_is_the_stores(ours, out, blosc)
+    ours.close()
+
+
+def test_xarray_engine_reads_zarr_python_blosc_arrays(tmp_path):
+    """zarr-python 3's own blosc arrays, every shuffle: values as zarr-python reads them, the encoding the store's."""
+    xr = pytest.importorskip("xarray")
+    from zarr.codecs import BloscCodec
+
+    store = tmp_path / "b.zarr"
+    g = zarr.open_group(str(store), mode="w", zarr_format=3)
+    for shuffle in V3_BLOSC_SHUFFLE:
+        a = g.create_array(shuffle, shape=(5, 7), chunks=(2, 3), dtype="float32", dimension_names=["y", "x"],
+                           compressors=[BloscCodec(cname="zstd", clevel=4, shuffle=shuffle)])
+        a[:] = np.arange(35, dtype="float32").reshape(5, 7) / 3
+    ours = xr.open_dataset(store, engine="nczarr")
+    for shuffle in V3_BLOSC_SHUFFLE:
+        theirs = zarr.open_array(str(store / shuffle), mode="r")
+        assert ours[shuffle].dtype == theirs.dtype
+        np.testing.assert_array_equal(ours[shuffle].values, theirs[...], err_msg=shuffle)
+        assert ours[shuffle].encoding["chunksizes"] == theirs.chunks
+    _assert_blosc_encoding_is_the_stores(ours, store, V3_BLOSC_SHUFFLE)
+    ours.close()
