@@ -132,8 +132,8 @@ def test_the_table_refuses_a_reader_or_a_need_twice() -> None:
 
 def _sources(tmp: Path) -> dict[str, Path]:
     out = {}
-    for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr", "bigendian",
-                 "stringattr"):
+    for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr",
+                 "bigendian", "stringattr"):
         out[kind] = tmp / f"{kind}.nc"
         _write_source(out[kind], kind)
     return out
