@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 #: the layout choices :func:`plan` may make, and their defaults (what ``nc2nczarr`` writes unasked)
 KNOBS: dict[str, tuple[object, ...]] = {
@@ -354,8 +354,6 @@ class Plan:
     choice: dict[str, object]
     layout: Layout
     losses: list[Loss] = field(default_factory=list)
-    #: the readers whose needs were given up for ``prefer`` (conflicts), with what they lose
-    conflicts: list[Loss] = field(default_factory=list)
 
     def changed(self) -> dict[str, object]:
         """The choices that differ from the default conversion."""
@@ -407,15 +405,7 @@ def plan(source: Source, readers: list[str], *, container: str = "directory", pr
             best = (cost, choice, layout, found)
     assert best is not None
     _, choice, layout, found = best
-    conflicts = [loss for loss in found if loss.need.cure is not None and not _curable_alone(source, loss, container,
-                                                                                            fixed or {})]
-    return Plan(readers, choice, layout, found, conflicts)
-
-
-def _curable_alone(source: Source, loss: Loss, container: str, fixed: Mapping[str, object]) -> bool:
-    """Does some layout spare this reader this loss (so it stays because another named reader needs otherwise)?"""
-    return any(loss.need not in [x.need for x in losses([loss.reader], layout_of(source, c, container))]
-               for c in _choices(dict(fixed), container))
+    return Plan(readers, choice, layout, found)
 
 
 def readable_by(layout: Layout, reader_ids: Iterable[str] | None = None) -> tuple[list[str], dict[str, list[Need]]]:
@@ -429,10 +419,6 @@ def readable_by(layout: Layout, reader_ids: Iterable[str] | None = None) -> tupl
         else:
             ok.append(rid)
     return ok, lost
-
-
-def with_container(layout: Layout, container: str) -> Layout:
-    return replace(layout, container=container)
 
 
 #: nczarr-check's prediction rules (by id prefix) → the readers they speak of: ``nczarr-check --for`` keeps a

@@ -272,3 +272,22 @@ def test_a_bug_says_how_to_report_it(rich_store, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err == ("nczarr-check: unexpected RuntimeError: invariant broken: this is a bug in nczarr-conformance: "
                    "please report it with the command and NCZARR_DEBUG=1 output\n")
+
+
+def test_check_for_keeps_only_the_named_readers_predictions(tmp_path):
+    """--for xarray keeps xarray's predictions (>S1 char) and every non-prediction rule, and drops netcdf-c 4.9.0's
+    and TensorStore's; --readers then tries xarray for real (it fails on the >S1 char, as predicted)."""
+    store = tmp_path / "rich.file"
+    converted = run(str(RICH_NC), str(store), module="convert")
+    assert converted.returncode == 0, converted.stderr
+    every = {f["rule"] for f in json.loads(run("--format", "json", str(store)).stdout)["findings"]}
+    assert {"NCZ-INTEROP-ZARR-CHAR", "NCZ-INTEROP-C490-CHAR", "NCZ-INTEROP-TS-FILTERS"} <= every
+    done = run("--format", "json", "--for", "xarray", "--readers", str(store))
+    doc = json.loads(done.stdout)
+    kept = {f["rule"] for f in doc["findings"]}
+    assert "NCZ-INTEROP-ZARR-CHAR" in kept and not kept & {"NCZ-INTEROP-C490-CHAR", "NCZ-INTEROP-TS-FILTERS"}
+    assert every - kept == {r for r in every if r.startswith(("NCZ-INTEROP-C490", "NCZ-INTEROP-TS", "NCZ-INTEROP-GDAL",
+                                                              "NCZ-INTEROP-C410"))}
+    [card] = doc["readers"]
+    assert (card["reader"], card["tried"]) == ("xarray", "fails") and "NCZ-INTEROP-ZARR-CHAR" in card["predicted"]
+    assert run("--for", "xarray,netcdf-c-5", str(store)).returncode == 2
