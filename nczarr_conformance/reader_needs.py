@@ -31,6 +31,7 @@ KNOBS: dict[str, tuple[object, ...]] = {
     "compression": ("keep", "none"),
     "zip_entries": ("nested", "top"),
     "chunks": ("keep", "capped"),
+    "default_fill": ("write", "null"),
 }
 DEFAULT_CHOICE: dict[str, object] = {name: values[0] for name, values in KNOBS.items()}
 
@@ -57,6 +58,10 @@ class Source:
     unlimited: bool = False
     #: a big-endian numeric variable
     big_endian: bool = False
+    #: a number variable without a _FillValue (the writer gives it netCDF's default fill, unless told not to)
+    unfilled_numbers: bool = False
+    #: a char variable without a _FillValue (its fill is NUL, unless the writer is told to write none)
+    unfilled_chars: bool = False
 
 
 #: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
@@ -82,6 +87,8 @@ class Layout:
     compressors: frozenset[str] = frozenset()
     #: some array's chunk is longer than its shape
     chunks_over_shape: bool = False
+    #: number and char arrays without a _FillValue carry fill_value null (``default_fill: null``), not the default
+    null_default_fill: bool = False
     #: what the data holds, whatever the layout
     source: Source = Source()
 
@@ -239,7 +246,23 @@ def _zarr_python_needs(prefix: str, what: str) -> tuple[Need, ...]:
 
 register(Reader("zarr-python", "zarr-python 3", _zarr_python_needs("zarr-python", "zarr-python"),
                 how="zarr.open_group(PATH) (a zip: zarr.storage.ZipStore(PATH))"))
-register(Reader("xarray", "xarray (open_zarr, one group)", _zarr_python_needs("xarray", "xarray"),
+register(Reader("xarray", "xarray (open_zarr, one group)", (*_zarr_python_needs("xarray", "xarray"), *(
+    Need("xarray-default-fill", lambda lay: lay.zarr_format == 2 and lay.source.unfilled_numbers
+         and not lay.null_default_fill,
+         "decodes variables without a _FillValue with netCDF's default fill masked: integers to float64, "
+         "values at the default fill as NaN (it masks .zarray's fill_value; its netCDF4 engine does not)",
+         {"default_fill": "null"}, "NCZ-INTEROP-XARRAY-FILL", EVIDENCE, fatal=False),
+    Need("xarray-char-fill", lambda lay: lay.zarr_format == 2 and lay.source.unfilled_chars
+         and not lay.null_default_fill,
+         "decodes a char row that is all NUL (an empty string) as NaN: it masks the char fill_value",
+         {"default_fill": "null"}, "NCZ-INTEROP-XARRAY-FILL", EVIDENCE, fatal=False),
+    Need("xarray-strings", lambda lay: lay.zarr_format == 2 and lay.strings,
+         "reads string variables as bytes, not text, and empty strings as NaN (Zarr v2 |Sn; v3's string type it "
+         "reads as text)", {"zarr_format": 3}, "NCZ-INTEROP-XARRAY-STRINGS", EVIDENCE, fatal=False),
+    Need("xarray-nczarr-scalar", lambda lay: lay.zarr_format == 2 and lay.nczarr and lay.scalars,
+         "reads scalar variables as 1-element arrays along a dimension _scalar_ (NCZarr's shape-[1] scalar)",
+         {"flavor": "zarr"}, "NCZ-INTEROP-XARRAY-SCALAR", EVIDENCE, fatal=False),
+)),
                 how="xarray.open_zarr(PATH) (a zip: xarray.open_zarr(zarr.storage.ZipStore(PATH)))"))
 register(Reader("xarray-datatree", "xarray open_datatree", _zarr_python_needs("xarray-datatree", "xarray"),
                 how="xarray.open_datatree(PATH, engine='zarr')"))
@@ -343,7 +366,8 @@ def layout_of(source: Source, choice: Mapping[str, object], container: str = "di
     compressors = frozenset() if choice.get("compression") == "none" else source.compressors
     return Layout(zarr_format=3 if v3 else 2, flavor="zarr" if v3 else flavor, container=container,
                   char_dtype=char, filters=filters, compressors=compressors,
-                  chunks_over_shape=source.chunks_over_shape and choice.get("chunks") != "capped", source=source)
+                  chunks_over_shape=source.chunks_over_shape and choice.get("chunks") != "capped", source=source,
+                  null_default_fill=not v3 and choice.get("default_fill") == "null")
 
 
 @dataclass
@@ -379,18 +403,22 @@ def _choices(fixed: Mapping[str, object], container: str) -> Iterator[dict[str, 
 
 
 def _cost(found: list[Loss], choice: Mapping[str, object], readers: list[str], prefer: list[str]) -> tuple[int, ...]:
-    preferred = sum(1 for loss in found if loss.reader in prefer)
-    fatal = sum(1 for loss in found if loss.need.fatal)
-    # readers earlier in the list weigh more: the order the user named them breaks the remaining ties
-    ranked = sum(len(readers) - readers.index(loss.reader) for loss in found)
-    # fewest changes from the default; giving up compression costs more than giving up a filter
-    kept = sum(2 if k == "compression" else 1 for k, v in choice.items() if DEFAULT_CHOICE.get(k) != v)
-    return preferred, fatal, len(found), ranked, kept
+    """Readers are served in order (``prefer`` first, then as named): the first loses least, whole stores before
+    anything else; what remains is broken by the fewest changes from the default (giving up compression costs
+    more than giving up a filter)."""
+    order = [*prefer, *(r for r in readers if r not in prefer)]
+    cost: list[int] = []
+    for reader in order:
+        mine = [loss for loss in found if loss.reader == reader]
+        cost += [sum(1 for loss in mine if loss.need.fatal), len(mine)]
+    cost.append(sum(2 if k == "compression" else 1 for k, v in choice.items() if DEFAULT_CHOICE.get(k) != v))
+    return tuple(cost)
 
 
 def plan(source: Source, readers: list[str], *, container: str = "directory", prefer: Iterable[str] = (),
          fixed: Mapping[str, object] | None = None) -> Plan:
-    """The layout choices that lose least for ``readers`` (ties: fewest changes from the default).
+    """The layout choices that serve ``readers`` in order (``prefer`` first): each loses as little as the readers
+    before it allow; ties go to the fewest changes from the default.
 
     ``fixed`` holds choices the user made explicitly (``--zarr-format 3``, ``--flavor zarr``, ``--char-as``): they
     are kept, and what they cost a reader is a loss like any other. ``prefer``: readers whose losses count first.
@@ -456,11 +484,13 @@ def render_markdown() -> str:
     lines = ["# What each reader needs (`nc2nczarr --for`, `nczarr-check --for`)", "",
              "Generated from `nczarr_conformance/reader_needs.py`; each row is run against its reader by",
              "`tests/test_reader_needs.py` (the layout it fires on, then the layout its cure names). `nc2nczarr --for",
-             "READER,...` picks, before writing, the layout that loses least for the named readers (ties: the fewest",
-             "changes from the default), says what each named reader still loses, and `--prefer READER` decides a",
-             "conflict; `--verify` then opens the output with each reader and compares it with netCDF4-python",
-             "reading the source. `nczarr-check --for READER,...` keeps the predictions about those readers;",
-             "`nczarr-check --readers` tries each reader for real beside what the findings predict.", ""]
+             "READER,...` picks, before writing, the layout that serves the named readers in the order named (the",
+             "first loses least, then the next; ties: the fewest changes from the default), says what each named",
+             "reader still loses, and `--prefer READER` puts a reader first; `--verify` then opens the output with",
+             "each reader and compares it with netCDF4-python reading the source (xarray also decoded as xarray",
+             "decodes it, against its netCDF4 engine reading the source). `nczarr-check --for READER,...` keeps",
+             "the predictions about those readers; `nczarr-check --readers` tries each reader for real beside what",
+             "the findings predict.", ""]
     for reader in READERS.values():
         lines += [f"## `{reader.id}`: {reader.name}", "", f"Opened here as `{reader.how}`.", ""]
         if not reader.needs:

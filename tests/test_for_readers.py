@@ -195,7 +195,7 @@ def test_every_matrix_case_reads_equal_where_the_plan_promises(readers, tmp_path
         curable = [loss.need.id for loss in losers.get(readers[0], []) if loss.need.cure is not None]
         if curable:
             wrong.append(f"{case.id}: {readers[0]} named first still loses {curable}")
-        for verdict in verify(str(out), nc4.read(str(src)), list(readers)):
+        for verdict in verify(str(out), nc4.read(str(src)), list(readers), source=str(src)):
             promised = verdict.reader not in losers
             if promised != (verdict.status == "equal"):
                 wrong.append(f"{case.id}: {verdict.line()} (predicted: "

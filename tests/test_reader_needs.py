@@ -28,7 +28,9 @@ def _write_source(path: Path, kind: str) -> None:
     with netCDF4.Dataset(path, "w") as nc:
         nc.createDimension("x", 4)
         nc.title = "needs"
-        v = nc.createVariable("v", "f4", ("x",), zlib=True, shuffle=kind == "shuffle")
+        # a _FillValue where the recipe is about char alone (xarray masks a default fill: xarray-default-fill)
+        v = nc.createVariable("v", "f4", ("x",), zlib=True, shuffle=kind == "shuffle",
+                              fill_value=-1.0 if kind == "charrow" else None)
         v[:] = np.arange(4, dtype="f4")
         if kind == "char":
             nc.createDimension("n", 3)
@@ -52,6 +54,13 @@ def _write_source(path: Path, kind: str) -> None:
             b[:] = [0.5, 1.0, 2.0, 4.0]
         elif kind == "stringattr":
             nc.setncattr_string("names", ["a", "bb"])
+        elif kind == "charrow":  # a row all NUL: an empty string to xarray's netCDF4 engine
+            nc.createDimension("n", 3)
+            c = nc.createVariable("name", "S1", ("x", "n"))
+            c[:] = netCDF4.stringtochar(np.array(["ab", "cde", "", "ghi"], "S3"))
+        elif kind == "ints":
+            level = nc.createVariable("level", "i4", ("x",))  # no _FillValue: netCDF's default fill is the fill
+            level[:] = [1, 2, 3, -2147483647]
         elif kind == "int64attr":
             v.big = np.int64(2**62 + 1)
         elif kind == "groups":
@@ -110,6 +119,10 @@ RECIPES: dict[str, Recipe] = {
     "c410-zarr-unlimited": Recipe("unlimited", {"flavor": "zarr"}),
     "ours-zarr-unlimited": Recipe("unlimited", {"flavor": "zarr"}),
     "ours-char-s1": Recipe("char", {"char_as": "S1"}),
+    "xarray-default-fill": Recipe("ints", {}),
+    "xarray-nczarr-scalar": Recipe("scalar", {"default_fill": "null"}),
+    "xarray-char-fill": Recipe("charrow", {"char_as": "S1"}),
+    "xarray-strings": Recipe("strings", {"default_fill": "null"}),
     "ours-zarr-types": Recipe("groups", {"flavor": "zarr"}),
 }
 
@@ -133,7 +146,7 @@ def test_the_table_refuses_a_reader_or_a_need_twice() -> None:
 def _sources(tmp: Path) -> dict[str, Path]:
     out = {}
     for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr",
-                 "bigendian", "stringattr"):
+                 "bigendian", "stringattr", "ints", "charrow"):
         out[kind] = tmp / f"{kind}.nc"
         _write_source(out[kind], kind)
     return out
@@ -156,7 +169,7 @@ def _read(reader: str, out: Path, src: Path, layout: reader_needs.Layout, monkey
         monkeypatch.chdir(REPO)
     if reader == "gdal":
         require_tool("gdalmdiminfo")
-    [verdict] = verify(str(out), nc4.read(str(src)), [reader])
+    [verdict] = verify(str(out), nc4.read(str(src)), [reader], source=str(src))
     assert verdict.status != "absent", verdict.line()
     return verdict
 

@@ -71,10 +71,10 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite:
         raise UsageError(f"write() of a model Dataset takes no {', '.join(sorted(convert_options))}")
     spec = parse(target, storage_options)
     char_as: str | None = None
-    top = False
+    top, default_fill = False, True
     if for_readers:
-        dataset, zarr_format, flavor, char_as, top = _for_readers(dataset, spec.kind, for_readers, prefer, flavor,
-                                                                  zarr_format, shard)
+        dataset, zarr_format, flavor, char_as, top, default_fill = _for_readers(
+            dataset, spec.kind, for_readers, prefer, flavor, zarr_format, shard)
     zarr_format = zarr_format or 2
     if zarr_format == 3:
         _write_v3(dataset, spec, flavor or "zarr", overwrite, shard)
@@ -93,7 +93,7 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite:
     with open_store(spec, "w", overwrite=overwrite) as store:  # commits on success, aborts on any error
         if top and isinstance(store, ZipStore):
             store.entries_at_top()
-        write_dataset(dataset, store, flavor=layout, xarray=spec.xarray, char_as=char_as)
+        write_dataset(dataset, store, flavor=layout, xarray=spec.xarray, char_as=char_as, default_fill=default_fill)
 
 
 def _warn_losses(audience: Audience) -> None:
@@ -106,8 +106,10 @@ def _warn_losses(audience: Audience) -> None:
 
 
 def _for_readers(dataset: Dataset, kind: str, readers: list[str], prefer: list[str] | None, flavor: str | None,
-                 zarr_format: int | None, shard: int | None) -> tuple[Dataset, int, str | None, str | None, bool]:
-    """The model and the layout choices (Zarr format, flavor, char dtype, the zip's top) ``readers`` read."""
+                 zarr_format: int | None, shard: int | None
+                 ) -> tuple[Dataset, int, str | None, str | None, bool, bool]:
+    """The model and the layout choices (Zarr format, flavor, char dtype, the zip's top, the default fill)
+    ``readers`` read."""
     import copy
 
     from nczarr_conformance.conversion.audience import decide, strip_codecs
@@ -130,7 +132,7 @@ def _for_readers(dataset: Dataset, kind: str, readers: list[str], prefer: list[s
     chosen_flavor = flavor if v3 else str(choice.get("flavor", "nczarr-4.10"))
     takes_char_as = not v3 and chosen_flavor in ("nczarr-4.10", "nczarr-2", "zarr")
     return (dataset, 3 if v3 else 2, chosen_flavor, str(choice.get("char_as", ">S1")) if takes_char_as else None,
-            choice.get("zip_entries") == "top")
+            choice.get("zip_entries") == "top", choice.get("default_fill") != "null")
 
 
 def _write_v3(dataset: Dataset, spec: Any, flavor: str, overwrite: bool, shard: int | None) -> None:

@@ -426,3 +426,55 @@ def c490_string_attr(ctx: CheckContext) -> Iterator[Finding]:
                 yield get("NCZ-INTEROP-C490-STRATTR").finding(
                     keys.join(node, ".zattrs"), f"netcdf-c 4.9.0 cannot open this dataset: attribute {name!r} is a "
                     "list of texts")
+
+
+#: the integer dtypes of Zarr v2 (xarray decodes them to float where it masks a fill value)
+_INTEGER_KINDS = ("i", "u")
+
+
+@rule("NCZ-INTEROP-XARRAY-FILL", Severity.WARNING, source="xarray open_zarr (decode_cf); tests/test_reader_needs.py")
+def xarray_fill(ctx: CheckContext) -> Iterator[Finding]:
+    """xarray masks a Zarr v2 array's fill_value: an integer array without a _FillValue attribute (netCDF's default
+    fill written as fill_value) decodes to float64, values at that fill as NaN, and a char array's empty rows as NaN;
+    its netCDF4 engine keeps them."""
+    for akey, rec in sorted(ctx.arrays.items()):
+        z = rec.zarray or {}
+        dtype = z.get("dtype")
+        if not isinstance(dtype, str) or z.get("fill_value") is None or "_FillValue" in rec.zattrs:
+            continue
+        if dtype[1:2] in _INTEGER_KINDS:
+            yield get("NCZ-INTEROP-XARRAY-FILL").finding(
+                keys.join(akey, ".zarray"), f"xarray decodes this {dtype} array to float64 (fill_value "
+                f"{z.get('fill_value')!r} masked as NaN): nc2nczarr --for xarray writes fill_value null")
+        elif dtype[1:2] == "f":
+            yield get("NCZ-INTEROP-XARRAY-FILL").finding(
+                keys.join(akey, ".zarray"), f"xarray reads values equal to fill_value {z.get('fill_value')!r} of this "
+                f"{dtype} array as NaN (no _FillValue says so): nc2nczarr --for xarray writes fill_value null")
+        elif _char(ctx, akey):
+            yield get("NCZ-INTEROP-XARRAY-FILL").finding(
+                keys.join(akey, ".zarray"), "xarray decodes an all-NUL (empty) row of this char array as NaN "
+                "(fill_value masked): nc2nczarr --for xarray writes fill_value null")
+
+
+@rule("NCZ-INTEROP-XARRAY-SCALAR", Severity.WARNING, source="xarray open_zarr; tests/test_reader_needs.py")
+def xarray_scalar(ctx: CheckContext) -> Iterator[Finding]:
+    """xarray reads an NCZarr scalar (shape [1], dimension _scalar_) as a 1-element array, not a scalar."""
+    if not ctx.nczarr:
+        return
+    for akey, rec in sorted(ctx.arrays.items()):
+        if _refs(rec)[1] or rec.zattrs.get("_ARRAY_DIMENSIONS") == ["_scalar_"]:
+            yield get("NCZ-INTEROP-XARRAY-SCALAR").finding(
+                keys.join(akey, ".zattrs"), "xarray reads this scalar as a 1-element array along _scalar_")
+
+
+
+@rule("NCZ-INTEROP-XARRAY-STRINGS", Severity.WARNING, source="xarray open_zarr; tests/test_reader_needs.py")
+def xarray_strings(ctx: CheckContext) -> Iterator[Finding]:
+    """xarray reads a Zarr v2 |Sn string array (netCDF strings as NCZarr stores them) as bytes, not text, and its
+    empty strings as NaN (the fill_value "" masked); Zarr v3's string data type it reads as text."""
+    for akey in sorted(ctx.arrays):
+        dtype = _dtype(ctx, akey)
+        if dtype.startswith("|S") and dtype != "|S1":
+            yield get("NCZ-INTEROP-XARRAY-STRINGS").finding(
+                keys.join(akey, ".zarray"), f"xarray reads this {dtype} string array as bytes, empty strings as NaN "
+                "(nc2nczarr --zarr-format 3 --for xarray writes Zarr v3 strings)")

@@ -371,7 +371,7 @@ def _verify(src: str, url: str, transforms: Transforms | None, audience: Audienc
     ids = named or list(READERS)
     promised = set(named) | set(readable_by(audience.layout, ids)[0])
     status = 0
-    for verdict in verify(url, intended, ids):
+    for verdict in verify(url, intended, ids, source=src if transforms is None else None):
         print(f"nc2nczarr: verify: {verdict.line()}", file=sys.stderr)
         if verdict.reader in promised and verdict.status in ("differs", "fails"):
             status = 1

@@ -104,8 +104,59 @@ def differences(intended: Dataset, seen: Dataset, peer: Peer) -> list[str]:
     return diff_json(first, second, limit=10**6)
 
 
-def verify(url: str, intended: Dataset, ids: list[str]) -> list[Verdict]:
-    """Each reader of ``ids`` reads ``url``; compared with ``intended`` (netCDF4-python's reading of the source)."""
+def _values_differ(a: Any, b: Any) -> bool:
+    import numpy as np
+
+    left, right = np.asarray(a), np.asarray(b)
+    if left.shape != right.shape:
+        return True
+    if left.dtype.kind in "fc" and right.dtype.kind in "fc":
+        return not np.array_equal(left, right, equal_nan=True)
+    if left.dtype.kind in "OSUT" or right.dtype.kind in "OSUT":  # text: as str, whatever object/bytes/str it came as
+        def text(v: Any) -> str:
+            return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+        return [text(v) for v in left.ravel()] != [text(v) for v in right.ravel()]
+    return not np.array_equal(left, right)
+
+
+def xarray_decoded_differences(url: str, source: str) -> list[str]:
+    """What ``xarray.open_zarr(store)`` decodes differently from ``xarray.open_dataset(source)`` (netCDF4 engine,
+    xarray's defaults both: masking, scaling, times, char): the store as an xarray user sees it, against that
+    user's view of the source file. Dimensions, dtype kind, values (NaN matching NaN) and attributes of every
+    variable of the root group."""
+    import xarray as xr
+
+    from nczarr_conformance.peers.implementations import zarr_store
+
+    mine = xr.open_zarr(zarr_store(url), consolidated=None, chunks=None)
+    theirs = xr.open_dataset(source, engine="netcdf4")
+    out: list[str] = []
+    try:
+        for name in sorted(map(str, set(theirs.variables) | set(mine.variables))):
+            if name not in mine.variables or name not in theirs.variables:
+                out.append(f"xarray: {name}: only in {'the source' if name in theirs.variables else 'the store'}")
+                continue
+            a, b = mine[name], theirs[name]
+            text = a.dtype.kind in "OSUT" and b.dtype.kind in "OSUT"  # T: numpy 2's StringDType
+            if a.dims != b.dims:
+                out.append(f"xarray: {name}: dimensions {a.dims} != {b.dims} (netCDF4 engine)")
+            elif a.dtype != b.dtype and not text:
+                out.append(f"xarray: {name}: dtype {a.dtype} != {b.dtype} (netCDF4 engine)")
+            elif _values_differ(a.values, b.values):
+                out.append(f"xarray: {name}: values differ from the netCDF4 engine's")
+            if dict(a.attrs) != dict(b.attrs):
+                out.append(f"xarray: {name}: attributes {sorted(a.attrs)} != {sorted(b.attrs)}")
+    finally:
+        mine.close()
+        theirs.close()
+    return out
+
+
+def verify(url: str, intended: Dataset, ids: list[str], source: str | None = None) -> list[Verdict]:
+    """Each reader of ``ids`` reads ``url``; compared with ``intended`` (netCDF4-python's reading of the source).
+
+    With the ``source`` file, ``xarray`` is also held to what a user of it sees: ``open_zarr`` with xarray's
+    default decoding against ``open_dataset(source)`` (xarray_decoded_differences)."""
     out: list[Verdict] = []
     with readers(ids) as found, warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -120,6 +171,12 @@ def verify(url: str, intended: Dataset, ids: list[str]) -> list[Verdict]:
                 out.append(Verdict(rid, "fails", _said(exc, url)))
                 continue
             diffs = differences(intended, seen, peer)
+            if rid == "xarray" and source is not None:
+                try:
+                    diffs += xarray_decoded_differences(url, source)
+                except Exception as exc:  # xarray's decoding failed: that is what the user meets
+                    out.append(Verdict(rid, "fails", f"decoding as xarray does: {_said(exc, url)}"))
+                    continue
             out.append(Verdict(rid, "differs" if diffs else "equal",
                                "; ".join(diffs[:MAX_SAID]) + (f" (and {len(diffs) - MAX_SAID} more)"
                                                               if len(diffs) > MAX_SAID else "")))

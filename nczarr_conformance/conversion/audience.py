@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nczarr_conformance import keys, reader_needs
-from nczarr_conformance.model import Dataset
+from nczarr_conformance.model import Dataset, Variable
+from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL
 from nczarr_conformance.reader_needs import Layout, Loss, Plan, Source
 
+#: the netCDF number types (xarray masks their fill_value: integers become float64, a fill value NaN)
+NUMBERS = frozenset({"byte", "ubyte", "short", "ushort", "int", "uint", "int64", "uint64", "float", "double"})
 #: codec ids that compress (the rest of a variable's codec list are filters: shuffle, fletcher32, delta, …)
 COMPRESSORS = frozenset({"zlib", "gzip", "bz2", "lzma", "zstd", "blosc", "lz4"})
 
@@ -27,7 +30,7 @@ def source_traits(dataset: Dataset) -> Source:
     compressors: set[str] = set()
     types: set[str] = set()
     names: set[str] = set()
-    unlimited = big = False
+    unlimited = big = unfilled = unfilled_chars = False
     for _, group in dataset.root.walk():
         unlimited |= any(dim.unlimited for dim in group.dimensions.values())
         types.update(a.type for a in group.attributes.values())
@@ -36,6 +39,8 @@ def source_traits(dataset: Dataset) -> Source:
             strings |= var.type == "string"
             scalars |= var.is_scalar
             big |= var.endianness == "big" and var.type not in ("byte", "ubyte", "char", "string")
+            unfilled |= var.type in NUMBERS and takes_default_fill(var)
+            unfilled_chars |= var.type == "char" and takes_default_fill(var)
             over |= bool(var.chunks) and any(c > s > 0 for c, s in zip(var.chunks or (), var.shape, strict=False))
             types.update(a.type for n, a in var.attributes.items() if n != "_FillValue")
             names.update(n for n in var.attributes if n != "_FillValue")
@@ -45,7 +50,14 @@ def source_traits(dataset: Dataset) -> Source:
     return Source(char=char, strings=strings, scalars=scalars, groups=bool(dataset.root.groups),
                   filters=frozenset(filters), compressors=frozenset(compressors), attribute_types=frozenset(types),
                   variable_attributes=frozenset(names), chunks_over_shape=over, unlimited=unlimited,
-                  big_endian=big)
+                  big_endian=big, unfilled_numbers=unfilled, unfilled_chars=unfilled_chars)
+
+
+def takes_default_fill(var: Variable) -> bool:
+    """No _FillValue and no fill of its own (HDF5's fill left at netCDF's default): the writer gives it netCDF's
+    default fill as fill_value, which xarray masks."""
+    return (var.fill_value is None and not var.no_fill
+            and (var.storage_fill is None or var.storage_fill == DEFAULT_FILL.get(var.type)))
 
 
 def container_of(kind: str) -> str:
@@ -117,7 +129,9 @@ def _knob(name: str, value: object) -> str:
     return {"zarr_format": f"--zarr-format {value}", "flavor": f"--flavor {value}", "char_as": f"--char-as {value}",
             "filters": "no filters (shuffle dropped, compression kept)", "compression": "uncompressed",
             "zip_entries": "dataset at the top of the zip (zarr-python's ZipStore)",
-            "chunks": "chunks capped at the arrays' lengths"}.get(name, f"{name}={value}")
+            "chunks": "chunks capped at the arrays' lengths",
+            "default_fill": "fill_value null for number and char variables without a _FillValue",
+            }.get(name, f"{name}={value}")
 
 
 def _cure_hint(loss: Loss) -> str:

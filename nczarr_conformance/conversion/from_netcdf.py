@@ -319,7 +319,7 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
                 stats.copied = write_dataset(dataset, store, flavor=flavor, xarray=spec.xarray, source=source,
                                              progress=counting, threads=workers,
                                              raw=without_direct_copy(raw, reencode), consolidate=consolidate,
-                                             char_as=char_as)
+                                             char_as=char_as, default_fill=choice.get("default_fill") != "null")
             stats.objects = store.writes
             store.commit()
         except BaseException:

@@ -150,6 +150,8 @@ class ArrayPlan:
     compressor: dict[str, Any] | None
     filters: list[dict[str, Any]] | None
     maxstrlen: int = 0
+    #: fill_value null without NOFILL (``default_fill=False``): every chunk is written, unstored ones as the fill
+    write_every_chunk: bool = False
 
     def regions(self) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
         if not self.zshape:
@@ -177,7 +179,8 @@ def auto_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 class DatasetWriter:
     def __init__(self, dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
                  source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4,
-                 raw: RawSource | None = None, consolidate: bool | None = None, char_as: str | None = None) -> None:
+                 raw: RawSource | None = None, consolidate: bool | None = None, char_as: str | None = None,
+                 default_fill: bool = True) -> None:
         if flavor not in FLAVOR_ALIASES:
             raise UsageError(f"unknown flavor {flavor!r}; choose one of {', '.join(WRITE_FLAVORS)}")
         self.ds = dataset
@@ -190,6 +193,10 @@ class DatasetWriter:
         if char_as is not None and self.flavor not in DEFAULT_CHAR_AS:
             raise UsageError(f"{self.flavor} writes char as <U1 (what netcdf-c 4.9.0 reads); it takes no char_as")
         self.char_dtype = CHAR_DTYPES[char_as or DEFAULT_CHAR_AS.get(self.flavor, ">S1")]
+        #: False: a numeric or char variable without _FillValue gets fill_value null, not netCDF's default fill, so
+        #: xarray does not mask its values (reader_needs: xarray-default-fill, xarray-char-fill); its chunks are all
+        #: written
+        self.default_fill = default_fill
         self.metadata: dict[str, Any] = {}  # every metadata object put, as JSON: the .zmetadata entries
         self.source = source
         self.progress = progress
@@ -292,10 +299,13 @@ class DatasetWriter:
             compressor, filters = None, None
         # NOFILL: netcdf-c writes fill_value null (and reads it back as NOFILL); the default fill
         # still pads edge chunks, where no value is ever read
-        fill_json = None if var.no_fill else self._fill_json(var.type, fill, dtype_text)
+        unfilled = (not self.default_fill and not var.no_fill and var.fill_value is None
+                    and (var.storage_fill is None or var.storage_fill == DEFAULT_FILL[var.type])
+                    and var.type != "string")
+        fill_json = None if var.no_fill or unfilled else self._fill_json(var.type, fill, dtype_text)
         return ArrayPlan(akey, var, zshape, chunks, dtype_text, storage, fill_json,
                          _to_storage(np.array(fill, dtype=numpy_dtype(var.type)), var.type, storage),
-                         compressor, filters, maxstrlen)
+                         compressor, filters, maxstrlen, write_every_chunk=unfilled)
 
     def _longest_string(self, akey: str, var: Variable) -> int:
         """Longest UTF-8 string, read in slabs along the first axis so memory stays bounded."""
@@ -386,7 +396,7 @@ class DatasetWriter:
         # netcdf-c 4.10.1 reads a missing chunk of a big-endian variable as byte-swapped
         # fill, so such chunks are written out; elsewhere an all-fill chunk is left out.
         # A NOFILL variable has no fill to leave out: every chunk the source stored is written.
-        skip_fill = plan.storage.byteorder != ">" and not plan.var.no_fill
+        skip_fill = plan.storage.byteorder != ">" and not plan.var.no_fill and not plan.write_every_chunk
         raw_copy = self.raw(plan) if self.raw is not None else None
         if raw_copy is not None and not self._raw_copy_verified(plan, pipeline, raw_copy, fill_chunk):
             raw_copy = None
@@ -754,13 +764,16 @@ def _to_storage(values: np.ndarray, nctype: str, storage: np.dtype, where: str =
 
 def write_dataset(dataset: Dataset, store: Store, *, flavor: str = "nczarr-4.10", xarray: bool = True,
                   source: ChunkSource = model_source, progress: Progress | None = None, threads: int = 4,
-                  raw: RawSource | None = None, consolidate: bool | None = None, char_as: str | None = None) -> int:
+                  raw: RawSource | None = None, consolidate: bool | None = None, char_as: str | None = None,
+                  default_fill: bool = True) -> int:
     """Write ``dataset`` into ``store`` (the caller commits or aborts the store); return the chunks copied raw.
 
     ``consolidate``: write ``.zmetadata`` (last) always, never, or (None) unless an array is ``>S1``;
-    ``char_as`` ("S1" or ">S1") overrides the flavor's char dtype.
+    ``char_as`` ("S1" or ">S1") overrides the flavor's char dtype; ``default_fill=False`` writes fill_value
+    null for numeric variables without a _FillValue (what xarray needs not to mask them).
     """
     writer = DatasetWriter(dataset, store, flavor=flavor, xarray=xarray, source=source, progress=progress,
-                           threads=threads, raw=raw, consolidate=consolidate, char_as=char_as)
+                           threads=threads, raw=raw, consolidate=consolidate, char_as=char_as,
+                           default_fill=default_fill)
     writer.write()
     return writer.copied

@@ -198,7 +198,7 @@ def _with_zarr_storage(var: Variable, arr: Any) -> Variable:
     return var
 
 
-def _zarr_store(url: str) -> Any:
+def zarr_store(url: str) -> Any:
     """What a zarr-python user opens ``url`` with: a ``.zip`` file through ``zarr.storage.ZipStore`` (zarr-python
     takes a path as a directory), anything else as it is."""
     if url.endswith(".zip") and Path(url).is_file():
@@ -323,7 +323,7 @@ class ZarrPython(PythonPackagePeer):
         times the read itself while other threads held the interpreter lock (the report's --jobs)."""
         from zarr.core.sync import sync
 
-        return Dataset(sync(self._read_group(_zarr_store(url), "")))
+        return Dataset(sync(self._read_group(zarr_store(url), "")))
 
     async def _read_group(self, root: Any, path: str) -> Group:
         """One node at a time, in name order, listed by zarr-python's own store (``Store.list_dir``,
@@ -418,7 +418,7 @@ class Xarray(PythonPackagePeer):
             try:
                 # chunks=None: xarray's own lazy arrays, not dask's; the same zarr-python reads, without a
                 # dask graph and scheduler run per variable (a third of this peer's time in a report)
-                ds = xr.open_zarr(_zarr_store(url), consolidated=None, chunks=None, decode_cf=False,
+                ds = xr.open_zarr(zarr_store(url), consolidated=None, chunks=None, decode_cf=False,
                                   mask_and_scale=False, decode_times=False)
             except Exception as exc:
                 # xarray opens arrays concurrently and reports whichever failed first; name the
@@ -461,7 +461,7 @@ class XarrayDatatree(PythonPackagePeer):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "no consolidated metadata": expected for most writers
             try:
-                tree = xr.open_datatree(_zarr_store(url), engine="zarr", consolidated=None, decode_cf=False,
+                tree = xr.open_datatree(zarr_store(url), engine="zarr", consolidated=None, decode_cf=False,
                                         mask_and_scale=False, decode_times=False)
             except Exception as exc:  # name the first failing array in name order, as Xarray.read does
                 try:

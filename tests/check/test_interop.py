@@ -642,7 +642,8 @@ def test_every_interop_rule_has_a_test_here():
                "NCZ-INTEROP-TS-STRINGFILL", "NCZ-INTEROP-ZIP-LIBZIP", "NCZ-INTEROP-ZIP-NESTED",
                "NCZ-INTEROP-GDAL-SHUFFLE", "NCZ-INTEROP-C490-KEYS", "NCZ-INTEROP-C490-CHUNKOVER",
                "NCZ-INTEROP-U1CHAR-ZARR", "NCZ-INTEROP-GDAL-CHARNUL", "NCZ-INTEROP-TS-CHAR",
-               "NCZ-INTEROP-GDAL-INT64ATTR", "NCZ-INTEROP-C490-BYTEORDER", "NCZ-INTEROP-C490-STRATTR"}
+               "NCZ-INTEROP-GDAL-INT64ATTR", "NCZ-INTEROP-C490-BYTEORDER", "NCZ-INTEROP-C490-STRATTR",
+               "NCZ-INTEROP-XARRAY-FILL", "NCZ-INTEROP-XARRAY-SCALAR", "NCZ-INTEROP-XARRAY-STRINGS"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered
 
 
@@ -853,3 +854,60 @@ def test_v3_gdal_and_tensorstore_text(tmp_path):
     numbers = _v3(tmp_path, _ints(), "v3ints")
     assert not {f.rule for f in check(str(numbers)).findings} & {"NCZ-V3-INTEROP-TS-TEXT"}
     assert np.asarray(ts.read(str(numbers)).root.variables["v"].data).tolist() == [0, 1, 2, 3]
+
+
+
+def _xarray_case(tmp_path: Path, name: str, build, **choices) -> tuple[set[str], list[str]]:
+    """(rules fired, what xarray decodes differently from its netCDF4 engine) for a netCDF file ``build`` writes,
+    converted with the layout ``choices``."""
+    netCDF4 = require_module("netCDF4")
+    require_module("xarray")
+    from nczarr_conformance.conformance.verify import xarray_decoded_differences
+    from nczarr_conformance.conversion.from_netcdf import convert
+
+    src = tmp_path / f"{name}.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        build(nc)
+    out = tmp_path / f"{name}-{'-'.join(f'{k}{v}' for k, v in choices.items())}.zarr"
+    convert(str(src), str(out), choices=choices)
+    return _rules(out), xarray_decoded_differences(str(out), str(src))
+
+
+def _level(nc) -> None:
+    nc.createDimension("x", 3)
+    nc.createVariable("level", "i4", ("x",))[:] = [1, 2, -2147483647]
+
+
+def _scalar_crs(nc) -> None:
+    nc.createVariable("crs", "i4", fill_value=-1).assignValue(0)
+
+
+def _strings_var(nc) -> None:
+    nc.createDimension("x", 2)
+    s = nc.createVariable("s", str, ("x",))
+    s[:] = np.array(["", "ünï"], dtype=object)
+
+
+def test_xarray_fill(tmp_path):
+    """An int32 without _FillValue: xarray's zarr decoding gives float64 with NaN; fill_value null keeps int32."""
+    fired, said = _xarray_case(tmp_path, "level", _level)
+    assert "NCZ-INTEROP-XARRAY-FILL" in fired and "xarray: level: dtype float64 != int32 (netCDF4 engine)" in said
+    fired, said = _xarray_case(tmp_path, "level", _level, default_fill="null")
+    assert "NCZ-INTEROP-XARRAY-FILL" not in fired and said == []
+
+
+def test_xarray_scalar(tmp_path):
+    """NCZarr's shape-[1] scalar reads as a 1-element array along _scalar_; pure Zarr's shape [] as a scalar."""
+    fired, said = _xarray_case(tmp_path, "crs", _scalar_crs)
+    assert "NCZ-INTEROP-XARRAY-SCALAR" in fired and said == ["xarray: crs: dimensions ('_scalar_',) != () "
+                                                           "(netCDF4 engine)"]
+    fired, said = _xarray_case(tmp_path, "crs", _scalar_crs, flavor="zarr")
+    assert "NCZ-INTEROP-XARRAY-SCALAR" not in fired and said == []
+
+
+def test_xarray_strings(tmp_path):
+    """Zarr v2 |Sn strings read as bytes, "" as NaN; Zarr v3's string type reads as text."""
+    fired, said = _xarray_case(tmp_path, "s", _strings_var)
+    assert "NCZ-INTEROP-XARRAY-STRINGS" in fired and said == ["xarray: s: values differ from the netCDF4 engine's"]
+    fired, said = _xarray_case(tmp_path, "s", _strings_var, zarr_format=3)
+    assert "NCZ-INTEROP-XARRAY-STRINGS" not in fired and said == []
