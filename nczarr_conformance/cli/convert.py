@@ -322,11 +322,11 @@ def _main(argv: list[str] | None) -> int:
         for warning in stats.warnings:
             print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
         if not args.quiet:
+            if stats.audience is not None:
+                print(f"nc2nczarr: {stats.audience.readable_line()}", file=sys.stderr)
             print(f"nc2nczarr: {stats.objects} objects ({stats.chunks} chunks, {stats.copied} copied compressed), "
                   f"{stats.bytes_in} bytes in, {stats.bytes_out} bytes of chunks out, {stats.seconds:.2f} s",
                   file=sys.stderr)
-            if stats.audience is not None:
-                print(f"nc2nczarr: {stats.audience.readable_line()}", file=sys.stderr)
         if args.verify and stats.audience is not None:
             return _verify(args.input, args.output, transforms, stats.audience, readers)
         return 0
