@@ -618,7 +618,8 @@ class DatasetWriter:
                 zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
             zarray["_NCZARR_ARRAY"] = {"dimrefs": list(var.dimensions),
                                        "storage": "scalar" if var.is_scalar else "chunked"}
-            zattrs["_NCZARR_ATTR"] = {"types": types}
+            if types:  # as netcdf-c 4.9.0 writes it: 4.10.1 shows this key as a user attribute (issue 34)
+                zattrs["_NCZARR_ATTR"] = {"types": types}
         elif self.flavor == "nczarr-2":
             zarray["_nczarr_array"] = {"dimrefs": list(var.dimensions),
                                        "storage": "scalar" if var.is_scalar else "chunked"}
@@ -679,7 +680,8 @@ class DatasetWriter:
             if gkey == "/":
                 zgroup["_NCZARR_SUPERBLOCK"] = dict(SUPERBLOCK)
             zgroup["_NCZARR_GROUP"] = {"dims": dims, "vars": list(group.variables), "groups": list(group.groups)}
-            zattrs["_NCZARR_ATTR"] = {"types": types}
+            if types:  # as netcdf-c 4.9.0 writes it: 4.10.1 shows this key as a user attribute (issue 34)
+                zattrs["_NCZARR_ATTR"] = {"types": types}
         elif self.flavor == "nczarr-2":  # ncz_sync_grp: the superblock, then the group, in .zgroup
             if gkey == "/":
                 zgroup["_nczarr_superblock"] = dict(SUPERBLOCK)
