@@ -108,7 +108,7 @@ def _output(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
                 for name, var in group.variables.items():
                     key = f"{path.rstrip('/')}/{name}"
                     values[key] = _values(var)
-                    attrs[key] = {a: var.getncattr(a) for a in var.ncattrs() if a != "_nczarr_maxstrlen"}
+                    attrs[key] = {a: var.getncattr(a) for a in var.ncattrs()}  # no _nczarr_maxstrlen (issue 34)
                 for name, sub in group.groups.items():
                     walk(sub, f"{path.rstrip('/')}/{name}")
             walk(nc, "/")

@@ -35,8 +35,6 @@ NETCDF4_RESERVED = {"_Netcdf4Dimid", "_Netcdf4Coordinates", "_nc3_strict", "_NCP
 DIMENSION_ONLY = b"This is a netCDF dimension but not a netCDF variable"
 #: netCDF-4 stores a variable named like a dimension it does not index under this prefix
 NON_COORD = "_nc4_non_coord_"
-#: netcdf-c shows its own _nczarr_maxstrlen on every string variable of a store: not the source's
-STORE_OWN = {"_nczarr_maxstrlen"}
 
 
 # ---- what h5py sees, what the store holds ------------------------------------------------------------------
@@ -106,7 +104,7 @@ def store_objects(out: Path) -> set[str]:
         held.update(f"{where.rstrip('/')}/{d}#dim" for d in group.dimensions)
         for name, var in group.variables.items():
             held.add(f"{where.rstrip('/')}/{name}")
-            held.update(f"{where.rstrip('/')}/{name}:{a}" for a in var.ncattrs() if a not in STORE_OWN)
+            held.update(f"{where.rstrip('/')}/{name}:{a}" for a in var.ncattrs())  # no _nczarr_maxstrlen (issue 34)
         for name, sub in group.groups.items():
             held.add(f"{where.rstrip('/')}/{name}")
             walk(sub, f"{where.rstrip('/')}/{name}")

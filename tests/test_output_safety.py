@@ -192,7 +192,7 @@ def test_dead_runs_leftovers_are_found_and_removed_by_the_next_run(tmp_path, suf
 def test_refused_append_of_too_long_strings_leaves_the_store_byte_identical(tmp_path):
     store = tmp_path / "s.file"
     convert(str(make_nc(tmp_path / "a.nc", strings=["a", "b", "c", "d", "e"])), str(store))
-    maxstrlen = json.loads((store / "label" / ".zattrs").read_text())["_nczarr_maxstrlen"]
+    maxstrlen = int(json.loads((store / "label" / ".zarray").read_text())["dtype"][2:])  # "|Sn": n bytes
     long = make_nc(tmp_path / "b.nc", 5, 6, strings=["f", "g", "h", "i", "j", "x" * (maxstrlen + 1)])
     before = snapshot(tmp_path)
     one_line(cli("--append", "time", str(long), str(store)), 2, "/label", f"longer than {maxstrlen} bytes")

@@ -146,6 +146,29 @@ def c410_upper(ctx: CheckContext) -> Iterator[Finding]:
             f"upper-case dataset ({', '.join([*(f'attributes of {n}' for n in typed), *subdims][:4])})")
 
 
+#: the reserved names netcdf-c 4.10.1 keeps to itself in a .zattrs (the 4.9.1+ and 4.10 layouts' own keys): it
+#: shows every other _nczarr*/_NCZARR* key there as a user attribute, _nczarr_maxstrlen, _nczarr_default_maxstrlen
+#: and the 4.8–4.9.0 layout's _NCZARR_ATTR included (tests/check/test_interop.py::test_c410_reserved)
+C410_HIDDEN_RESERVED = frozenset({"_nczarr_group", "_nczarr_array", "_nczarr_attr", "_nczarr_superblock"})
+
+
+@rule("NCZ-INTEROP-C410-RESERVED", Severity.WARNING,
+       source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
+def c410_reserved(ctx: CheckContext) -> Iterator[Finding]:
+    """netcdf-c 4.10.1 shows a reserved _nczarr*/_NCZARR* .zattrs key as a user attribute (_nczarr_maxstrlen, ...).
+
+    It hides only the four keys of its own layouts (_nczarr_group, _nczarr_array, _nczarr_attr,
+    _nczarr_superblock); compliance-checker then flags the name ("should begin with a letter").
+    """
+    for node in sorted({*ctx.groups, *ctx.arrays}):
+        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+        shown = [n for n in zattrs if n.lower().startswith("_nczarr") and n not in C410_HIDDEN_RESERVED]
+        if shown:
+            yield get("NCZ-INTEROP-C410-RESERVED").finding(
+                keys.join(node, ".zattrs"), f"netcdf-c 4.10.1 shows {', '.join(shown)} as user attribute"
+                f"{'s' if len(shown) > 1 else ''}")
+
+
 @rule("NCZ-INTEROP-C410-BIGENDIAN", Severity.WARNING,
        source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
 def c410_bigendian(ctx: CheckContext) -> Iterator[Finding]:

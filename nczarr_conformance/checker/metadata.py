@@ -10,7 +10,7 @@ from nczarr_conformance.checker.context import ArrayRecord, CheckContext, parse_
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
 from nczarr_conformance.codecs import build
 from nczarr_conformance.errors import NczarrError
-from nczarr_conformance.nczarr.dtypes import DEFAULT_MAXSTRLEN, parse_dtype
+from nczarr_conformance.nczarr.dtypes import parse_dtype
 from nczarr_conformance.nczarr.reader import decode_fill
 
 REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order", "filters")
@@ -256,23 +256,22 @@ def xarray_dims(ctx: CheckContext) -> Iterator[Finding]:
                                                  f"dimensions {refs}")
 
 
-@rule("NCZ-STRING-MAXSTRLEN", Severity.ERROR, source="nczarr.md App. E")
+@rule("NCZ-STRING-MAXSTRLEN", Severity.ERROR, source="nczarr.md App. E; netcdf-c 4.10.1's reads")
 def string_maxstrlen(ctx: CheckContext) -> Iterator[Finding]:
-    """A string array's |Sn length agrees with _nczarr_maxstrlen (or _nczarr_default_maxstrlen, default 128)."""
+    """A string array's _nczarr_maxstrlen, where present, agrees with its |Sn length (netcdf-c reads by the former)."""
+    # netcdf-c 4.10.1 sizes a string array's chunks by _nczarr_maxstrlen when the attribute is there, and by the
+    # |Sn dtype when it is not (_nczarr_default_maxstrlen only sizes what it writes): an absent attribute is no
+    # disagreement (tests/check/test_check.py::test_string_maxstrlen_reads_as_netcdf_c_does).
     if not ctx.nczarr:
         return
-    root = ctx.groups.get("/")
-    default = DEFAULT_MAXSTRLEN
-    if root is not None and isinstance(root.zattrs.get("_nczarr_default_maxstrlen"), int):
-        default = root.zattrs["_nczarr_default_maxstrlen"]
     for akey, rec, _ in _arrays(ctx):
         storage = parse_array(ctx, rec).storage
         if storage is None or storage.nctype != "string" or storage.numpy.kind != "S":
             continue
-        declared = rec.zattrs.get("_nczarr_maxstrlen", default)
-        if declared != storage.maxstrlen:
-            yield get("NCZ-STRING-MAXSTRLEN").finding(_zkey(akey), f"dtype |S{storage.maxstrlen} but maxstrlen is "
-                                                      f"{declared}; netcdf-c sizes chunks by the latter")
+        declared = rec.zattrs.get("_nczarr_maxstrlen")
+        if declared is not None and declared != storage.maxstrlen:
+            yield get("NCZ-STRING-MAXSTRLEN").finding(_zkey(akey), f"dtype |S{storage.maxstrlen} but _nczarr_maxstrlen "
+                                                      f"is {declared}; netcdf-c sizes chunks by the latter")
 
 
 @rule("NCZ-FILL-ATTR", Severity.WARNING, source='NUG "_FillValue"; Zarr v2 spec "fill_value"')

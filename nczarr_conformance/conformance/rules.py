@@ -424,6 +424,13 @@ DOCUMENTED_DEVIATIONS: dict[tuple[str, str], str] = {
         "only: xarray finds NCZarr's dimrefs only under netcdf-c 4.9.0's upper-case _NCZARR_ARRAY, so without it "
         "xarray's open_datatree cannot open a sub-group of the 4.9.1–4.9.2 layout "
         "(tests/nczarr/test_flavor_nczarr_2.py::test_what_we_write_beyond_4_9_2_is_what_a_reader_needs)"),
+    ("E.maxstrlen", "ours"): (
+        "by choice: strings as |Sn, n the longest value (lossless), without _nczarr_maxstrlen, as netcdf-c 4.10.1 "
+        "writes its own: it reads the length from the dtype where that attribute is absent and shows the attribute "
+        "as a user attribute where present (issue 34; tests/nczarr/test_reserved_attrs.py)"),
+    ("E.maxstrlen", "ours-nczarr-2"): (
+        "by choice, as for ours: |Sn with n the longest value, no _nczarr_maxstrlen (netcdf-c's zsync.c takes the "
+        "dtype's length; 4.10.1 shows the attribute as a user attribute)"),
     ("D.write.3", "ours-nczarr-2"): (
         "by choice, as for ours: char text is written as a JSON string by default; Appendix D case 3 is "
         "`nc2nczarr --json-attributes=spec`"),

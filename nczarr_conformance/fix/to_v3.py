@@ -198,15 +198,18 @@ class NzMigrationWriter(MigrationWriter, NzWriter):
     """``--to-v3 --flavor nz``: the migration's arrays (every chunk kept) with NZ-1.0's attributes on
     every node (zarr3/nz_writer.py: ``conventions``, the ``zarr_conventions`` registration,
     ``_FillValue`` apart from ``fill_value``, ``_nczarr_attr`` types), checked as nc2nczarr's NZ
-    output is (one length per dimension label within a group, else refused in one line)."""
+    output is (one length per dimension label within a group, no char, no float attribute mixing numbers with
+    NaN, else refused in one line), and refuses string arrays, whose kept chunks need a data_type object."""
 
     def validate(self) -> None:
         super().validate()
         kept = [k for k, i in self.reader.arrays.items() if i.storage.nctype == "string"]
         if kept:
-            self.notes.append("strings kept as null_terminated_bytes of their stored width (their chunks are not "
-                              "re-encoded), a data_type object NZ-1.0's schema.json refuses (NCZ-NZ-SCHEMA); "
-                              f"nc2nczarr --zarr-format 3 --flavor nz writes them as string: {', '.join(kept)}")
+            # refused, not written: the store would fail NZ's own validator (issue 34)
+            raise UnsupportedError(
+                f"NZ-1.0 cannot hold the strings of {', '.join(kept)} as --to-v3 keeps their chunks "
+                "(null_terminated_bytes of their stored width: a data_type object NZ-1.0's schema.json refuses); "
+                "nc2nczarr --zarr-format 3 --flavor nz writes them as string")
 
 
 #: the v3 layouts --to-v3 writes, each by its writer

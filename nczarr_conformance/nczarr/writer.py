@@ -605,13 +605,9 @@ class DatasetWriter:
         zattrs, types = self._user_attributes(var.attributes)
         if var.type == "char" and zattrs.get("_FillValue") == "\x00":
             zattrs["_FillValue"] = ""  # as netcdf-c writes NUL; its parser misreads "\u0000" as "u"
-        if var.type == "string" and self.flavor != "zarr":
-            zattrs["_nczarr_maxstrlen"] = plan.maxstrlen
-            types["_nczarr_maxstrlen"] = "<i4"
-        elif plan.dtype_text == "|S1" and self.flavor != "zarr":
-            # char_as="S1": netcdf-c reads a string of length 1; declared as for strings (App. E's maxstrlen)
-            zattrs["_nczarr_maxstrlen"] = 1
-            types["_nczarr_maxstrlen"] = "<i4"
+        # No _nczarr_maxstrlen: the |Sn dtype carries the length, which netcdf-c (4.9's and 4.10.1's zsync.c)
+        # takes when that attribute is absent; present, netcdf-c 4.10.1 shows it as a user attribute
+        # (compliance-checker flags it) and sizes chunks by it even where it disagrees with the dtype.
         dims_basenames = [keys.basename(d) for d in var.dimensions]
         # nczarr.md "XArray" names root-group variables whose dimensions are all in the root group; netcdf-c
         # 4.10.1 writes it in every group, and xarray (open_datatree, a sub-group's open_zarr) needs it there.
@@ -632,7 +628,8 @@ class DatasetWriter:
                 zattrs["_ARRAY_DIMENSIONS"] = dims_basenames
             zarray["_NCZARR_ARRAY"] = {"dimrefs": list(var.dimensions),
                                        "storage": "scalar" if var.is_scalar else "chunked"}
-            zattrs["_NCZARR_ATTR"] = {"types": types}
+            if types:  # as netcdf-c 4.9.0 writes it: 4.10.1 shows this key as a user attribute (issue 34)
+                zattrs["_NCZARR_ATTR"] = {"types": types}
         elif self.flavor == "nczarr-2":
             zarray["_nczarr_array"] = {"dimrefs": list(var.dimensions),
                                        "storage": "scalar" if var.is_scalar else "chunked"}
@@ -693,7 +690,8 @@ class DatasetWriter:
             if gkey == "/":
                 zgroup["_NCZARR_SUPERBLOCK"] = dict(SUPERBLOCK)
             zgroup["_NCZARR_GROUP"] = {"dims": dims, "vars": list(group.variables), "groups": list(group.groups)}
-            zattrs["_NCZARR_ATTR"] = {"types": types}
+            if types:  # as netcdf-c 4.9.0 writes it: 4.10.1 shows this key as a user attribute (issue 34)
+                zattrs["_NCZARR_ATTR"] = {"types": types}
         elif self.flavor == "nczarr-2":  # ncz_sync_grp: the superblock, then the group, in .zgroup
             if gkey == "/":
                 zgroup["_nczarr_superblock"] = dict(SUPERBLOCK)

@@ -28,6 +28,7 @@ from nczarr_conformance.errors import (
     UnsupportedError,
 )
 from nczarr_conformance.model import (
+    STORAGE_INTERNAL_PREFIXES,
     Attribute,
     Dataset,
     Dimension,
@@ -164,16 +165,19 @@ def outside_model(ncgroup: Any) -> list[tuple[str, str]]:
 
 
 def _read_attributes(obj: Any, ncid: int, varid: int, *, skip_outside: bool = False,
-                     leave_out: Container[str] = ()) -> dict[str, Attribute]:
+                     leave_out: Container[str] = (), shown_reserved: bool = False) -> dict[str, Attribute]:
     """The model's attributes; one of a user-defined type is refused (``skip_outside``: left out).
 
     ``leave_out``: names of attributes not to read at all (the converter's ``--skip-unsupported``
     leaves out what hdf5_types found, e.g. a zero-length attribute the model cannot hold).
+    ``shown_reserved``: keep a reserved NCZarr name (``_nczarr*``, ``_NCZARR*``) that netcdf-c shows as a
+    user attribute, as the matrix's reader does, so a leak is a difference (issue 34).
     """
     out: dict[str, Attribute] = {}
     for name in obj.ncattrs():
-        if is_internal_attribute(name) or name in leave_out:
-            continue  # netcdf-c shows _nczarr_maxstrlen; the model never does
+        reserved_shown = shown_reserved and name.startswith(STORAGE_INTERNAL_PREFIXES)
+        if (is_internal_attribute(name) and not reserved_shown) or name in leave_out:
+            continue  # netcdf-c shows _nczarr_maxstrlen; the converter's model never does
         xtype = _attr_xtype(ncid, varid, name)
         if xtype is not None and xtype > NC_MAX_ATOMIC_TYPE:
             if skip_outside:
@@ -223,11 +227,11 @@ def filters_of(var: Any) -> list[dict[str, Any]]:
 
 
 def variable_header(var: Any, group_path: str, *, skip_outside: bool = False,
-                    leave_out: Container[str] = ()) -> Variable:
+                    leave_out: Container[str] = (), shown_reserved: bool = False) -> Variable:
     """A model Variable (no data) for one netCDF4.Variable of an atomic type.
 
     ``skip_outside``: leave out its attributes of user-defined types instead of refusing them;
-    ``leave_out``: names of attributes not to read.
+    ``leave_out``: names of attributes not to read; ``shown_reserved``: as :func:`_read_attributes`.
     """
     xtype = int(getattr(var.datatype, "_nc_type", 0))  # CompoundType, VLType, EnumType (NC_STRING is a VLType too)
     if xtype > NC_MAX_ATOMIC_TYPE:
@@ -245,7 +249,8 @@ def variable_header(var: Any, group_path: str, *, skip_outside: bool = False,
     endian = var.endian()
     return Variable(
         nctype, dims, tuple(int(n) for n in var.shape),
-        _read_attributes(var, var.group()._grpid, var._varid, skip_outside=skip_outside, leave_out=leave_out),
+        _read_attributes(var, var.group()._grpid, var._varid, skip_outside=skip_outside, leave_out=leave_out,
+                         shown_reserved=shown_reserved),
         chunks=None if chunking in ("contiguous", None) or not var.shape else [int(c) for c in chunking],
         endianness=None if nctype in ("char", "string", "byte", "ubyte") else ("big" if endian == "big" else "little"),
         filters=filters_of(var),
@@ -297,18 +302,18 @@ def read_values(var: Any, region: tuple[slice, ...] | None = None) -> np.ndarray
     return np.asarray(arr)
 
 
-def _read_group(ncgroup: Any, path: str, data: bool) -> Group:
+def _read_group(ncgroup: Any, path: str, data: bool, shown_reserved: bool = False) -> Group:
     group = Group()
     for name, dim in ncgroup.dimensions.items():
         group.dimensions[name] = Dimension(len(dim), dim.isunlimited())
-    group.attributes = _read_attributes(ncgroup, ncgroup._grpid, NC_GLOBAL)
+    group.attributes = _read_attributes(ncgroup, ncgroup._grpid, NC_GLOBAL, shown_reserved=shown_reserved)
     for name, var in ncgroup.variables.items():
-        model_var = variable_header(var, path)
+        model_var = variable_header(var, path, shown_reserved=shown_reserved)
         if data:
             model_var.data = read_values(var)
         group.variables[name] = model_var
     for name, sub in ncgroup.groups.items():
-        group.groups[name] = _read_group(sub, path.rstrip("/") + "/" + name, data)
+        group.groups[name] = _read_group(sub, path.rstrip("/") + "/" + name, data, shown_reserved)
     return group
 
 
@@ -386,11 +391,14 @@ def _plain_hdf5_or(path: str, cause: str, otherwise: str) -> NczarrError:
     return plain if plain is not None else FormatError(otherwise)
 
 
-def read(path: str, *, data: bool = True) -> Dataset:
-    """The canonical model of a netCDF file or netcdf-c URL, as netcdf-c sees it."""
+def read(path: str, *, data: bool = True, shown_reserved: bool = False) -> Dataset:
+    """The canonical model of a netCDF file or netcdf-c URL, as netcdf-c sees it.
+
+    ``shown_reserved``: keep the reserved ``_nczarr*``/``_NCZARR*`` names netcdf-c shows as user attributes
+    (the matrix's netcdf-c reader: a store that leaks one then differs from its intended model)."""
     nc = open_nc(path)
     try:
         with LOCK:
-            return Dataset(_read_group(nc, "/", data))
+            return Dataset(_read_group(nc, "/", data, shown_reserved))
     finally:
         nc.close()

@@ -21,12 +21,13 @@ What NZ-1.0 (zarr3/nz.py names the source) adds to what :class:`V3Writer` writes
 
 What NZ-1.0 cannot hold is said by the v3 writer's notes line (unlimited dimensions; dimensions from an
 ancestor group, which NZ scopes to the group: "Dimension labels are scoped to the group"), plus one
-line for data types outside NZ's core set, one for char arrays (``null_terminated_bytes`` is a
-data_type object, which NZ's schema.json refuses though its README admits extension types) and one
-for float attributes mixing numbers with NaN or infinities (JSON spells those as strings; NZ wants
-attribute arrays of one JSON type). Refused (one line, nothing written): a group in which two
+line for data types outside NZ's core set. Refused (one line, nothing written): a group in which two
 arrays would give one dimension label two lengths (an ancestor's ``x`` and the group's own ``x``):
-that store breaks NZ's shared dimension constraint and no reader can place both.
+that store breaks NZ's shared dimension constraint and no reader can place both; char arrays
+(``null_terminated_bytes`` is a data_type object, which NZ's schema.json refuses though its README
+admits extension types; no named v3 type is char) and float attributes mixing numbers with NaN or
+infinities (JSON spells those as strings; NZ wants attribute arrays of one JSON type): NZ's own
+validator or nczarr-check would fail the store (issue 34).
 """
 from __future__ import annotations
 
@@ -62,21 +63,21 @@ class NzWriter(V3Writer):
         if outside:
             self.notes.append(f"NZ-1.0 data types outside its core set (string, char: extension types NZ readers "
                               f"need not decode): {', '.join(outside)}")
-        chars = [keys.join(g, v) for g, group in self.ds.root.walk() for v, var in group.variables.items()
-                 if var.type == "char"]
-        if chars:
-            self.notes.append("char written as null_terminated_bytes, a data_type object NZ-1.0's schema.json "
-                              "refuses (it allows names only) although its README admits extension types "
-                              f"(NCZ-NZ-SCHEMA): {', '.join(chars)}")
-        mixed = [f"{keys.join(g, name)}:{n}" if name else f"{g}:{n}"
+        chars = [f"{keys.join(g, v)} (char: Zarr v3 has no named data type for it, and NZ-1.0's schema.json "
+                 "allows data_type names only)" for g, group in self.ds.root.walk()
+                 for v, var in group.variables.items() if var.type == "char"]
+        mixed = [f"{keys.join(g, name) if name else g}:{n} (a float attribute holding NaN or ±Infinity among "
+                 "numbers: JSON spells those as strings, and NZ-1.0 wants an attribute array of one JSON type)"
                  for g, group in self.ds.root.walk()
                  for name, attributes in [("", group.attributes),
                                           *((v, var.attributes) for v, var in group.variables.items())]
                  for n, a in attributes.items() if n != "_FillValue" and _mixes_numbers_and_names(a)]
-        if mixed:
-            self.notes.append("float attributes holding NaN or ±Infinity among numbers, written as JSON arrays "
-                              "mixing numbers and strings, which NZ-1.0 does not allow "
-                              f"(NCZ-NZ-ATTRIBUTE-VALUES): {', '.join(mixed)}")
+        if chars or mixed:
+            # refused before anything is written: the store would fail NZ's own validator (NCZ-NZ-SCHEMA) or
+            # nczarr-check (NCZ-NZ-ATTRIBUTE-VALUES); pure Zarr v3 (--flavor zarr) holds both
+            raise UnsupportedError(f"NZ-1.0 cannot hold {'; '.join(chars + mixed)}; --flavor zarr writes them "
+                                   "as pure Zarr v3")
+
 
     @staticmethod
     def _lossy_attributes(where: str, attributes: dict[str, Attribute]) -> list[str]:

@@ -314,6 +314,26 @@ def test_netcdf_c_never_sees_an_unlisted_array(tmp_path):
         assert sorted(nc.variables) == ["s", "sc"]
 
 
+def test_string_maxstrlen_reads_as_netcdf_c_does(tmp_path):
+    """NCZ-STRING-MAXSTRLEN fires exactly where netCDF4-python (netcdf-c 4.10.1) misreads: a |S300 array with no
+    _nczarr_maxstrlen reads whole (the dtype's length; the rule is silent), one declaring 128 does not."""
+    netCDF4 = require_module("netCDF4")
+    long = "x" * 300
+    root = Group({"n": Dimension(2)})
+    root.variables["s"] = Variable("string", ["/n"], (2,), {}, np.array(["a", long], dtype=object))
+    path = tmp_path / "long.file"
+    with DirectoryStore(path, "w") as store:
+        write_dataset(Dataset(root), store, consolidate=False)
+    assert json.loads((path / "s/.zarray").read_text())["dtype"] == "|S300"
+    assert "NCZ-STRING-MAXSTRLEN" not in {f.rule for f in check(str(path)).findings}
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file") as nc:
+        assert list(nc["s"][:]) == ["a", long]
+    edit_json(path, "/s/.zattrs", lambda d: d.update(_nczarr_maxstrlen=128))
+    assert ("NCZ-STRING-MAXSTRLEN", "/s/.zarray") in errors(check(str(path)))
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file") as nc:
+        assert list(nc["s"][:]) != ["a", long]
+
+
 def test_no_dataset(tmp_path):
     (tmp_path / "empty").mkdir()
     result = run_cli("--format", "json", str(tmp_path / "empty"))

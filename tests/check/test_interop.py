@@ -221,6 +221,50 @@ def test_c410_upper(tmp_path):
     assert (theirs.root.attributes["i"].type, theirs.root.attributes["i"].value.tolist()) == ("int", [7])
 
 
+def _reserved_shown_by_netcdf_c(path: Path) -> dict[str, list[str]]:
+    """.zattrs key → the _nczarr*/_NCZARR* names netCDF4-python's ncattrs() lists for that object (raw, not our
+    adapter, which keeps them out of the model)."""
+    netCDF4 = require_module("netCDF4")
+    out: dict[str, list[str]] = {}
+
+    def walk(nc, node: str) -> None:
+        objects = [(node, nc), *((f"{node.rstrip('/')}/{n}", v) for n, v in nc.variables.items())]
+        for where, obj in objects:
+            names = [n for n in obj.ncattrs() if n.lower().startswith("_nczarr")]
+            if names:
+                out[f"{where.rstrip('/')}/.zattrs"] = names
+        for name, sub in nc.groups.items():
+            walk(sub, f"{node.rstrip('/')}/{name}")
+
+    with netCDF4.Dataset(_url(path)) as nc:
+        walk(nc, "/")
+    return out
+
+
+def _reserved_findings(path: Path) -> dict[str, str]:
+    return {f.key: f.message for f in check(str(path), deep=True).findings if f.rule == "NCZ-INTEROP-C410-RESERVED"}
+
+
+def test_c410_reserved(tmp_path):
+    """The rule fires on exactly the objects where netcdf-c 4.10.1 shows a reserved name, naming those names."""
+    root = _typed()
+    root.groups["g"].variables["s"] = Variable("string", ["/g/y"], (3,), {}, np.array(["a", "b" * 200, ""], object))
+    clean = _write(tmp_path, root, "nczarr-4.10", "r")
+    assert _reserved_findings(clean) == {} and _reserved_shown_by_netcdf_c(clean) == {}
+    _edit(clean, "g/s/.zattrs", lambda d: d.update(_nczarr_maxstrlen=200))  # as our writer did before issue 34
+    _edit(clean, ".zattrs", lambda d: d.update(_nczarr_default_maxstrlen=64))
+    _edit(clean, "g/.zattrs", lambda d: d.update(_nczarr_x=1, _NCZARR_ATTR={"types": {}}))
+    shown = _reserved_shown_by_netcdf_c(clean)
+    assert shown == {"/g/s/.zattrs": ["_nczarr_maxstrlen"], "/.zattrs": ["_nczarr_default_maxstrlen"],
+                     "/g/.zattrs": ["_nczarr_x", "_NCZARR_ATTR"]}
+    found = _reserved_findings(clean)
+    assert set(found) == set(shown) and all(all(n in found[k] for n in names) for k, names in shown.items())
+    upper = _write(tmp_path, _typed(), "nczarr-2-upper", "r")  # its _NCZARR_ATTR, where there are attributes
+    shown = _reserved_shown_by_netcdf_c(upper)
+    assert shown == {"/.zattrs": ["_NCZARR_ATTR"]}
+    assert _reserved_findings(upper) == {"/.zattrs": "netcdf-c 4.10.1 shows _NCZARR_ATTR as user attribute"}
+
+
 def test_c410_jsonchar(tmp_path):
     root = Group(attributes={"answer": Attribute("char", "42"), "text": Attribute("char", "hello")})
     with json_attributes("spec"):  # the default writes "42" as a JSON string, which every reader reads back
@@ -636,6 +680,7 @@ def test_every_interop_rule_has_a_test_here():
     covered = {"NCZ-INTEROP-C490-UNLIMITED", "NCZ-INTEROP-C490-STRING", "NCZ-INTEROP-C490-SCALAR",
                "NCZ-INTEROP-C490-CODEC", "NCZ-INTEROP-C490-CHAR", "NCZ-INTEROP-C410-U1CHAR",
                "NCZ-INTEROP-C410-JSONCHAR", "NCZ-INTEROP-C410-ZARRSCALAR", "NCZ-INTEROP-C410-UPPER",
+               "NCZ-INTEROP-C410-RESERVED",
                "NCZ-INTEROP-C410-BIGENDIAN", "NCZ-INTEROP-ZARR-CHAR", "NCZ-INTEROP-ZARR-I1", "NCZ-INTEROP-SHUFFLE0",
                "NCZ-INTEROP-XARRAY-NODIMS", "NCZ-INTEROP-C410-DTYPE", "NCZ-INTEROP-C410-CODEC",
                "NCZ-INTEROP-C410-FORDER", "NCZ-INTEROP-C410-PURECHAR", "NCZ-INTEROP-TS-FILTERS",

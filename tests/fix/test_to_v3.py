@@ -434,10 +434,11 @@ def test_a_stale_zmetadata_is_refused(tmp_path):
     assert files(store) == before
 
 
-def test_the_draft_layout_is_refused_and_nz_names_the_strings_it_keeps_as_bytes(tmp_path):
+def test_the_draft_layout_is_refused_and_nz_refuses_the_strings_it_would_keep_as_bytes(tmp_path):
     """--flavor nczarr-v3-draft is not a migration target (its char and string types are not the v2
-    chunks' bytes): one line, exit 2, nothing written. --flavor nz migrates (tests/zarr3/test_nz.py) and
-    says which string arrays keep their stored bytes as null_terminated_bytes, which NZ's schema refuses."""
+    chunks' bytes): one line, exit 2, nothing written. --flavor nz migrates (tests/zarr3/test_nz.py) but not
+    string arrays, whose stored bytes would be null_terminated_bytes, which NZ's own validator refuses
+    (tests/zarr3/test_nz.py::test_char_and_mixed_float_attributes_are_refused_by_name): named, exit 2."""
     import netCDF4
 
     store = our_store(tmp_path / "o.file", "zarr")
@@ -453,11 +454,12 @@ def test_the_draft_layout_is_refused_and_nz_names_the_strings_it_keeps_as_bytes(
     done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "-q", str(src), str(v2)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+    before = files(v2)
     result = cli(str(v2), "--to-v3", "--flavor", "nz", "--no-backup")
-    assert result.returncode == 0, result.stderr
-    assert "strings kept as null_terminated_bytes of their stored width" in result.stdout and "/names" in result.stdout
-    doc = json.loads((v2 / "names" / "zarr.json").read_text())
-    assert doc["data_type"]["name"] == "null_terminated_bytes" and doc["attributes"]["zarr_conventions"]
+    assert result.returncode == 2, result.stderr
+    said = one_line(result.stderr)
+    assert "NZ-1.0 cannot hold the strings of /names" in said and "nc2nczarr --zarr-format 3 --flavor nz" in said
+    assert files(v2) == before
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):

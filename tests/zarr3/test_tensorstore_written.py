@@ -195,8 +195,18 @@ def test_tensorstore_reads_our_numeric_arrays_in_every_v3_flavor(tmp_path: Path,
 
     source = REPO / "corpus" / "rich.nc"
     out = tmp_path / "o.zarr"
+    extra: list[str] = []
+    if flavor == "nz":  # NZ-1.0 holds neither its char variable nor its float attribute mixing NaN with numbers
+        import shutil
+
+        source = Path(shutil.copy(source, tmp_path / "rich-nz.nc"))
+        with netCDF4.Dataset(source, "a") as nc:
+            nc.delncattr("f32")
+            extra = ["-V", ",".join("/" + path for path, var in _netcdf_variables(nc)
+                                    if var.dtype == str or np.dtype(var.dtype).kind != "S")]
     done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "--quiet", "--zarr-format", "3",
-                           "--flavor", flavor, str(source), str(out)], capture_output=True, text=True, timeout=120)
+                           "--flavor", flavor, *extra, str(source), str(out)], capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     compared = 0
     with netCDF4.Dataset(source) as nc:

@@ -610,12 +610,15 @@ def test_overwrite_replaces_a_v3_dataset_and_refuses_a_foreign_file(source: Path
     """A v3 dataset (zarr.json nodes, c/… chunk keys) is a dataset --overwrite may replace, in every v3
     flavor; a file that is no part of it still stops the overwrite, leaving both as they were."""
     out = tmp_path / "o.zarr"
+    # NZ-1.0 holds no char variable (refused: tests/zarr3/test_nz.py): the source's others
+    only = ["-V", "f,z,zs,b,u,st,sc,nan,/g/w"] if flavor == "nz" else []
     for _ in range(2):
-        done = run_cli("--quiet", "--zarr-format", "3", "--flavor", flavor, "--overwrite", str(source), str(out))
+        done = run_cli("--quiet", "--zarr-format", "3", "--flavor", flavor, *only, "--overwrite", str(source),
+                       str(out))
         assert done.returncode == 0, done.stderr
     (out / "notes.txt").write_text("mine")
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    done = run_cli("--quiet", "--zarr-format", "3", "--flavor", flavor, "--overwrite", str(source), str(out))
+    done = run_cli("--quiet", "--zarr-format", "3", "--flavor", flavor, *only, "--overwrite", str(source), str(out))
     assert done.returncode == 2 and "holds notes.txt, which is not part of a Zarr dataset" in done.stderr
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
