@@ -24,9 +24,14 @@ def rule_help_uri(rule_id: str) -> str:
 
 
 def tool_version() -> str:
-    from nczarr_conformance import __version__
+    """The installed distribution's version (what ``nczarr-check --version`` prints), "unknown" without one:
+    the package's own ``__version__`` lies above this wing (its ``__init__`` imports ``access``)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return __version__
+    try:
+        return version("nczarr-conformance")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def fix_command(finding: Finding, url: str) -> str | None:

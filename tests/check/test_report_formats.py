@@ -55,7 +55,7 @@ def _ordered(rows: list[tuple[str, str, str]]) -> bool:
 
 def test_findings_are_ordered_by_severity_then_rule_then_key(store):
     text = _check(store)
-    rows = [tuple(line.split(" ", 2)[:2]) + (line.split(" ", 2)[2].split(":", 1)[0],)
+    rows = [(*tuple(line.split(" ", 2)[:2]), line.split(" ", 2)[2].split(":", 1)[0])
             for line in text.stdout.splitlines()[:-1]]
     severities = [r[0] for r in rows]
     assert "error" in severities and "warning" in severities
