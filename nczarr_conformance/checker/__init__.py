@@ -153,4 +153,6 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
         crash_kept = not (ignore and RULES["NCZ-CHECK-CRASH"].matches(ignore))
         findings = [f for f in findings if f.rule in keep or (f.rule == "NCZ-CHECK-CRASH" and crash_kept)]
         findings = [with_fix(f) for f in findings]
-        return Report(url, flavor, findings, ctx.objects_read, time.perf_counter() - started, fail_on)
+        run = [rid for rid in order if rid in keep and (deep or not RULES[rid].deep)]
+        return Report(url, flavor, findings, ctx.objects_read, time.perf_counter() - started, fail_on, run,
+                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -10,14 +10,15 @@ import json
 import sys
 
 from nczarr_conformance.checker import RULES
-from nczarr_conformance.checker.report import html_page
+from nczarr_conformance.checker.report import html_page, rule_anchor
 from nczarr_conformance.checker.rules import Rule
 
 HEADER = """# nczarr-check rules
 
 One line per rule: its stable id, its severity, what it checks and what it stands on.
 Generated from the registry (`python -m nczarr_conformance.checker.docs > docs/rules.md`);
-a test fails if this file is stale. Rules marked *deep* run with `--deep` only.
+a test fails if this file is stale. Rules marked *deep* run with `--deep` only. Each row's anchor is
+its id in lower case (`#ncz-interop-zarr-char`): where `--format sarif` and the HTML report link.
 
 | rule | severity | checks | source |
 |---|---|---|---|
@@ -38,7 +39,8 @@ def render() -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
-    rows = [f"| `{r.id}` | {_severity(r)} | {cell(r.description)} | {cell(r.source)} |" for r in _rules()]
+    rows = [f'| <a id="{rule_anchor(r.id)}"></a>`{r.id}` | {_severity(r)} | {cell(r.description)} | {cell(r.source)} |'
+            for r in _rules()]
     return HEADER + "\n".join(rows) + "\n"
 
 

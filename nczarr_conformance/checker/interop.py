@@ -265,15 +265,16 @@ def c410_purechar(ctx: CheckContext) -> Iterator[Finding]:
 def zarr_char(ctx: CheckContext) -> Iterator[Finding]:
     """zarr-python 3.1 rejects >S1 (nczarr.md's char), so xarray's open_zarr and open_datatree refuse the dataset.
 
-    A warning: no single char dtype serves both netcdf-c and the Zarr readers; ``nc2nczarr --char-as=S1``
-    writes |S1, which the Zarr readers take and netcdf-c reads as strings."""
+    A warning: no single char dtype serves both netcdf-c and the Zarr readers; ``nczarr-fix --for xarray``
+    (NCZ-FIX-CHAR-S1) or ``nc2nczarr --char-as=S1`` stores |S1, which the Zarr readers take and netcdf-c reads
+    as strings."""
     for akey in sorted(ctx.arrays):
         if _dtype(ctx, akey) == ">S1":
             yield get("NCZ-INTEROP-ZARR-CHAR").finding(
                 keys.join(akey, ".zarray"),
                 "zarr-python 3.1 cannot read this char array (>S1), so xarray (open_zarr, open_datatree) cannot open "
-                "the dataset; netcdf-c needs >S1: for Zarr readers, convert with nc2nczarr --char-as=S1 (|S1, which "
-                "netcdf-c then reads as strings)")
+                "the dataset; netcdf-c needs >S1: for Zarr readers, nczarr-fix --for xarray,zarr-python STORE "
+                "stores it as |S1 (or convert with nc2nczarr --char-as=S1), which netcdf-c then reads as strings")
 
 
 @rule("NCZ-INTEROP-ZARR-I1", Severity.WARNING, source="zarr-python 3.1; tests/check/test_interop.py")

@@ -3,12 +3,48 @@ from __future__ import annotations
 
 import html
 import json
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from nczarr_conformance.checker.rules import Finding, Severity
 
 REPORT_ID = "nczarr-check/1"
+#: where each rule is documented (docs/rules.md gives every row the anchor ``rule_anchor``)
+RULES_DOC = "https://github.com/nczarr-conformance/nczarr-conformance/blob/main/docs/rules.md"
+
+
+def rule_anchor(rule_id: str) -> str:
+    """The rule's anchor in docs/rules.md: its id in lower case (``ncz-interop-zarr-char``)."""
+    return rule_id.lower()
+
+
+def rule_help_uri(rule_id: str) -> str:
+    return f"{RULES_DOC}#{rule_anchor(rule_id)}"
+
+
+def tool_version() -> str:
+    """The installed distribution's version (what ``nczarr-check --version`` prints), "unknown" without one:
+    the package's own ``__version__`` lies above this wing (its ``__init__`` imports ``access``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nczarr-conformance")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def fix_command(finding: Finding, url: str) -> str | None:
+    """The nczarr-fix command that cures the finding (``--for`` its fix's readers), or None when no fix does."""
+    if finding.fix is None:
+        return None
+    from nczarr_conformance.fix.registry import FIXES
+
+    f = FIXES.get(finding.fix)
+    if f is None:
+        return None
+    scope = "" if f.always else f" --for {','.join(f.readers)}"
+    return f"nczarr-fix{scope} {shlex.quote(url)}"
 RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 
 
@@ -20,9 +56,15 @@ class Report:
     objects_read: int = 0
     seconds: float = 0.0
     fail_on: Severity = Severity.ERROR  # the least severe finding that makes the exit code 1
+    rules_run: list[str] = field(default_factory=list)  # the rules run and kept (--select/--ignore): JUnit's cases
+    checked_at: str = ""  # when the check ended, UTC ISO 8601 (the HTML page and SARIF show it)
     #: ``nczarr-check --readers``: each reader tried for real, beside what the findings predict of it
     #: (``{"reader", "predicted", "tried", "said"}``); empty unless asked
     readers: list[dict[str, Any]] = field(default_factory=list)
+
+    def ordered(self) -> list[Finding]:
+        """The findings as every format lists them: errors, then warnings, then infos; by rule id, then key."""
+        return sorted(self.findings, key=lambda f: (-RANK[f.severity], f.rule, f.key or ""))
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -36,7 +78,7 @@ class Report:
             "report": REPORT_ID,
             "url": self.url,
             "flavor": self.flavor,
-            "findings": [f.to_json() for f in self.findings],
+            "findings": [f.to_json() for f in self.ordered()],
             "summary": {"errors": self.count(Severity.ERROR), "warnings": self.count(Severity.WARNING),
                         "infos": self.count(Severity.INFO), "objects_read": self.objects_read,
                         "seconds": round(self.seconds, 3)},
@@ -50,7 +92,7 @@ class Report:
 
     def to_text(self) -> str:
         lines = [f"{f.severity} {f.rule} {f.key if f.key is not None else '-'}: {f.message}"
-                 + (f" (fix: {f.fix})" if f.fix else "") for f in self.findings]
+                 + (f" (fix: {f.fix})" if f.fix else "") for f in self.ordered()]
         lines.append(self.summary_line())
         if self.readers:
             lines.append("who can open this store (predicted by the findings; tried for real):")
@@ -60,13 +102,19 @@ class Report:
 
     def to_html_section(self) -> str:
         e = html.escape
-        rows = "".join(f'<tr class="{e(str(f.severity))}"><td>{e(str(f.severity))}</td><td><code>{e(f.rule)}</code>'
-                       f'</td><td><code>{e(f.key or "-")}</code></td><td>{e(f.message)}'
-                       f'{" (fix: <code>" + e(f.fix) + "</code>)" if f.fix else ""}</td></tr>\n'
-                       for f in self.findings)
-        table = ('<table><tr><th>severity</th><th>rule</th><th>key</th><th>message</th></tr>\n'
+
+        def fix_cell(f: Finding) -> str:
+            command = fix_command(f, self.url)
+            return f"<code>{e(command)}</code> ({e(f.fix or '')})" if command else ""
+
+        rows = "".join(f'<tr class="{e(str(f.severity))}"><td>{e(str(f.severity))}</td><td><a href="'
+                       f'{e(rule_help_uri(f.rule))}"><code>{e(f.rule)}</code></a></td><td><code>{e(f.key or "-")}'
+                       f'</code></td><td>{e(f.message)}</td><td>{fix_cell(f)}</td></tr>\n'
+                       for f in self.ordered())
+        table = ('<table><tr><th>severity</th><th>rule</th><th>key</th><th>message</th><th>fix</th></tr>\n'
                  f"{rows}</table>") if self.findings else "<p>No findings.</p>"
-        return f"<section><h2>{e(self.url)}</h2>\n<p>{e(self.summary_line())}</p>\n{table}\n</section>\n"
+        when = f"<p>checked {e(self.checked_at)}</p>\n" if self.checked_at else ""
+        return f"<section><h2>{e(self.url)}</h2>\n<p>{e(self.summary_line())}</p>\n{when}{table}\n</section>\n"
 
     def render(self, fmt: str) -> str:
         return render_reports([self], fmt)
@@ -86,10 +134,18 @@ def html_page(title: str, body: str) -> str:
 
 def render_reports(reports: list[Report], fmt: str) -> str:
     """Reports in one format: text one after another; JSON one object, or an array of them for several URLs;
-    HTML one page with a section per report."""
+    HTML one page with a section per report; SARIF 2.1.0 one run; JUnit XML one testsuite per report."""
     if fmt == "json":
         doc: Any = reports[0].to_json() if len(reports) == 1 else [r.to_json() for r in reports]
         return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
     if fmt == "html":
-        return html_page("nczarr-check report", "".join(r.to_html_section() for r in reports))
+        return html_page(f"nczarr-check {tool_version()} report", "".join(r.to_html_section() for r in reports))
+    if fmt == "sarif":
+        from nczarr_conformance.checker.sarif import sarif_log
+
+        return json.dumps(sarif_log(reports), ensure_ascii=False, indent=1) + "\n"
+    if fmt == "junit":
+        from nczarr_conformance.checker.junit import junit_xml
+
+        return junit_xml(reports)
     return "".join(r.to_text() for r in reports)

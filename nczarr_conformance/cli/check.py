@@ -40,8 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --deep: decode the chunks on this dask.distributed cluster (same report)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="with --deep: decode the chunks on a local cluster of N worker processes (same report)")
-    p.add_argument("--format", choices=("text", "json", "html"), default="text",
-                   help="text (default); json: one report object, an array for several URLs; html: one page")
+    p.add_argument("--format", choices=("text", "json", "html", "sarif", "junit"), default="text",
+                   help="text (default); json: one report object, an array for several URLs; html: one page; "
+                        "sarif: SARIF 2.1.0; junit: JUnit XML, a testcase per rule")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report(s) to FILE instead of stdout")
     p.add_argument("--expect", choices=FLAVOR_CHOICES, help="error unless the dataset has this flavor")
     p.add_argument("--select", type=_ids, default=[], metavar="ID,...",

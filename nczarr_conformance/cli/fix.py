@@ -18,7 +18,8 @@ without re-encoding a chunk is refused (docs/nczarr-fix.md).
 
 Exit codes: 0 fixed, or nothing to fix; 1 ``--dry-run`` found edits to make (nothing
 written); 2 not done (bad usage, a store that cannot be opened or parsed, an output that
-exists or overlaps the input, an edit a reader would read worse, another writer replacing
+exists or overlaps the input, an edit a reader would read worse, a reader named with --for that the
+fixes cannot serve (the line names the conversion flag that would), another writer replacing
 the store meanwhile, a failed write; one line on stderr saying what failed, nothing changed).
 """
 from __future__ import annotations

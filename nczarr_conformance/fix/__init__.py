@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nczarr_conformance import safety
-from nczarr_conformance.errors import NczarrError, NoDatasetError, StoreError
+from nczarr_conformance.errors import NczarrError, NoDatasetError, StoreError, UsageError
 from nczarr_conformance.fix import fixes  # noqa: F401  (registers the fixes)
 from nczarr_conformance.fix.apply import (
     PartlyWritten,
@@ -69,7 +69,8 @@ def fix_store(url: str, *, out: str | None = None, dry_run: bool = False, target
     """
     from nczarr_conformance.stores import lock_for_writing
 
-    way = _Way.migration(to_v3, url) if to_v3 is not None else _Way.fixes(parse_targets(targets), url)
+    way = _Way.migration(to_v3, url) if to_v3 is not None else _Way.fixes(parse_targets(targets), url,
+                                                                           named=targets is not None)
     if out is not None or dry_run:
         return _fix_store(url, way, out=out, dry_run=dry_run, backup=backup)
     with lock_for_writing(url):
@@ -85,12 +86,18 @@ class _Way:
     check: Callable[..., None]
 
     @staticmethod
-    def fixes(chosen: frozenset[str], url: str) -> _Way:
+    def fixes(chosen: frozenset[str], url: str, *, named: bool = False) -> _Way:
+        """``named``: the user chose the readers with ``--for``; what one of them still could not read after the
+        fixes refuses the run (UsageError naming the flag that would serve it), in every mode, before a write."""
         def plan(store: Store, can: bool) -> Plan:
             try:
-                return make_plan(store, chosen, can_rewrite_chunks=can)
+                made = make_plan(store, chosen, can_rewrite_chunks=can, named=named)
             except NoDatasetError as exc:  # named with the store's path, and what its server says
                 raise explain_open_failure(store, url, exc) from exc
+            if made.unmet:
+                more = f" (and {len(made.unmet) - 1} more)" if len(made.unmet) > 1 else ""
+                raise UsageError(f"{url}: refused: {made.unmet[0]}{more}; nothing was changed")
+            return made
 
         return _Way(plan, check_readers)
 
@@ -117,7 +124,8 @@ def _fix_store(url: str, way: _Way, *, out: str | None, dry_run: bool, backup: b
         with open_store(spec) as source:
             plan = way.plan(source, not (out_spec is None and spec.kind == "s3"))
             if out_spec is None:
-                text = render_diff(plan) + _text([f"note: {n}" for n in plan.notes])
+                text = render_diff(plan) + _text([f"loss: {node}: {loss}" for node, loss in plan.losses.items()]
+                                                 + [f"note: {n}" for n in plan.notes])
                 return FixResult(plan, text or f"{plan.nothing}\n")
             lines = list(iter_changes(plan))
             way.check(source, plan, url)

@@ -28,9 +28,12 @@ def dumps(doc: Any) -> bytes:
 class FixContext:
     """The metadata of one store and the readers the fixes serve (``targets``)."""
 
-    def __init__(self, store: Store, targets: frozenset[str], *, can_rewrite_chunks: bool = True) -> None:
+    def __init__(self, store: Store, targets: frozenset[str], *, can_rewrite_chunks: bool = True,
+                 named: bool = False) -> None:
         self.store = store
         self.targets = targets
+        #: the user named the readers (``--for``): a fix that cannot serve one of them is a refusal, not a note
+        self.named = named
         self.can_rewrite_chunks = can_rewrite_chunks
         self.all_keys = store.list_prefix("/")
         self.raw: dict[str, bytes] = {}
@@ -54,6 +57,12 @@ class FixContext:
         self.recode: dict[str, dict[str, Any]] = {}
         #: what a fix could not do, and why (printed, never silent)
         self.notes: list[str] = []
+        #: array node → what a reader loses there by a fix the user chose (printed; the reader check accepts
+        #: exactly that loss, a char array read as string with the same text, and refuses any other)
+        self.losses: dict[str, str] = {}
+        #: what a reader named with ``--for`` still cannot read after the fixes, and the conversion flag that
+        #: would make it readable: nczarr-fix refuses then (a named reader is never left with "nothing to fix")
+        self.unmet: list[str] = []
 
     # ---- nodes ------------------------------------------------------------------------
     def arrays(self) -> list[str]:

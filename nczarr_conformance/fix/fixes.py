@@ -62,6 +62,39 @@ def byte_dtype(ctx: FixContext) -> Iterator[Change]:
             doc["dtype"] = new
 
 
+#: the readers that refuse >S1 and read |S1 as char (xarray reads through zarr-python); TensorStore reads both
+_S1_READERS = ("zarr-python", "xarray")
+
+
+@fix("NCZ-FIX-CHAR-S1", readers=_S1_READERS, cures=("NCZ-INTEROP-ZARR-CHAR",))
+def char_s1(ctx: FixContext) -> Iterator[Change]:
+    """A char array stored as >S1 (App. E's char) is stored as |S1, one byte per character as before: zarr-python and xarray refuse >S1. netcdf-c and our reader then read it as string (printed as a loss); not with netcdf-c-4.9 among the readers. Metadata only: the chunk bytes stay."""  # noqa: E501  (one line: --list-fixes prints the first)
+    me = FIXES["NCZ-FIX-CHAR-S1"]
+    nodes = [node for node in ctx.arrays() if ctx.zarray(node).get("dtype") == ">S1"]
+    if not nodes:
+        return
+    if "netcdf-c-4.9" in ctx.targets:  # it reads char only as >S1: no char dtype serves both
+        wanted = ",".join(r for r in _S1_READERS if r in ctx.targets)
+        for node in nodes:
+            why = "netcdf-c 4.9 reads char only as >S1, which zarr-python (and so xarray) refuses"
+            if ctx.named:
+                ctx.unmet.append(f"{wanted} cannot read {node} (>S1) and no char dtype serves netcdf-c-4.9 too: "
+                                 f"{why}; run nczarr-fix --for {wanted} alone (netcdf-c then reads strings), or "
+                                 "keep a store for each (nc2nczarr --char-as S1 writes the Zarr readers' one)")
+            else:
+                ctx.notes.append(f"{me.id} {node}: not applied: {why}; nczarr-fix --for xarray,zarr-python "
+                                 "applies it (netcdf-c then reads strings, as nc2nczarr --char-as S1 writes)")
+        return
+    for node in nodes:
+        ctx.zarray(node)["dtype"] = "|S1"
+        yield me.change(keys.join(node, ".zarray"), "dtype >S1 → |S1 (one byte per character either way: "
+                                                    "the chunks are not rewritten)")
+        if ctx.flavor != "zarr":  # in pure Zarr netcdf-c reads both as string already, we both as char
+            ctx.losses[node] = ("netcdf-c (4.10.1, 4.9) and nczarr-conformance now read this char variable as "
+                                "string, one string per character (NCZarr's |S1 is a string of length 1); the "
+                                "text is the same. nc2nczarr --char-as S1 writes the same dtype")
+
+
 def _fill_attribute(ctx: FixContext, node: str) -> Any:
     """The _FillValue attribute's single value, or None."""
     attrs = ctx.zattrs(node) or {}

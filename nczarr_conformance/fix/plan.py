@@ -85,6 +85,10 @@ class Plan:
     all_keys: list[str] = field(default_factory=list)
     #: the metadata objects as read when planning (key → stored bytes), so the check need not read them again
     raw: dict[str, bytes] = field(default_factory=dict)
+    #: array node → what a reader loses there (FixContext.losses): printed, and the one loss the check accepts
+    losses: dict[str, str] = field(default_factory=dict)
+    #: what a reader named with --for still cannot read, with the flag that would (FixContext.unmet)
+    unmet: list[str] = field(default_factory=list)
     #: the line that ends a run with no edit
     nothing: str = "nothing to fix"
 
@@ -115,14 +119,15 @@ def _is_chunk(key: str, node: str) -> bool:
 
 
 def make_plan(store: Store, targets: frozenset[str], *, can_rewrite_chunks: bool = True,
-              only: list[str] | None = None) -> Plan:
-    """Run every fix (``only``: these ids) serving ``targets`` over the store's metadata, in memory.
+              only: list[str] | None = None, named: bool = False) -> Plan:
+    """Run every fix (``only``: these ids) serving ``targets`` over the store's metadata, in memory;
+    ``named``: the user chose ``targets`` (``--for``).
 
     A Zarr v3 store has nothing to fix: every fix edits v2 metadata (``.zarray``, ``.zattrs``, ``.zmetadata``),
     so the plan is empty and says why, rather than the v2 context's "no dataset here"."""
     if is_v3(store):
         return Plan("zarr-v3", targets, [], [], [], [], nothing=V3_NOTHING)
-    ctx = FixContext(store, targets, can_rewrite_chunks=can_rewrite_chunks)
+    ctx = FixContext(store, targets, can_rewrite_chunks=can_rewrite_chunks, named=named)
     changes: list[Change] = []
     for fix_id, f in FIXES.items():
         if only is not None and fix_id not in only:
@@ -143,7 +148,8 @@ def make_plan(store: Store, targets: frozenset[str], *, can_rewrite_chunks: bool
         prefix = node.rstrip("/") + "/"
         chunks = [k for k in ctx.all_keys if k.startswith(prefix) and _is_chunk(k, node)]
         recodes.append(Recode(node, old, new, chunks))
-    return Plan(ctx.flavor, targets, edits, recodes, changes, ctx.notes, list(ctx.all_keys), dict(ctx.raw))
+    return Plan(ctx.flavor, targets, edits, recodes, changes, ctx.notes, list(ctx.all_keys), dict(ctx.raw),
+                dict(ctx.losses), list(ctx.unmet))
 
 
 def _pretty(data: bytes | None, key: str) -> list[str]:
@@ -172,8 +178,10 @@ def render_diff(plan: Plan) -> str:
 
 
 def iter_changes(plan: Plan) -> Iterator[str]:
-    """One line per change, then the notes (what a fix could not do)."""
+    """One line per change, then what a reader loses (stated, not silent), then the notes (what a fix could not do)."""
     for c in plan.changes:
         yield f"{c.fix} {c.key}: {c.message}"
+    for node, loss in plan.losses.items():
+        yield f"loss: {node}: {loss}"
     for note in plan.notes:
         yield f"note: {note}"

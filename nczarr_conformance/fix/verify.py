@@ -36,7 +36,7 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -92,7 +92,7 @@ def check_readers(store: Store, plan: Plan, where: str, *, beside: Path | None =
         for name, read in readers.items():
             before[name] = read(top / "before", arrays, plan.flavor)
             after[name] = read(top / "after", arrays, plan.flavor)
-    problems = worse(before, after, fills)
+    problems = worse(before, after, fills, losses=plan.losses)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise UsageError(f"{where}: refused: after the edits {problems[0]}{more}; nothing was changed")
@@ -350,8 +350,13 @@ def _only_the_fill(b: np.ndarray, a: np.ndarray, fills: tuple[list[Any], list[An
     return same(x[~was], y[~now])
 
 
-def worse(before: dict[str, Readings], after: dict[str, Readings], fills: Fills | None = None) -> list[str]:
-    """What some reader reads worse after the edits, one phrase per array and reader."""
+def worse(before: dict[str, Readings], after: dict[str, Readings], fills: Fills | None = None, *,
+          losses: Mapping[str, str] | None = None) -> list[str]:
+    """What some reader reads worse after the edits, one phrase per array and reader.
+
+    A reader that read char and now reads string (or the reverse) reads worse even where the text did not
+    change: another netCDF type. ``losses`` (the plan's: arrays where a fix the user chose states that loss)
+    accepts exactly char → string with unchanged text there, nothing else."""
     reference = before.get("netcdf-c") or before.get("nczarr-conformance") or {}
     out: list[str] = []
     for name, was in before.items():
@@ -362,6 +367,11 @@ def worse(before: dict[str, Readings], after: dict[str, Readings], fills: Fills 
                 continue
             if a.error is not None:
                 out.append(f"{name} cannot read {akey} ({a.error}), which it read before")
+                continue
+            if b.kind is not None and a.kind is not None and b.kind != a.kind and not (
+                    losses and akey in losses and (b.kind, a.kind) == ("char", "string")
+                    and same(b.values, a.values)):
+                out.append(f"{name} reads {akey} as {a.kind}, not {b.kind} as before")
                 continue
             if same(b.values, a.values):
                 continue

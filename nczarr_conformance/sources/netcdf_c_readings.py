@@ -29,6 +29,19 @@ class Reading:
 
     values: np.ndarray | None = None
     error: str | None = None
+    #: "char" or "string" for text (:func:`text_kind`): the normalised values do not tell the two apart
+    kind: str | None = None
+
+
+def text_kind(values: np.ndarray) -> str | None:
+    """"char" for bytes (netCDF4-python's and our char: dtype S1), "string" for str (their string: object or U),
+    None for anything else; a reader moving from one to the other reads another netCDF type, whatever the text."""
+    if values.dtype.kind == "S":
+        return "char"
+    if values.dtype.kind == "U" or (values.dtype.kind == "O" and values.size
+                                     and all(isinstance(v, str) for v in values.ravel().tolist()[:16])):
+        return "string"
+    return None
 
 
 Readings = dict[str, Reading]  # array node → reading
@@ -55,7 +68,8 @@ def read_each(arrays: list[str], read_one: Callable[[str], np.ndarray], root: Pa
     out: Readings = {}
     for akey in arrays:
         try:
-            out[akey] = Reading(values=np.asarray(read_one(akey)))
+            values = np.asarray(read_one(akey))
+            out[akey] = Reading(values=values, kind=text_kind(values))
         except Exception as exc:  # every reader raises its own types; each is a finding here
             out[akey] = Reading(error=explain(exc, root))
     return out
@@ -97,18 +111,23 @@ def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
 
 
 def save_readings(readings: Readings, arrays: list[str], path: Path) -> None:
-    """Readings as an npz file (no pickles): ``v<i>`` the values of array i, ``errors`` a JSON text."""
+    """Readings as an npz file (no pickles): ``v<i>`` the values of array i, ``errors`` and ``kinds`` JSON texts."""
     values: dict[str, np.ndarray] = {}
     errors: dict[str, str] = {}
+    kinds: dict[str, str] = {}
     for i, akey in enumerate(arrays):
         r = readings[akey]
         if r.error is not None or r.values is None:
             errors[akey] = r.error or "no values"
             continue
+        if r.kind is not None:
+            kinds[akey] = r.kind
         arr = normal(r.values)
         values[f"v{i}"] = np.array(arr.tolist(), dtype=str) if arr.dtype.kind == "O" else arr
     tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, errors=np.array(json.dumps(errors)), **values)  # type: ignore[arg-type]
+    values["errors"] = np.array(json.dumps(errors))
+    values["kinds"] = np.array(json.dumps(kinds))
+    np.savez(tmp, **values)  # type: ignore[arg-type]
     os.replace(tmp, path)
 
 
@@ -117,7 +136,9 @@ def load_readings(path: Path, arrays: list[str]) -> Readings | None:
         return None
     with np.load(path, allow_pickle=False) as data:
         errors = json.loads(str(data["errors"]))
-        return {akey: Reading(error=errors[akey]) if akey in errors else Reading(values=data[f"v{i}"])
+        kinds = json.loads(str(data["kinds"])) if "kinds" in data.files else {}
+        return {akey: Reading(error=errors[akey]) if akey in errors
+                else Reading(values=data[f"v{i}"], kind=kinds.get(akey))
                 for i, akey in enumerate(arrays)}
 
 
