@@ -91,7 +91,7 @@ class ReferenceChunks(DirectChunks):
 
 
 def unreferenceable(src: str, dataset: Dataset) -> list[str]:
-    """Each variable of ``dataset`` whose HDF5 filters have no Zarr codec reading their bytes, with the filters named."""
+    """Each variable of ``dataset`` whose HDF5 filters no Zarr codec reads, with the filters named."""
     import h5py
 
     found: list[str] = []

@@ -320,6 +320,7 @@ class ReferenceCollector(Store):
         try:
             if temp is not None:
                 write_parquet(self.document(), temp)
+                os.chmod(temp, 0o777 & ~safety.umask())  # mkdtemp's 0700 is for the temporary only
                 if os.path.lexists(target):
                     safety.swap_in(temp, target)
                 else:
