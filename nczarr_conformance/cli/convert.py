@@ -364,8 +364,8 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
     for warning in stats.warnings:
         print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
     if not args.quiet:
-        print(f"nc2nczarr: {stats.objects} references ({stats.copied} chunks referenced in {args.input}, "
-              f"{stats.bytes_out} bytes inline), {stats.seconds:.2f} s", file=sys.stderr)
+        print(f"nc2nczarr: {stats.objects} objects ({stats.copied} chunks referenced in {args.input}, "
+              f"{stats.bytes_out} bytes of chunks inline), {stats.seconds:.2f} s", file=sys.stderr)
     return 0
 
 

@@ -180,6 +180,8 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
             write_dataset(dataset, collector, flavor=flavor, source=source, progress=counting, threads=1,
                           raw=without_direct_copy(raw, reencode), consolidate=consolidate, char_as=char_as)
             stats.objects = len(collector.refs)
+            stats.warnings += [f"{src}: {array}: written inline, {size} bytes: {raw.why.get(array, 'not referenced')}"
+                               for array, size in sorted(collector.inlined.items())]
             stats.copied = collector.referenced
             stats.bytes_out = sum(collector.inlined.values())
             collector.commit()

@@ -147,6 +147,14 @@ class ReferenceStore(Store):
         except (KeyError, FileNotFoundError):
             return None
 
+    def metadata_read(self) -> None:
+        """A reader has its metadata and will read chunks: refuse now, before any value is shown, when a
+        recorded target is missing or changed (the checker, which reads no chunk, reports it instead)."""
+        for url in sorted(self.targets):
+            problem = self.problem(url)
+            if problem is not None:
+                raise StoreError(f"{self.path}: {problem}; nothing read from it")
+
     def problem(self, url: str) -> str | None:
         """Why the target ``url`` cannot be read (missing, changed), once per target; None: fine."""
         if url not in self._checked:
