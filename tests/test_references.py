@@ -237,8 +237,9 @@ def test_zarr_python_reads_references_through_fsspec_store(cf_file: Path, tmp_pa
 
 
 # ---- a target changed or gone ---------------------------------------------------------------------------------
-def test_a_changed_target_is_found_by_check_and_refused_by_our_reader(rich: Path, tmp_path: Path):
-    out = tmp_path / "rich.json"
+@pytest.mark.parametrize("suffix", [".json", ".parq"])
+def test_a_changed_target_is_found_by_check_and_refused_by_our_reader(rich: Path, tmp_path: Path, suffix: str):
+    out = tmp_path / f"rich{suffix}"
     assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
     assert _run("nczarr_conformance.cli.check", str(out), "--select", "NCZ-REF").returncode == 0
     stat = rich.stat()

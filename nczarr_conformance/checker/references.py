@@ -14,7 +14,7 @@ from typing import Any
 from nczarr_conformance.checker.chunks import chunk_objects
 from nczarr_conformance.checker.context import CheckContext
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
-from nczarr_conformance.stores.references import ReferenceStore, target_problem
+from nczarr_conformance.stores.references import ReferenceStore, local_path, target_problem
 
 #: HDF5 filter id → the numcodecs id that reads its bytes (as filter or compressor)
 HDF5_TO_ZARR = {1: "zlib", 2: "shuffle"}
@@ -33,12 +33,6 @@ def _refs(ctx: CheckContext, store: ReferenceStore) -> Iterator[tuple[str, str, 
             ref = store.reference(ckey)
             if isinstance(ref, (list, tuple)) and ref:
                 yield akey, ckey, list(ref)
-
-
-def _local(url: str) -> str | None:
-    if "://" in url and not url.startswith("file://"):
-        return None
-    return url.removeprefix("file://")
 
 
 @rule("NCZ-REF-TARGET", Severity.ERROR, source="kerchunk references: a chunk is a byte range of its target file")
@@ -65,7 +59,7 @@ def ranges_inside(ctx: CheckContext) -> Iterator[Finding]:
     for akey, ckey, ref in _refs(ctx, store):
         url = str(ref[0])
         if url not in sizes:
-            local = _local(url)
+            local = local_path(url)
             try:
                 sizes[url] = os.stat(local).st_size if local is not None else None
             except OSError:
@@ -102,7 +96,7 @@ def codecs_match_hdf5(ctx: CheckContext) -> Iterator[Finding]:
         if isinstance(compressor, dict):
             declared.append(str(compressor.get("id")))
         for url, chunks in sorted(targets.items()):
-            local = _local(url)
+            local = local_path(url)
             if local is None or target_problem(url, store.targets.get(url)) is not None:
                 continue  # remote: not opened here; missing or changed: NCZ-REF-TARGET
             yield from _against_hdf5(akey, url, local, declared, chunks)

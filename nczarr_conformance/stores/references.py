@@ -16,6 +16,7 @@ other tools carry no such record: their ranges are checked against the target's 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import shutil
@@ -66,9 +67,9 @@ def target_problem(path: str, recorded: Target | None) -> str | None:
     Missing or unreadable: named. Recorded: its size and mtime must be the ones recorded.
     Only local paths are checked here (a remote target is fsspec's to fetch).
     """
-    if "://" in path and not path.startswith("file://"):
+    local = local_path(path)
+    if local is None:
         return None
-    local = path.removeprefix("file://")
     try:
         now = Target.of(local)
     except OSError as exc:
@@ -78,6 +79,13 @@ def target_problem(path: str, recorded: Target | None) -> str | None:
     what = (f"size {recorded.size} -> {now.size}" if now.size != recorded.size
             else f"modified at {now.mtime_ns / 1e9:.3f}, recorded {recorded.mtime_ns / 1e9:.3f}")
     return f"target {path} changed since the references were made ({what})"
+
+
+def local_path(url: str) -> str | None:
+    """The local path ``url`` names (a path, or a file:// URL); None for a remote URL."""
+    if "://" in url and not url.startswith("file://"):
+        return None
+    return url.removeprefix("file://")
 
 
 def read_targets(path: str) -> dict[str, Target]:
@@ -131,8 +139,12 @@ class ReferenceStore(Store):
             raise StoreError(f"{path}: no such file or directory")
         self.targets = read_targets(path)
         fsspec = _fsspec()
+        # fsspec guesses the targets' protocol by walking the references' values, which on Parquet with nested
+        # groups raises KeyError on a group's .zarray, in an order set by hashing: told, it walks nothing
+        local = bool(self.targets) and all(local_path(url) is not None for url in self.targets)
         try:
-            self.fs = fsspec.filesystem("reference", fo=path, skip_instance_cache=True)
+            self.fs = fsspec.filesystem("reference", fo=path, skip_instance_cache=True,
+                                        remote_protocol="file" if local else None)
         except (ValueError, KeyError, TypeError, OSError) as exc:
             raise StoreError(f"{path}: not kerchunk references ({' '.join(str(exc).split())})") from None
         self._checked: dict[str, str | None] = {}
@@ -219,8 +231,32 @@ class ReferenceStore(Store):
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         p = prefix.strip("/")
-        for name in self.fs.find(p) if p else self.fs.find(""):
-            yield "/" + name.lstrip("/")
+        names = self._lazy_keys() if hasattr(self.fs.references, "zmetadata") else self.fs.find("")
+        for name in names:
+            name = name.lstrip("/")
+            if not p or name.startswith(p + "/"):
+                yield "/" + name
+
+    def _lazy_keys(self) -> Iterator[str]:
+        """The keys of Parquet references: fsspec's listing takes a nested group for an array (KeyError on its
+        .zarray), so each array's chunk keys come from its own .zarray here, each asked of the references."""
+        mapper = self.fs.references
+        metadata: dict[str, Any] = dict(mapper.zmetadata)
+        yield from metadata
+        for key, zarray in metadata.items():
+            if not key.endswith("/.zarray") or not isinstance(zarray, dict):
+                continue
+            field = key.rsplit("/", 1)[0]
+            shape, chunks = list(zarray.get("shape") or []), list(zarray.get("chunks") or [])
+            sep = str(zarray.get("dimension_separator") or ".")
+            if not shape:
+                candidates: Iterator[str] = iter([f"{field}/0"])
+            else:
+                grid = [range(-(-int(s) // max(1, int(c)))) for s, c in zip(shape, chunks, strict=False)]
+                candidates = (f"{field}/{sep.join(map(str, index))}" for index in itertools.product(*grid))
+            for name in candidates:
+                if self.reference(name) is not None:
+                    yield name
 
 
 class ReferenceCollector(Store):
