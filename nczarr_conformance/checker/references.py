@@ -78,7 +78,7 @@ def ranges_inside(ctx: CheckContext) -> Iterator[Finding]:
             yield get("NCZ-REF-RANGE").finding(akey, f"and {len(lines) - PER_ARRAY} more chunks outside their target")
 
 
-@rule("NCZ-REF-CODECS", Severity.ERROR, source="HDF5 filters (H5Z) and numcodecs: the same bytes")
+@rule("NCZ-REF-CODECS", Severity.ERROR, source="HDF5 filters (H5Z) and the numcodecs codecs reading their bytes")
 def codecs_match_hdf5(ctx: CheckContext) -> Iterator[Finding]:
     """An array referencing an HDF5 dataset declares that dataset's filters as its codecs, and each chunk
     reference is a chunk of the dataset's chunk index (or its contiguous extent)."""
