@@ -281,9 +281,15 @@ def _storage_kind(modes: tuple[str, ...], path: str) -> str:
         return storage[-1]
     if path.lower().endswith(".zip") or (os.path.isfile(path) and _sniff_zip(path)):
         return "zip"
-    if path.lower().rstrip("/").endswith(REFERENCE_SUFFIXES):
+    if path.lower().rstrip("/").endswith(REFERENCE_SUFFIXES) and not _zarr_directory(path):
         return "reference"  # kerchunk references (stores/references.py)
     return "file"
+
+
+def _zarr_directory(path: str) -> bool:
+    """A directory store that happens to be named like references (``x.json/.zgroup``): still a directory."""
+    return os.path.isdir(path) and any(os.path.exists(os.path.join(path, name))
+                                       for name in (".zgroup", ".zarray", "zarr.json", ".nczarr"))
 
 
 def to_file_url(path: str, kind: str, mode: str = "nczarr") -> str:

@@ -299,3 +299,14 @@ def test_the_nczarr_engine_and_open_read_references_and_refuse_a_changed_target(
         xr.open_dataset(out, engine="nczarr")
     with pytest.raises(StoreError, match=f"target {cf_file} changed"):
         nczarr_conformance.open(str(out))
+
+
+def test_a_path_ending_json_names_references_unless_it_is_a_zarr_directory(tmp_path: Path):
+    from nczarr_conformance.urls import parse
+
+    assert parse(str(tmp_path / "refs.json")).kind == "reference"
+    assert parse(str(tmp_path / "refs.parq")).kind == "reference"
+    store = tmp_path / "store.json"
+    store.mkdir()
+    (store / ".zgroup").write_text('{"zarr_format": 2}')
+    assert parse(str(store)).kind == "file"
