@@ -53,13 +53,15 @@ REMOTE_KINDS = ("http", "gs", "az")
 _GS_SCHEMES = ("gs", "gcs")
 _AZ_SCHEMES = ("az", "abfs", "abfss", "adl", "azure")
 _TRUE = ("", "1", "true", "yes", "on")
+#: a local path ending so names kerchunk references (JSON file; Parquet directory): kind "reference"
+REFERENCE_SUFFIXES = (".json", ".parq", ".parquet")
 
 
 @dataclass(frozen=True, slots=True)
 class StoreSpec:
     """Where a dataset lives and how the URL asked for it to be read."""
 
-    kind: str  # "file", "zip", "s3", "http", "gs" or "az"
+    kind: str  # "file", "zip", "reference", "s3", "http", "gs" or "az"
     path: str  # filesystem path for file/zip, "bucket/key" for s3 and gs, "container/key" for az, the URL for http
     modes: tuple[str, ...] = ()
     params: dict[str, str] = field(default_factory=dict)
@@ -279,7 +281,15 @@ def _storage_kind(modes: tuple[str, ...], path: str) -> str:
         return storage[-1]
     if path.lower().endswith(".zip") or (os.path.isfile(path) and _sniff_zip(path)):
         return "zip"
+    if path.lower().rstrip("/").endswith(REFERENCE_SUFFIXES) and not _zarr_directory(path):
+        return "reference"  # kerchunk references (stores/references.py)
     return "file"
+
+
+def _zarr_directory(path: str) -> bool:
+    """A directory store that happens to be named like references (``x.json/.zgroup``): still a directory."""
+    return os.path.isdir(path) and any(os.path.exists(os.path.join(path, name))
+                                       for name in (".zgroup", ".zarray", "zarr.json", ".nczarr"))
 
 
 def to_file_url(path: str, kind: str, mode: str = "nczarr") -> str:

@@ -20,6 +20,7 @@ from nczarr_conformance.checker import (  # noqa: F401  (registers the rules)
     metadata,
     nz,
     readers,
+    references,
     v3,
     zarr3,
 )

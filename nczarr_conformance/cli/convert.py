@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after writing, open the output with each reader (--for's, else every one of the list "
                         "that is installed) and print one line per reader; exit 1 when a named reader, or one the "
                         "conversion said reads it, does not read it equal to the source")
+    p.add_argument("--reference", action="store_true",
+                   help="write no chunk: OUTPUT (.json: kerchunk JSON, .parq: kerchunk Parquet) holds the NCZarr "
+                        "metadata with each chunk a reference into INPUT (docs/references.md); what cannot be "
+                        "referenced is inlined up to a bound or refused by name")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal")
     return p
@@ -230,6 +234,8 @@ def _main(argv: list[str] | None) -> int:
         parser.error(f"--prefer {','.join(prefer)}: name readers of --for ({','.join(readers)})")
     if not many:
         args.input = args.input[0]
+    if args.reference:
+        return _reference(parser, args, transforms)
     _return_big_buffers_to_the_os(to_s3=_is_s3(args.output))
 
     def body() -> int:
@@ -339,6 +345,28 @@ def _main(argv: list[str] | None) -> int:
                 print(f"nc2nczarr: {line}", file=sys.stderr)
 
     return body()
+
+
+def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transforms: Transforms | None) -> int:
+    """``--reference``: kerchunk references instead of a store (conversion/references.py)."""
+    taken = [name for name, given in (("--append/--concat", args.append or args.concat), ("transforms", transforms),
+                                      ("--zarr-format 3", args.zarr_format == 3), ("--for", args.for_readers),
+                                      ("--no-direct-copy", args.no_direct_copy)) if given]
+    if taken:
+        parser.error(f"--reference writes one file's references as it is stored: it takes no {', '.join(taken)}")
+    from nczarr_conformance import safety
+    from nczarr_conformance.conversion.references import convert_references
+
+    stats = convert_references(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite,
+                               char_as=args.char_as, consolidate=args.consolidate,
+                               skip_unsupported=args.skip_unsupported)
+    safety.raise_if_interrupted()
+    for warning in stats.warnings:
+        print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
+    if not args.quiet:
+        print(f"nc2nczarr: {stats.objects} objects ({stats.copied} chunks referenced in {args.input}, "
+              f"{stats.bytes_out} bytes of chunks inline), {stats.seconds:.2f} s", file=sys.stderr)
+    return 0
 
 
 def _readers(parser: argparse.ArgumentParser, text: str | None, option: str) -> list[str]:

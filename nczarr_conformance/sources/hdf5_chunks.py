@@ -136,6 +136,10 @@ class DirectChunks:
             return False
         if plan.var.type == "string" or dataset.dtype.kind not in "iuf":
             return False
+        return self._codecs_match(plan, dataset)
+
+    def _codecs_match(self, plan: ArrayPlan, dataset: Any) -> bool:
+        """Whether the HDF5 filters are exactly the plan's codecs: [shuffle?, deflate?] as [shuffle?] + zlib?."""
         if plan.filters and plan.filters != [{"id": "shuffle", "elementsize": plan.storage.itemsize}]:
             return False
         if plan.compressor and plan.compressor.get("id") != "zlib":

@@ -105,6 +105,13 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
         if mode == "a":
             raise UsageError(f"{spec.path}: zip stores are write-once; rewrite instead of appending")
         return ZipStore(spec.path, mode, overwrite)
+    if spec.kind == "reference":
+        if mode != "r":
+            raise UsageError(f"{spec.path}: a .json or .parq output holds kerchunk references: write it with "
+                             "nc2nczarr --reference (or name a directory or .zip store)")
+        from nczarr_conformance.stores.references import ReferenceStore
+
+        return ReferenceStore(spec.path)
     if spec.kind in REMOTE_KINDS or (spec.kind == "s3" and spec.anonymous):
         if mode != "r":
             raise _read_only(spec)

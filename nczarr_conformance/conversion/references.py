@@ -1,0 +1,194 @@
+"""``nc2nczarr IN.nc OUT.json --reference``: the NCZarr store we would write, with chunks as references into IN.nc.
+
+No metadata logic of its own: the dataset is read and prepared as :func:`from_netcdf.convert` does
+and written by the same :class:`~nczarr_conformance.nczarr.writer.DatasetWriter` (App. D
+attributes, char and string mapping, groups, unlimited dimensions, ``_ARRAY_DIMENSIONS``, fill),
+into a :class:`~nczarr_conformance.stores.references.ReferenceCollector` instead of a directory.
+The writer's direct chunk copy (``sources/hdf5_chunks.py``) hands it each HDF5 chunk as
+(file, offset, length), which it records instead of copying: an HDF5 chunk *is* one Zarr chunk,
+with the same codecs (shuffle → numcodecs shuffle, deflate → zlib), verified by decoding the
+smallest one as the writer does before every direct copy.
+
+What cannot be a reference is said, never dropped:
+
+* a contiguous dataset is one reference of the whole array (its Zarr chunk is its shape);
+* what has no byte range of its own (compact datasets, scalars of pure Zarr, variable-length
+  strings, materialised at their fixed width; chunks HDF5 never wrote but that read as a
+  value other than the fill) is written inline, up to :data:`INLINE_LIMIT` bytes per variable;
+  past that the conversion is refused naming the variable and why;
+* an HDF5 filter with no Zarr codec reading the same bytes (szip, fletcher32, any plugin) is
+  refused by name before anything is written (exit 2).
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from nczarr_conformance import keys
+from nczarr_conformance.conversion.from_netcdf import ConvertStats, _opened, _prepare
+from nczarr_conformance.errors import StoreError, UnsupportedError, UsageError
+from nczarr_conformance.model import Dataset, Variable
+from nczarr_conformance.nczarr.writer import DEFAULT_CHAR_AS, FLAVOR_ALIASES, ArrayPlan, write_dataset
+from nczarr_conformance.sources import hdf5_types
+from nczarr_conformance.sources import netcdf4 as nc4
+from nczarr_conformance.sources.hdf5_chunks import DirectChunks, Stored, _Reader
+from nczarr_conformance.stores.references import ReferenceCollector, is_reference_path
+
+#: bytes of one variable's chunks written inline (base64 in the references) before the conversion is refused
+INLINE_LIMIT = 16 * 1024**2
+#: HDF5 filters whose chunks are Zarr chunks as they are (numcodecs shuffle, zlib)
+REFERENCEABLE_FILTERS = {1: "deflate", 2: "shuffle"}
+#: char variables default to |S1 here: xarray and zarr-python 3, the readers of references, refuse >S1
+REFERENCE_CHAR_AS = "S1"
+
+
+class ReferenceChunks(DirectChunks):
+    """The HDF5 chunk index as references: contiguous datasets too, char variables too; why each is not."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, copy=True)
+        self.why: dict[str, str] = {}
+
+    def _copyable(self, plan: ArrayPlan, dataset: Any) -> bool:
+        if plan.var.type == "char":  # one byte per char in HDF5 and in |S1 / >S1 alike
+            return bool(dataset.dtype == np.dtype("S1") and plan.storage.itemsize == 1
+                        and self._codecs_match(plan, dataset))
+        return super()._copyable(plan, dataset)
+
+    def __call__(self, plan: ArrayPlan) -> Any:
+        import h5py
+
+        with self.lock:
+            dataset = self.file.get(plan.key.lstrip("/"))
+            if dataset is None:
+                self.why[plan.key] = "no HDF5 dataset of that name"
+                return None
+            plist = dataset.id.get_create_plist()
+            layout = plist.get_layout()
+            offset = dataset.id.get_offset() if layout == h5py.h5d.CONTIGUOUS else None
+            size = int(dataset.id.get_storage_size())
+            whole = bool(plan.zshape) and tuple(plan.chunks) == tuple(plan.zshape)
+            if (offset is not None and size and whole and plist.get_external_count() == 0
+                    and size == int(np.prod(plan.zshape)) * plan.storage.itemsize
+                    and self._copyable(plan, dataset)):
+                return _Reader(self, dataset, plan, {(0,) * len(plan.zshape): Stored(int(offset), size, 0)}, None,
+                               True)
+        reader = super().__call__(plan)
+        if layout == h5py.h5d.COMPACT:
+            self.why[plan.key] = "a compact dataset (its values live in the HDF5 object header)"
+        elif plan.var.type == "string":
+            self.why[plan.key] = "variable-length strings (materialised at a fixed width)"
+        elif not plan.zshape:
+            self.why[plan.key] = "a scalar of pure Zarr (no chunk shape to reference)"
+        elif not isinstance(reader, _Reader) or not reader.copyable:
+            self.why[plan.key] = "HDF5 chunks that are not Zarr chunks as they are (type, byte order or chunk shape)"
+        else:
+            self.why[plan.key] = "chunks that must be written out (unwritten chunks read as other than the fill)"
+        return reader
+
+
+def unreferenceable(src: str, dataset: Dataset) -> list[str]:
+    """Each variable of ``dataset`` whose HDF5 filters no Zarr codec reads, with the filters named."""
+    import h5py
+
+    found: list[str] = []
+    with nc4.LOCK, h5py.File(src, "r") as f:
+        for gkey, group in dataset.root.walk():
+            for name in group.variables:
+                vkey = keys.join(gkey, name)
+                obj = f.get(vkey.lstrip("/"))
+                if not isinstance(obj, h5py.Dataset):
+                    continue
+                plist = obj.id.get_create_plist()
+                other = [(int(fid), fname) for fid, _, _, fname in
+                         (plist.get_filter(i) for i in range(plist.get_nfilters()))
+                         if int(fid) not in REFERENCEABLE_FILTERS]
+                if other:
+                    names = ", ".join(f"{n.decode('ascii', 'replace') if isinstance(n, bytes) else n} (HDF5 filter "
+                                      f"{i})" for i, n in other)
+                    found.append(f"{vkey}: {names}")
+    return found
+
+
+def _whole_chunks(dataset: Dataset) -> None:
+    """Contiguous variables (no chunks in the model) get their shape as chunk shape: one reference each."""
+    for _, group in dataset.root.walk():
+        for var in group.variables.values():
+            if var.chunks is None and var.shape and all(var.shape):
+                var.chunks = list(var.shape)
+
+
+def convert_references(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = False,
+                       char_as: str | None = None, consolidate: bool | None = None, skip_unsupported: bool = False,
+                       inline_limit: int = INLINE_LIMIT) -> ConvertStats:
+    """Write kerchunk references (``dst``: ``.json`` or ``.parq``) of the NCZarr store ``src`` converts to.
+
+    ``flavor``, ``char_as`` and ``consolidate`` as for :func:`from_netcdf.convert` (char defaults to
+    ``|S1`` here: :data:`REFERENCE_CHAR_AS`). ``stats.copied`` counts the chunks written as references.
+    """
+    started = time.perf_counter()
+    if not os.path.exists(src):
+        raise StoreError(f"{src}: no such file or directory")
+    if not is_reference_path(dst):
+        raise UsageError(f"{dst}: --reference writes kerchunk references: name a .json file (kerchunk JSON) or a "
+                         ".parq directory (kerchunk Parquet)")
+    if os.path.abspath(dst) == os.path.abspath(src):
+        raise UsageError(f"{dst}: the output would replace its own input")
+    if not hdf5_types.is_hdf5(src):
+        raise UnsupportedError(f"{src}: not a netCDF-4 (HDF5) file; only HDF5 chunks can be referenced "
+                               "(convert it without --reference)")
+    flavor = FLAVOR_ALIASES.get(flavor or "nczarr-4.10")
+    if flavor is None:
+        raise UsageError(f"unknown flavor (one of {', '.join(sorted(FLAVOR_ALIASES))})")
+    if char_as is None and flavor in DEFAULT_CHAR_AS:
+        char_as = REFERENCE_CHAR_AS
+    stats = ConvertStats()
+    with _opened(src, skip_unsupported) as opened:
+        variables: dict[str, Any] = {}
+        dataset, reencode, stats.warnings = _prepare(opened, src, variables, skip_unsupported, None)
+        refused = unreferenceable(src, dataset)
+        if refused:
+            raise UnsupportedError(f"{src}: cannot be referenced, no Zarr codec reads these HDF5 filters' chunks: "
+                                   f"{'; '.join(refused)} (convert without --reference to re-encode them)")
+        _whole_chunks(dataset)
+        raw = ReferenceChunks(src)  # the original, even when netCDF4-python read a copy (skip_unsupported)
+
+        def refuse(array: str, size: int) -> Exception:
+            why = raw.why.get(array, "chunks that are not references")
+            return UnsupportedError(f"{src}: {array}: cannot be referenced ({why}) and its {size} bytes exceed the "
+                                    f"inline bound of {inline_limit} bytes per variable")
+
+        def source(akey: str, var: Variable, region: tuple[slice, ...]) -> np.ndarray:
+            return nc4.read_values(variables[akey], region or None)
+
+        def counting(chunks: int, raw_bytes: int, written: int) -> None:
+            stats.chunks += chunks
+            stats.bytes_in += raw_bytes
+            stats.bytes_out += written
+
+        collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit, refuse=refuse)
+        try:
+            if raw.fd < 0:
+                raise UnsupportedError(f"{src}: has an HDF5 user block; its chunk addresses are not file offsets "
+                                       "and cannot be referenced")
+            collector.register(raw.fd, src)
+            from nczarr_conformance.conversion.transforms import without_direct_copy
+
+            write_dataset(dataset, collector, flavor=flavor, source=source, progress=counting, threads=1,
+                          raw=without_direct_copy(raw, reencode), consolidate=consolidate, char_as=char_as)
+            stats.objects = len(collector.refs)
+            stats.warnings += [f"{src}: {array}: written inline, {size} bytes: {raw.why.get(array, 'not referenced')}"
+                               for array, size in sorted(collector.inlined.items())]
+            stats.copied = collector.referenced
+            stats.bytes_out = sum(collector.inlined.values())
+            collector.commit()
+        except BaseException:
+            collector.abort()
+            raise
+        finally:
+            raw.close()
+    stats.seconds = time.perf_counter() - started
+    return stats

@@ -1,0 +1,417 @@
+"""Kerchunk references: a Zarr store whose chunks are byte ranges of other files (JSON or Parquet).
+
+Reading goes through fsspec's reference filesystem (``fsspec.implementations.reference``),
+never a parser of our own, so what we read is what xarray and zarr-python read from the same
+references. Writing (:class:`ReferenceCollector`) gathers what a writer puts, metadata and
+inline chunks as they are and chunks that lie in a file as ``[path, offset, length]``, and
+writes kerchunk's JSON (version 1) or Parquet on :meth:`~ReferenceCollector.commit`, under a
+temporary name renamed into place: a failed run leaves nothing.
+
+Each target file is recorded with its size and modification time under the top-level key
+:data:`TARGETS_KEY` (of the JSON, or of the Parquet directory's ``.zmetadata``), which fsspec
+ignores: a target changed, truncated or missing since is then refused in one line on the first
+chunk read from it (:class:`ReferenceStore`), never read as wrong values. References written by
+other tools carry no such record: their ranges are checked against the target's size only.
+"""
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nczarr_conformance import keys, safety
+from nczarr_conformance.errors import MissingDependencyError, StoreError, UsageError
+from nczarr_conformance.limits import too_big
+from nczarr_conformance.stores.base import Store, fd_name, read_extent, resolve_range
+from nczarr_conformance.urls import REFERENCE_SUFFIXES
+
+#: top-level key recording each target's size and mtime: ``{path: {"size": n, "mtime_ns": t}}``
+TARGETS_KEY = "nczarr:targets"
+JSON_SUFFIXES = REFERENCE_SUFFIXES[:1]
+PARQUET_SUFFIXES = REFERENCE_SUFFIXES[1:]
+#: rows per Parquet file (kerchunk's ``record_size``)
+PARQUET_RECORD_SIZE = 100_000
+
+
+def is_reference_path(path: str) -> bool:
+    """Whether ``path`` names kerchunk references by its suffix (``.json``, ``.parq``, ``.parquet``)."""
+    return path.lower().rstrip("/").endswith(JSON_SUFFIXES + PARQUET_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A referenced file as it was when the references were made."""
+
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: str) -> Target:
+        st = os.stat(path)
+        return cls(st.st_size, st.st_mtime_ns)
+
+    def as_json(self) -> dict[str, int]:
+        return {"size": self.size, "mtime_ns": self.mtime_ns}
+
+
+def target_problem(path: str, recorded: Target | None) -> str | None:
+    """Why the target ``path`` cannot be read as the references expect, or None.
+
+    Missing or unreadable: named. Recorded: its size and mtime must be the ones recorded.
+    Only local paths are checked here (a remote target is fsspec's to fetch).
+    """
+    local = local_path(path)
+    if local is None:
+        return None
+    try:
+        now = Target.of(local)
+    except OSError as exc:
+        return f"target {path} is not reachable ({exc.strerror or exc})"
+    if recorded is None or now == recorded:
+        return None
+    what = (f"size {recorded.size} -> {now.size}" if now.size != recorded.size
+            else f"modified at {now.mtime_ns / 1e9:.3f}, recorded {recorded.mtime_ns / 1e9:.3f}")
+    return f"target {path} changed since the references were made ({what})"
+
+
+def local_path(url: str) -> str | None:
+    """The local path ``url`` names (a path, or a file:// URL); None for a remote URL."""
+    if "://" in url and not url.startswith("file://"):
+        return None
+    return url.removeprefix("file://")
+
+
+def read_targets(path: str) -> dict[str, Target]:
+    """The targets recorded in the references at ``path`` (empty for references of other tools)."""
+    doc = _top_level(path)
+    found = doc.get(TARGETS_KEY) if isinstance(doc, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    out: dict[str, Target] = {}
+    for name, rec in found.items():
+        if isinstance(rec, dict) and isinstance(rec.get("size"), int) and isinstance(rec.get("mtime_ns"), int):
+            out[str(name)] = Target(rec["size"], rec["mtime_ns"])
+    return out
+
+
+def _top_level(path: str) -> Any:
+    """The JSON document at ``path`` (a JSON references file), or the ``.zmetadata`` of a Parquet directory."""
+    where = os.path.join(path, ".zmetadata") if os.path.isdir(path) else path
+    try:
+        with open(where, "rb") as fh:
+            return json.loads(fh.read())
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read references: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise StoreError(f"{path}: not kerchunk references (not JSON: {exc})") from None
+
+
+def _fsspec() -> Any:
+    try:
+        import fsspec
+    except ImportError:
+        raise MissingDependencyError("reading kerchunk references needs fsspec: pip install "
+                                     "'nczarr-conformance[references]'") from None
+    return fsspec
+
+
+class ReferenceStore(Store):
+    """Kerchunk references (JSON file or Parquet directory) read through fsspec's reference filesystem.
+
+    Read-only. Every read is bounded by the size the reference declares before anything is
+    fetched; a chunk of a target that is missing, changed since the references were made
+    (:data:`TARGETS_KEY`) or shorter than the range is refused in one line.
+    """
+
+    kind = "reference"
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        if not os.path.exists(path):
+            raise StoreError(f"{path}: no such file or directory")
+        self.targets = read_targets(path)
+        fsspec = _fsspec()
+        # fsspec guesses the targets' protocol by walking the references' values, which on Parquet with nested
+        # groups raises KeyError on a group's .zarray, in an order set by hashing: told, it walks nothing
+        local = bool(self.targets) and all(local_path(url) is not None for url in self.targets)
+        try:
+            self.fs = fsspec.filesystem("reference", fo=path, skip_instance_cache=True,
+                                        remote_protocol="file" if local else None)
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            raise StoreError(f"{path}: not kerchunk references ({' '.join(str(exc).split())})") from None
+        self._checked: dict[str, str | None] = {}
+
+    def __repr__(self) -> str:
+        return f"ReferenceStore({self.path!r})"
+
+    def reference(self, key: str) -> Any:
+        """The raw reference of ``key`` (inline text/bytes, or ``[url]``/``[url, offset, length]``), None if missing."""
+        try:
+            return self.fs.references[key.lstrip("/")]
+        except (KeyError, FileNotFoundError):
+            return None
+
+    def metadata_read(self) -> None:
+        """A reader has its metadata and will read chunks: refuse now, before any value is shown, when a
+        recorded target is missing or changed (the checker, which reads no chunk, reports it instead)."""
+        for url in sorted(self.targets):
+            problem = self.problem(url)
+            if problem is not None:
+                raise StoreError(f"{self.path}: {problem}; nothing read from it")
+
+    def problem(self, url: str) -> str | None:
+        """Why the target ``url`` cannot be read (missing, changed), once per target; None: fine."""
+        if url not in self._checked:
+            self._checked[url] = target_problem(url, self.targets.get(url))
+        return self._checked[url]
+
+    def _size(self, key: str, ref: Any) -> int:
+        """The bytes ``key`` holds, known before fetching anything (refusing a target that cannot be read)."""
+        if isinstance(ref, (bytes, str)):
+            if isinstance(ref, str) and ref.startswith("base64:"):
+                return len(ref[7:].rstrip("=")) * 3 // 4
+            return len(ref)
+        url = str(ref[0])
+        problem = self.problem(url)
+        if problem is not None:
+            raise StoreError(f"{self.path}: {problem}; nothing read from it")
+        if len(ref) == 1:  # the whole file
+            return int(self.fs.info(key.lstrip("/"))["size"])
+        offset, length = int(ref[1]), int(ref[2])
+        recorded = self.targets.get(url)
+        if recorded is not None and offset + length > recorded.size:
+            raise StoreError(f"{self.path}: {key} reads bytes {offset}-{offset + length} of {url}, which has "
+                             f"{recorded.size}")
+        return length
+
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        ref = self.reference(key)
+        if ref is None:
+            return None
+        size = self._size(key, ref)
+        if limit is not None and size > limit:
+            raise too_big(key, size, limit)
+        return self._fetch(key, ref, None, None)
+
+    def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
+        ref = self.reference(key)
+        if ref is None:
+            return None
+        size = self._size(key, ref)
+        first, count = resolve_range(size, start, length)
+        if isinstance(ref, (bytes, str)):
+            data = self._fetch(key, ref, None, None)
+            return data[first:first + count], len(data)
+        return self._fetch(key, ref, first, first + count), size
+
+    def _fetch(self, key: str, ref: Any, start: int | None, end: int | None) -> bytes:
+        try:
+            data = bytes(self.fs.cat_file(key.lstrip("/"), start=start, end=end))
+        except FileNotFoundError as exc:
+            raise StoreError(f"{self.path}: {key}: target not reachable ({exc})") from None
+        if not isinstance(ref, (bytes, str)):
+            want = (end or 0) - (start or 0) if start is not None else (int(ref[2]) if len(ref) == 3 else None)
+            if want is not None and len(data) != want:
+                raise StoreError(f"{self.path}: {key}: {ref[0]} is truncated ({len(data)} of {want} bytes)")
+        return data
+
+    def _put(self, key: str, data: bytes) -> None:
+        raise StoreError(f"{self!r} is read-only")
+
+    def _delete(self, key: str) -> None:
+        raise StoreError(f"{self!r} is read-only")
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        p = prefix.strip("/")
+        names = self._lazy_keys() if hasattr(self.fs.references, "zmetadata") else self.fs.find("")
+        for name in names:
+            name = name.lstrip("/")
+            if not p or name.startswith(p + "/"):
+                yield "/" + name
+
+    def _lazy_keys(self) -> Iterator[str]:
+        """The keys of Parquet references: fsspec's listing takes a nested group for an array (KeyError on its
+        .zarray), so each array's chunk keys come from its own .zarray here, each asked of the references."""
+        mapper = self.fs.references
+        metadata: dict[str, Any] = dict(mapper.zmetadata)
+        yield from metadata
+        for key, zarray in metadata.items():
+            if not key.endswith("/.zarray") or not isinstance(zarray, dict):
+                continue
+            field = key.rsplit("/", 1)[0]
+            shape, chunks = list(zarray.get("shape") or []), list(zarray.get("chunks") or [])
+            sep = str(zarray.get("dimension_separator") or ".")
+            if not shape:
+                candidates: Iterator[str] = iter([f"{field}/0"])
+            else:
+                grid = [range(-(-int(s) // max(1, int(c)))) for s, c in zip(shape, chunks, strict=False)]
+                candidates = (f"{field}/{sep.join(map(str, index))}" for index in itertools.product(*grid))
+            for name in candidates:
+                if self.reference(name) is not None:
+                    yield name
+
+
+class ReferenceCollector(Store):
+    """A writable store that becomes kerchunk references at ``dst`` on :meth:`commit`.
+
+    What a writer puts is kept inline (metadata as JSON text, chunks as ``base64:``); a chunk put
+    with :meth:`put_extent` from a file descriptor registered with :meth:`register` becomes the
+    reference ``[path, offset, length]`` (nothing is read). Inline chunks of one array are
+    bounded (``inline_limit`` bytes): past it, ``refuse(array_key, bytes)`` names why they
+    could not be references and the write stops.
+    """
+
+    kind = "reference-writer"
+    writable = True
+
+    def __init__(self, dst: str, *, overwrite: bool = False, inline_limit: int = sys.maxsize,
+                 refuse: Callable[[str, int], Exception] | None = None) -> None:
+        super().__init__()
+        if not is_reference_path(dst):
+            raise UsageError(f"{dst}: references are written to a .json file (kerchunk JSON) or a .parq directory "
+                             "(kerchunk Parquet)")
+        if os.path.lexists(dst) and not overwrite:
+            raise StoreError(f"{dst}: already exists (give --overwrite to replace it)")
+        parent = os.path.dirname(os.path.abspath(dst))
+        if not os.path.isdir(parent):
+            raise StoreError(f"{dst}: no such directory {parent}")
+        self.dst = dst
+        self.refs: dict[str, Any] = {}
+        self.fds: dict[int, str] = {}
+        self.targets: dict[str, Target] = {}
+        self.inline_limit = inline_limit
+        self.refuse = refuse
+        self.inlined: dict[str, int] = {}
+        self.referenced = 0
+
+    def __repr__(self) -> str:
+        return f"ReferenceCollector({self.dst!r})"
+
+    def register(self, fd: int, path: str) -> None:
+        """Chunks put from ``fd`` become references into ``path`` (recorded with its size and mtime now)."""
+        real = os.path.abspath(path)
+        self.fds[fd] = real
+        self.targets[real] = Target.of(real)
+
+    @staticmethod
+    def _is_metadata(key: str) -> bool:
+        return keys.split(key)[-1].startswith(".")
+
+    def _put(self, key: str, data: bytes) -> None:
+        name = key.lstrip("/")
+        if self._is_metadata(key):
+            self.refs[name] = data.decode("utf-8")
+            return
+        array = "/" + "/".join(keys.split(key)[:-1])
+        self.inlined[array] = self.inlined.get(array, 0) + len(data)
+        if self.inlined[array] > self.inline_limit and self.refuse is not None:
+            raise self.refuse(array, self.inlined[array])
+        self.refs[name] = "base64:" + base64.b64encode(data).decode("ascii")
+
+    def _put_extent(self, key: str, fd: int, offset: int, size: int) -> None:
+        path = self.fds.get(fd)
+        if path is None:  # not a registered target: its bytes inline
+            self._put(key, read_extent(fd, offset, size))
+            return
+        if offset + size > self.targets[path].size:
+            raise StoreError(f"{fd_name(fd)}: chunk at {offset} of {size} bytes runs past the file's end")
+        self.refs[key.lstrip("/")] = [path, offset, size]
+        self.referenced += 1
+
+    def _get(self, key: str, limit: int | None = None) -> bytes | None:
+        ref = self.refs.get(key.lstrip("/"))
+        if ref is None:
+            return None
+        if isinstance(ref, str):
+            data = base64.b64decode(ref[7:]) if ref.startswith("base64:") else ref.encode("utf-8")
+        else:
+            with open(ref[0], "rb") as fh:
+                fh.seek(ref[1])
+                data = fh.read(ref[2])
+        if limit is not None and len(data) > limit:
+            raise too_big(key, len(data), limit)
+        return data
+
+    def _delete(self, key: str) -> None:
+        self.refs.pop(key.lstrip("/"), None)
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        p = prefix.strip("/")
+        return ("/" + k for k in list(self.refs) if not p or k.startswith(p + "/"))
+
+    def document(self) -> dict[str, Any]:
+        """The kerchunk JSON document (version 1) with the targets recorded."""
+        return {"version": 1, TARGETS_KEY: {p: t.as_json() for p, t in sorted(self.targets.items())},
+                "refs": dict(sorted(self.refs.items()))}
+
+    def commit(self) -> None:
+        """Write the references at ``dst`` under a temporary name, then rename it into place."""
+        self._quiesce()
+        safety.raise_if_interrupted()
+        self.check_targets_unchanged()
+        target = Path(self.dst)
+        parquet = self.dst.lower().rstrip("/").endswith(PARQUET_SUFFIXES)
+        temp = safety.make_temp_dir(target) if parquet else None
+        tmp_file: Path | None = None
+        try:
+            if temp is not None:
+                write_parquet(self.document(), temp)
+                os.chmod(temp, 0o777 & ~safety.umask())  # mkdtemp's 0700 is for the temporary only
+                if os.path.lexists(target):
+                    safety.swap_in(temp, target)
+                else:
+                    os.rename(temp, target)
+            else:
+                fd, tmp_file = safety.make_temp_file(target)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(self.document(), fh, separators=(",", ":"))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.chmod(tmp_file, 0o666 & ~safety.umask())
+                if os.path.isdir(target):
+                    raise StoreError(f"{target}: is a directory; a .json references output is a file")
+                os.replace(tmp_file, target)
+                tmp_file = None
+        finally:
+            if temp is not None and temp.exists():
+                shutil.rmtree(temp, ignore_errors=True)
+            if tmp_file is not None:
+                tmp_file.unlink(missing_ok=True)
+
+    def check_targets_unchanged(self) -> None:
+        """Refuse to publish references into a target that changed while they were being made."""
+        for path, was in self.targets.items():
+            problem = target_problem(path, was)
+            if problem is not None:
+                raise StoreError(f"{self.dst}: {problem} while writing; nothing written")
+
+    def abort(self) -> None:
+        self._quiesce()
+        self.refs.clear()
+
+
+def write_parquet(document: Mapping[str, Any], directory: Path) -> None:
+    """kerchunk's Parquet layout of ``document`` in ``directory`` (with the targets in its ``.zmetadata``)."""
+    try:
+        from kerchunk.df import refs_to_dataframe
+    except ImportError:
+        raise MissingDependencyError("writing kerchunk Parquet needs kerchunk and fastparquet: pip install "
+                                     "'nczarr-conformance[references]'") from None
+    # kerchunk writes into a directory it creates: one inside ours, moved up
+    inner = directory / "refs"
+    refs_to_dataframe({"version": 1, "refs": dict(document["refs"])}, str(inner), record_size=PARQUET_RECORD_SIZE)
+    meta_path = inner / ".zmetadata"
+    meta = json.loads(meta_path.read_text("utf-8"))
+    meta[TARGETS_KEY] = document[TARGETS_KEY]
+    meta_path.write_text(json.dumps(meta), "utf-8")
+    for entry in inner.iterdir():
+        os.rename(entry, directory / entry.name)
+    inner.rmdir()

@@ -1,0 +1,312 @@
+"""``nc2nczarr --reference``: kerchunk references into the source file, read by xarray, zarr-python 3 and us.
+
+Expected values come from the source file through netCDF4-python (our model of it, or xarray's
+netCDF4 backend) and the storage from h5py's own chunk index, never from the writer under test.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.errors import StoreError
+from nczarr_conformance.model import diff
+from nczarr_conformance.sources import netcdf4 as nc4
+from tests.conftest import CORPUS
+
+h5py = pytest.importorskip("h5py")
+fsspec = pytest.importorskip("fsspec")
+
+#: Zarr has no contiguous layout: a contiguous dataset is one reference of its whole extent
+CONTIGUOUS = {"contiguous": "a contiguous dataset is one Zarr chunk of its whole shape (one reference)"}
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def _nc2nczarr(*args: str) -> subprocess.CompletedProcess[str]:
+    return _run("nczarr_conformance.cli.convert", *args)
+
+
+@pytest.fixture
+def rich(tmp_path: Path) -> Path:
+    """corpus/rich.nc copied: a target the test may change."""
+    path = tmp_path / "rich.nc"
+    shutil.copy(CORPUS / "rich.nc", path)
+    return path
+
+
+@pytest.fixture
+def cf_file(tmp_path: Path) -> Path:
+    """A CF-like netCDF-4 file: packed data with _FillValue, a noleap time axis, a char variable, a
+    compressed chunked variable (shuffle + deflate) and contiguous ones."""
+    import netCDF4
+
+    path = tmp_path / "cf.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.Conventions = "CF-1.8"
+        ds.createDimension("time", None)
+        ds.createDimension("lat", 4)
+        ds.createDimension("lon", 6)
+        ds.createDimension("nchar", 5)
+        t = ds.createVariable("time", "f8", ("time",))
+        t.units, t.calendar = "days since 2001-01-01", "noleap"
+        t[:] = np.arange(8) * 30.0
+        lat = ds.createVariable("lat", "f4", ("lat",), contiguous=True)
+        lat.units = "degrees_north"
+        lat[:] = np.linspace(-45, 45, 4)
+        tas = ds.createVariable("tas", "i2", ("time", "lat", "lon"), zlib=True, shuffle=True, complevel=4,
+                                chunksizes=(3, 2, 6), fill_value=-999)
+        tas.scale_factor, tas.add_offset, tas.units = 0.01, 273.15, "K"
+        raw = (np.arange(8 * 4 * 6).reshape(8, 4, 6) % 2000).astype("i2")
+        tas.set_auto_maskandscale(False)
+        tas[:] = np.where(raw % 7 == 0, -999, raw)
+        name = ds.createVariable("station", "S1", ("lat", "nchar"))
+        name[:] = netCDF4.stringtochar(np.array(["ab", "cde", "", "fghij"], dtype="S5"))
+    return path
+
+
+def _refs(path: Path) -> dict[str, Any]:
+    refs: dict[str, Any] = json.loads(path.read_text())["refs"]
+    return refs
+
+
+# ---- our reader ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("suffix", [".json", ".parq"])
+def test_our_reader_reads_rich_references_as_netcdf4_reads_the_source(rich: Path, tmp_path: Path, suffix: str):
+    out = tmp_path / f"rich{suffix}"
+    done = _nc2nczarr(str(rich), str(out), "--reference", "--char-as", ">S1")
+    assert done.returncode == 0, done.stderr
+    assert diff(nc4.read(str(rich)), open_dataset(str(out)), ignore=CONTIGUOUS) == []
+
+
+def test_by_default_char_is_S1_for_xarray_and_read_back_as_netcdf_c_reads_it(rich: Path, tmp_path: Path):
+    """|S1 by default (xarray and zarr-python 3 refuse >S1): only the char variable reads differently,
+    as strings, as netcdf-c reads |S1 (docs/references.md)."""
+    out = tmp_path / "rich.json"
+    assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
+    assert json.loads(_refs(out)["chars/.zarray"])["dtype"] == "|S1"
+    differences = diff(nc4.read(str(rich)), open_dataset(str(out)), ignore=CONTIGUOUS)
+    assert differences and all(d.startswith("/root/variables/chars/") for d in differences), differences
+
+
+# ---- storage: h5py's chunk index -----------------------------------------------------------------------------
+def test_every_chunk_is_the_hdf5_chunk_h5py_indexes_with_its_codecs(rich: Path, tmp_path: Path):
+    out = tmp_path / "rich.json"
+    assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
+    refs = _refs(out)
+    seen = 0
+    with h5py.File(rich, "r") as f:
+        for key, ref in refs.items():
+            if not isinstance(ref, list):
+                continue
+            array, _, index = key.rpartition("/")
+            dataset = f[array]
+            zarray = json.loads(refs[f"{array}/.zarray"])
+            assert ref[0] == str(rich)
+            if dataset.chunks is None:  # contiguous: its one extent
+                assert zarray["chunks"] == list(dataset.shape or (1,))
+                assert (ref[1], ref[2]) == (dataset.id.get_offset(), dataset.id.get_storage_size())
+            else:
+                assert zarray["chunks"] == list(dataset.chunks)
+                offset = tuple(int(i) * c for i, c in zip(index.split("."), dataset.chunks, strict=True))
+                info = dataset.id.get_chunk_info_by_coord(offset)
+                assert (ref[1], ref[2]) == (info.byte_offset, info.size), key
+            plist = dataset.id.get_create_plist()
+            hdf5 = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+            codecs = [c["id"] for c in zarray["filters"] or []] + ([zarray["compressor"]["id"]]
+                                                                   if zarray["compressor"] else [])
+            assert codecs == [{1: "zlib", 2: "shuffle"}[fid] for fid in hdf5], key
+            if dataset.dtype.kind in "iuf":
+                assert np.dtype(zarray["dtype"]) == dataset.dtype, key
+            seen += 1
+    assert seen == 29 and any(isinstance(v, list) for k, v in refs.items() if k.startswith("be_float/"))
+
+
+def test_a_contiguous_dataset_is_one_reference_and_a_compact_one_is_inlined(tmp_path: Path):
+    src = tmp_path / "layouts.nc"
+    with h5py.File(src, "w") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        compact = h5py.h5d.create(f.id, b"compact", h5py.h5t.NATIVE_INT32, h5py.h5s.create_simple((4,)), dcpl)
+        compact.write(h5py.h5s.ALL, h5py.h5s.ALL, np.arange(4, dtype="i4"))
+        f.create_dataset("contiguous", data=np.arange(10.0))
+    out = tmp_path / "layouts.json"
+    done = _nc2nczarr(str(src), str(out), "--reference")
+    assert done.returncode == 0, done.stderr
+    assert "/compact: written inline, 16 bytes: a compact dataset" in done.stderr
+    refs = _refs(out)
+    assert refs["compact/0"].startswith("base64:")
+    with h5py.File(src, "r") as f:
+        assert refs["contiguous/0"] == [str(src), f["contiguous"].id.get_offset(), 80]
+    read = open_dataset(str(out))
+    assert read.root.variables["compact"].data.tolist() == [0, 1, 2, 3]
+    assert read.root.variables["contiguous"].data.tolist() == np.arange(10.0).tolist()
+
+
+def test_more_inline_bytes_than_the_bound_is_refused_naming_the_variable(rich: Path, tmp_path: Path):
+    from nczarr_conformance.conversion.references import convert_references
+    from nczarr_conformance.errors import UnsupportedError
+
+    out = tmp_path / "rich.json"
+    with pytest.raises(UnsupportedError, match=r"/strings: cannot be referenced \(variable-length strings"):
+        convert_references(str(rich), str(out), inline_limit=500)
+    assert not out.exists() and os.listdir(tmp_path) == ["rich.nc"]
+
+
+def test_szip_is_refused_by_name_and_nothing_is_written(tmp_path: Path):
+    import netCDF4
+
+    if not h5py.h5z.filter_avail(4):
+        pytest.skip("this HDF5 has no szip")
+    src = tmp_path / "sz.nc"
+    with netCDF4.Dataset(src, "w") as ds:
+        ds.createDimension("x", 64)
+        ds.createVariable("v", "f4", ("x",), compression="szip", szip_coding="nn")[:] = np.arange(64)
+    out = tmp_path / "sz.json"
+    done = _nc2nczarr(str(src), str(out), "--reference")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "/v: szip (HDF5 filter 4)" in done.stderr, done.stderr
+    assert sorted(os.listdir(tmp_path)) == ["sz.nc"]
+
+
+# ---- peers: xarray and zarr-python 3 --------------------------------------------------------------------------
+def _xr_refs(out: Path) -> Any:
+    import xarray as xr
+
+    return xr.open_dataset("reference://", engine="zarr",
+                           backend_kwargs={"storage_options": {"fo": str(out)}, "consolidated": False})
+
+
+@pytest.mark.parametrize("suffix", [".json", ".parq"])
+def test_xarray_reads_cf_references_as_it_reads_the_file(cf_file: Path, tmp_path: Path, suffix: str):
+    xr = pytest.importorskip("xarray")
+    out = tmp_path / f"cf{suffix}"
+    done = _nc2nczarr(str(cf_file), str(out), "--reference")
+    assert done.returncode == 0, done.stderr
+    with xr.open_dataset(cf_file, engine="netcdf4") as source, _xr_refs(out) as refs:
+        assert refs.drop_vars("station").identical(source.drop_vars("station")), (refs, source)
+        assert refs["time"].dt.calendar == "noleap" and refs["tas"].dtype == source["tas"].dtype
+        assert int(refs["tas"].isnull().sum()) == int(source["tas"].isnull().sum()) > 0
+        # the one difference, exactly (docs/references.md): a Zarr v2 char array's fill_value is NUL, which
+        # xarray's zarr backend takes for _FillValue, so the empty name reads as missing; the netCDF4 backend
+        # masks only with a _FillValue attribute, which the source has not
+        assert "_FillValue" not in source["station"].encoding
+        assert refs["station"].encoding["_FillValue"] == b""
+        assert source["station"].values.tolist() == [b"ab", b"cde", b"", b"fghij"]
+        assert [str(v) for v in refs["station"].values.tolist()] == ["b'ab'", "b'cde'", "nan", "b'fghij'"]
+
+
+def test_xarray_reads_rich_references_as_it_reads_the_copied_store(rich: Path, tmp_path: Path):
+    """rich.nc holds what xarray's zarr backend reads otherwise than its netCDF4 one (unsigned fills,
+    strings, NCZarr scalars: the matrix's xarray row): through references it reads exactly as through
+    the store nc2nczarr copies, chunk for chunk."""
+    xr = pytest.importorskip("xarray")
+    out, copied = tmp_path / "rich.json", tmp_path / "rich.zarr"
+    assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
+    assert _nc2nczarr(str(rich), str(copied), "--char-as", "S1", "-q").returncode == 0
+    with xr.open_dataset(copied, engine="zarr", consolidated=False) as store, _xr_refs(out) as refs:
+        assert refs.identical(store)
+
+
+def test_zarr_python_reads_references_through_fsspec_store(cf_file: Path, tmp_path: Path):
+    zarr = pytest.importorskip("zarr")
+    import netCDF4
+    from zarr.storage import FsspecStore
+
+    out = tmp_path / "cf.json"
+    assert _nc2nczarr(str(cf_file), str(out), "--reference").returncode == 0
+    fs = fsspec.filesystem("reference", fo=str(out), asynchronous=True)
+    group = zarr.open_group(FsspecStore(fs, read_only=True, path=""), mode="r", use_consolidated=False)
+    with netCDF4.Dataset(cf_file) as ds:
+        ds.set_auto_maskandscale(False)
+        for name in ("time", "lat", "tas", "station"):
+            expected = np.asarray(ds[name][:])
+            got = group[name][:]
+            assert got.dtype == expected.dtype and np.array_equal(got, expected), name
+
+
+# ---- a target changed or gone ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("suffix", [".json", ".parq"])
+def test_a_changed_target_is_found_by_check_and_refused_by_our_reader(rich: Path, tmp_path: Path, suffix: str):
+    out = tmp_path / f"rich{suffix}"
+    assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
+    assert _run("nczarr_conformance.cli.check", str(out), "--select", "NCZ-REF").returncode == 0
+    stat = rich.stat()
+    os.utime(rich, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # rewritten in place: same size
+    checked = _run("nczarr_conformance.cli.check", str(out), "--select", "NCZ-REF")
+    assert checked.returncode == 1
+    assert f"NCZ-REF-TARGET -: target {rich} changed since the references were made" in checked.stdout
+    dumped = _run("nczarr_conformance.cli.dump", str(out))
+    assert dumped.returncode == 2 and dumped.stdout == ""
+    assert dumped.stderr.count("\n") == 1 and f"target {rich} changed" in dumped.stderr
+    with pytest.raises(StoreError, match="changed since the references were made"):
+        open_dataset(str(out))
+
+
+def test_a_missing_target_is_named_by_check(rich: Path, tmp_path: Path):
+    out = tmp_path / "rich.json"
+    assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
+    rich.unlink()
+    checked = _run("nczarr_conformance.cli.check", str(out), "--select", "NCZ-REF")
+    assert checked.returncode == 1 and f"target {rich} is not reachable" in checked.stdout
+    with pytest.raises(StoreError, match=f"target {rich} is not reachable"):
+        open_dataset(str(out))
+
+
+def test_check_finds_ranges_outside_the_target_and_codecs_other_than_hdf5s(rich: Path, tmp_path: Path):
+    """References edited as another tool might write them (no recorded targets): the file itself judges."""
+    out = tmp_path / "rich.json"
+    assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
+    doc = json.loads(out.read_text())
+    del doc["nczarr:targets"]
+    doc["refs"]["v_i4/0"][1] = rich.stat().st_size
+    doc["refs"]["be_float/.zarray"] = doc["refs"]["be_float/.zarray"].replace('"zlib"', '"bz2"')
+    out.write_text(json.dumps(doc))
+    checked = _run("nczarr_conformance.cli.check", str(out), "--select", "NCZ-REF")
+    assert checked.returncode == 1
+    assert f"error NCZ-REF-RANGE /v_i4/0: reads bytes {rich.stat().st_size}-" in checked.stdout
+    assert "error NCZ-REF-CODECS /be_float: declares codecs ['shuffle', 'bz2'] but" in checked.stdout
+
+
+def test_the_nczarr_engine_and_open_read_references_and_refuse_a_changed_target(cf_file: Path, tmp_path: Path):
+    xr = pytest.importorskip("xarray")
+    import nczarr_conformance
+
+    out = tmp_path / "cf.json"
+    assert _nc2nczarr(str(cf_file), str(out), "--reference").returncode == 0
+    with xr.open_dataset(cf_file, engine="netcdf4") as source, xr.open_dataset(out, engine="nczarr") as refs:
+        # station: |S1 is read as netcdf-c reads it, strings of one character (see the default char test)
+        assert refs.drop_vars("station").identical(source.drop_vars("station"))
+    import netCDF4
+
+    with netCDF4.Dataset(cf_file) as ds:
+        ds.set_auto_maskandscale(False)
+        expected = ds["tas"][2, 1, :]
+    assert np.array_equal(nczarr_conformance.open(str(out))["tas"][2, 1, :], expected)
+    os.utime(cf_file, ns=(0, 0))
+    with pytest.raises(StoreError, match=f"target {cf_file} changed since the references were made"):
+        xr.open_dataset(out, engine="nczarr")
+    with pytest.raises(StoreError, match=f"target {cf_file} changed"):
+        nczarr_conformance.open(str(out))
+
+
+def test_a_path_ending_json_names_references_unless_it_is_a_zarr_directory(tmp_path: Path):
+    from nczarr_conformance.urls import parse
+
+    assert parse(str(tmp_path / "refs.json")).kind == "reference"
+    assert parse(str(tmp_path / "refs.parq")).kind == "reference"
+    store = tmp_path / "store.json"
+    store.mkdir()
+    (store / ".zgroup").write_text('{"zarr_format": 2}')
+    assert parse(str(store)).kind == "file"
