@@ -3,7 +3,7 @@ many reads, one JSON request line in, one reply line out, instead of a process s
 
 The protocol is the one docs/plugins.md gives for ``serve`` (serve protocol 2): a request is one JSON
 object a line on the worker's stdin, carrying an ``"id"``; the reply is one JSON object a line on its stdout
-carrying the same ``"id"``: ``{"id": ID, "stdout": TEXT}`` (what the one-shot reader prints; an optional
+carrying that ``"id"``: ``{"id": ID, "stdout": TEXT}`` (what the one-shot reader prints; an optional
 ``"stderr"``), or ``{"id": ID, "exit": N, "stderr": TEXT}`` where it would exit N with TEXT on stderr. What
 the worker writes on its own stderr while it answers is that read's stderr too (its last
 :data:`STDERR_TAIL` bytes).

@@ -43,7 +43,7 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
 
 ``serve`` is a command with no placeholders that starts a worker: it reads one request a line on stdin,
 ``{"id": ID, "path": …, "url": …}`` (the ``{path}`` and ``{url}`` the reader would get), and answers each
-with one line on stdout carrying the same id (serve protocol 2, nczarr_conformance/workers.py):
+with one line on stdout carrying that id (serve protocol 2, nczarr_conformance/workers.py):
 ``{"id": ID, "stdout": TEXT}``, TEXT the model JSON the ``reader`` prints for that store, or
 ``{"id": ID, "exit": N, "stderr": TEXT}`` where the reader would exit N with TEXT on stderr. A line that is
 not the request's reply fails that read only, and the worker is replaced. A run starts a worker when a read needs one (one
