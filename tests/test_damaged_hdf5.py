@@ -94,7 +94,7 @@ def test_a_copied_chunk_of_the_wrong_length_is_refused(tmp_path: Path) -> None:
         key, chunks, storage, compressor = "/v", (16, 64), np.dtype("f4"), None
 
     class Owner:
-        class file:  # noqa: N801 (h5py's attribute name)
+        class file:
             filename = "f.nc"
 
     reader = _Reader(Owner(), None, Plan(), {}, None, True)  # type: ignore[arg-type]
@@ -110,7 +110,8 @@ def test_a_copied_chunk_of_the_wrong_length_is_refused(tmp_path: Path) -> None:
                          (zlib.compress(good)[:-6], "its zlib stream is cut short")):
         with pytest.raises(FormatError) as caught:
             reader._checked((0, 0), Stored(0, len(payload), 0), payload)
-        assert str(caught.value) == f"f.nc: /v: chunk 0,0 (at byte 0 of the file) does not decode: {why}: the file is damaged"
+        assert str(caught.value) == (f"f.nc: /v: chunk 0,0 (at byte 0 of the file) does not decode: {why}: "
+                                     "the file is damaged")
 
 
 def test_dump_of_a_damaged_file_is_one_line(tmp_path: Path) -> None:

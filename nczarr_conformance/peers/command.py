@@ -46,8 +46,8 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
 with one line on stdout carrying that id (serve protocol 2, nczarr_conformance/workers.py):
 ``{"id": ID, "stdout": TEXT}``, TEXT the model JSON the ``reader`` prints for that store, or
 ``{"id": ID, "exit": N, "stderr": TEXT}`` where the reader would exit N with TEXT on stderr. A line that is
-not the request's reply fails that read only, and the worker is replaced. A run starts a worker when a read needs one (one
-per read in flight), keeps it for the next reads, and ends it with ``close()``; a worker that dies or
+not the request's reply fails that read only, and the worker is replaced. A run starts a worker when a read
+needs one (one per read in flight), keeps it for the next reads, and ends it with ``close()``; a worker that dies or
 outlasts the timeout on a read is killed, that read is graded as a reader process's death or timeout is, and
 the next read starts a new worker. The ``reader`` stays the definition: a run without ``serve`` uses it.
 
