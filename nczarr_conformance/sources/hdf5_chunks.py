@@ -180,7 +180,8 @@ def _inflated_size(payload: bytes, expected: int) -> tuple[int, bool]:
     """(bytes the zlib stream inflates to, at most ``expected`` + one piece; whether it ended, its Adler-32
     checked). zlib.error where the stream is damaged."""
     inflate = zlib.decompressobj()
-    view, at, size, rest = memoryview(payload), 0, 0, b""
+    view, at, size = memoryview(payload), 0, 0
+    rest: bytes | memoryview = b""
     while not inflate.eof and size <= expected:
         if not rest:
             rest, at = view[at:at + INFLATE_INPUT], at + INFLATE_INPUT
