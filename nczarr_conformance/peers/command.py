@@ -468,7 +468,7 @@ def _drain(proc: subprocess.Popen[bytes], timeout: float) -> tuple[str, bytes, b
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    return ended, bytes(out), bytes(err[-STDERR_TAIL:])
+    return ended, (b"" if ended == "too much" else bytes(out)), bytes(err[-STDERR_TAIL:])
 
 
 #: seconds a fork server may take to import its preload (and to answer a fork)
