@@ -1,10 +1,18 @@
 """Long-lived reader workers (a command peer's ``serve``, the GDAL peer's bindings): one process answers
 many reads, one JSON request line in, one reply line out, instead of a process started per store.
 
-The protocol is the one docs/plugins.md gives for ``serve``: a request is one JSON object a line on the
-worker's stdin; the reply is one line on its stdout, in order, either what the one-shot reader prints, or
-``{"exit": N, "stderr": TEXT}`` where it would exit N with TEXT on stderr. What the worker writes on its
-own stderr while it answers is that read's stderr too.
+The protocol is the one docs/plugins.md gives for ``serve`` (serve protocol 2): a request is one JSON
+object a line on the worker's stdin, carrying an ``"id"``; the reply is one JSON object a line on its stdout
+carrying that ``"id"``: ``{"id": ID, "stdout": TEXT}`` (what the one-shot reader prints; an optional
+``"stderr"``), or ``{"id": ID, "exit": N, "stderr": TEXT}`` where it would exit N with TEXT on stderr. What
+the worker writes on its own stderr while it answers is that read's stderr too (its last
+:data:`STDERR_TAIL` bytes).
+
+The id is what keeps a reply on its read: a stray line on a worker's stdout (a library printing there, a
+reply from a worker that answered twice) used to be taken for the next read's answer, and every later read
+was graded against the store before it (issue 39). A line that is not this request's reply, a reply longer
+than :data:`REPLY_LIMIT` or a reply without an id (protocol 1's) fails that one read with
+:class:`WorkerProtocolError`, and the worker is replaced, so the next read starts clean.
 
 A pool keeps one worker per read in flight (so reads in parallel threads never share one) and hands an
 idle one to the next read; a worker that dies or outlasts the read's timeout is killed with everything it
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import json
 import os
 import queue
@@ -25,6 +34,27 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
+
+#: the longest reply line a worker may give (the model JSON of a read): past it, that read fails
+REPLY_LIMIT = 64 * 1024**2
+#: how much of a worker's or a command's stderr a read keeps: its end, where a traceback says what broke
+STDERR_TAIL = 64 * 1024
+#: the request ids, unique in this process, so that no reply can pass for another read's
+_IDS = itertools.count(1)
+
+
+class WorkerProtocolError(Exception):
+    """A worker's reply that is not its answer to the request: wrong or no id, not JSON, too long. The
+    worker was replaced; ``stderr`` is what it wrote on its stderr meanwhile (its end)."""
+
+    def __init__(self, message: str, stderr: bytes = b"") -> None:
+        super().__init__(message)
+        self.stderr = stderr
+
+
+class LineTooLong(Exception):
+    """A line longer than the limit it was read with: what was read of it is dropped."""
 
 
 class LineReader:
@@ -37,18 +67,29 @@ class LineReader:
         self.fd = fd
         self.pending = b""
 
-    def line(self, timeout: float) -> bytes | None:
-        """The next line without its newline; None on timeout, b"" at end of output (the writer is gone)."""
+    def line(self, timeout: float, limit: int | None = None) -> bytes | None:
+        """The next line without its newline; None on timeout, b"" at end of output (the writer is gone).
+        LineTooLong past ``limit`` bytes without a newline (memory stays bounded by it)."""
         deadline = time.monotonic() + timeout
-        while b"\n" not in self.pending:
+        parts, size, tail = [self.pending], len(self.pending), self.pending
+        while b"\n" not in tail:
+            if limit is not None and size > limit:
+                self.pending = b""
+                raise LineTooLong(f"a line longer than {limit} bytes")
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                self.pending = b"".join(parts)
                 return None
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
+            tail = os.read(self.fd, 1 << 20)
+            if not tail:
+                self.pending = b"".join(parts)
                 return b""
-            self.pending += chunk
+            parts.append(tail)
+            size += len(tail)
+        self.pending = b"".join(parts)
         line, _, self.pending = self.pending.partition(b"\n")
+        if limit is not None and len(line) > limit:
+            raise LineTooLong(f"a line longer than {limit} bytes")
         return line
 
 
@@ -69,20 +110,32 @@ class _Worker:
         return self.proc.poll() is None
 
     def _stderr(self) -> bytes:
-        """What the worker wrote on stderr since the last call."""
-        self.errors.seek(self.said)
-        text = self.errors.read()
-        self.said += len(text)
+        """What the worker wrote on stderr since the last call: its last :data:`STDERR_TAIL` bytes."""
+        end = self.errors.seek(0, os.SEEK_END)
+        self.errors.seek(max(self.said, end - STDERR_TAIL))
+        text = self.errors.read(STDERR_TAIL)
+        self.said = end
         return text
 
+    def _refuse(self, message: str) -> WorkerProtocolError:
+        """The read fails with ``message`` and the worker goes: a worker out of step answers no more reads."""
+        self._stop()
+        err = self._stderr()
+        self.close()
+        return WorkerProtocolError(message, err)
+
     def call(self, request: Mapping[str, str], timeout: float) -> tuple[int | None, bytes, bytes]:
-        """(exit status the reader would have, or None on timeout; its stdout; its stderr) for ``request``."""
+        """(exit status the reader would have, or None on timeout; its stdout; its stderr) for ``request``.
+        WorkerProtocolError: the worker's line is not its reply to this request (see the module docstring)."""
+        ident = next(_IDS)
         try:
-            self.stdin.write((json.dumps(dict(request)) + "\n").encode())
+            self.stdin.write((json.dumps({**request, "id": ident}) + "\n").encode())
             self.stdin.flush()
-            line = self.replies.line(timeout)
+            line = self.replies.line(timeout, REPLY_LIMIT)
         except OSError:  # its stdin is closed: it died before reading the request
             line = b""
+        except LineTooLong:
+            raise self._refuse(f"the serve worker's reply is longer than {REPLY_LIMIT // 1024**2} MiB") from None
         if not line:
             timed_out = line is None
             self._stop()
@@ -92,15 +145,25 @@ class _Worker:
                 return None, b"", err
             # a worker that ends cleanly without answering is no answer at all
             return (status if status else 1), b"", err or b"the serve worker ended without a reply\n"
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and "exit" in doc and "model" not in doc:
-            status = doc.get("exit")
-            said = str(doc.get("stderr", "")).encode()
+        doc = _reply(line)
+        if doc is None:
+            shown = line[:80].decode("utf-8", "replace")
+            raise self._refuse(f"the serve worker wrote a line that is not a reply ({shown!r}): "
+                               "a stray line on its stdout?")
+        if "id" not in doc:
+            raise self._refuse('the serve worker replied without the request\'s "id": since serve protocol 2 '
+                               'each reply echoes it, {"id": …, "stdout": …} (docs/plugins.md)')
+        if doc["id"] != ident:
+            raise self._refuse(f"the serve worker replied to request {doc['id']!r}, not to this one ({ident}): "
+                               "a stray line on its stdout?")
+        said = str(doc.get("stderr") or "").encode()[-STDERR_TAIL:]
+        if "exit" in doc:
+            status = doc["exit"]
             return (status if isinstance(status, int) and status else 1), b"", self._stderr() + said
-        return 0, line, self._stderr()
+        if not isinstance(doc.get("stdout"), str):
+            raise self._refuse('the serve worker\'s reply has neither "stdout" (a text) nor "exit" '
+                               "(docs/plugins.md)")
+        return 0, str(doc["stdout"]).encode(), self._stderr() + said
 
     def _stop(self) -> None:
         """Kill the worker and what it started (its session), and reap it."""
@@ -118,6 +181,15 @@ class _Worker:
             _LIVE.remove(self)
 
 
+def _reply(line: bytes) -> dict[str, Any] | None:
+    """The reply object a line holds, or None where it holds none."""
+    try:
+        doc = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 class WorkerPool:
     """The workers of one command (``argv``), started in ``cwd`` with the environment ``environment()``
     gives when each starts: one per call in flight, kept for the next call, replaced when one dies."""
@@ -130,7 +202,8 @@ class WorkerPool:
 
     def call(self, request: Mapping[str, str], timeout: float) -> tuple[int | None, bytes, bytes]:
         """(exit status, or None on timeout; stdout; stderr) the one-shot reader would give for ``request``.
-        OSError: the worker cannot start (its program is missing)."""
+        OSError: the worker cannot start (its program is missing); WorkerProtocolError: its reply was not
+        this request's (the worker is replaced)."""
         try:
             worker: _Worker | None = self._idle.get_nowait()
         except queue.Empty:

@@ -12,7 +12,9 @@ from nczarr_conformance.workers import WorkerPool
 ECHO_PID = ("import json, os, sys, time\n"
             "for line in sys.stdin:\n"
             "    time.sleep(0.5)\n"
-            "    print(json.dumps({'pid': os.getpid(), 'asked': json.loads(line)['n']}), flush=True)\n")
+            "    request = json.loads(line)\n"
+            "    answer = json.dumps({'pid': os.getpid(), 'asked': request['n']})\n"
+            "    print(json.dumps({'id': request['id'], 'stdout': answer}), flush=True)\n")
 
 
 def test_calls_in_flight_get_a_worker_each_and_the_workers_are_kept():

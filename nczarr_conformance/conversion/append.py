@@ -19,7 +19,6 @@ import itertools
 import json
 import math
 import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +37,7 @@ from nczarr_conformance.sources import netcdf4 as nc4
 from nczarr_conformance.stores import ZipStore, lock_for_writing, open_store
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import parse
+from nczarr_conformance.zarr3.reader import object_limits
 
 MAX_COMPARE_BYTES = 64 * 1024**2
 STRING_SLAB = 1_000_000  # elements read at once when checking incoming strings
@@ -500,9 +500,10 @@ def rewritten_zip(spec: Any, reader_store: Store, replaced: set[str], *, at_top:
     try:
         if at_top:
             target.entries_at_top()
+        limit = object_limits(reader_store)  # the reader's size rule: a zip bomb is refused, not inflated whole
         for key in reader_store.list_prefix("/"):
             if key not in replaced:
-                data = reader_store.get(key, limit=sys.maxsize)  # copied as stored, never decoded
+                data = reader_store.get(key, limit=limit(key))  # copied as stored, never decoded
                 if data is not None:
                     target.put(key, data)
     except BaseException:

@@ -40,7 +40,6 @@ import itertools
 import json
 import os
 import stat
-import sys
 import time
 import zipfile
 from abc import ABC, abstractmethod
@@ -51,9 +50,11 @@ from typing import Self
 from nczarr_conformance import keys, safety
 from nczarr_conformance.errors import FormatError, StoreError, UsageError
 from nczarr_conformance.fix.plan import ObjectEdit, Plan
+from nczarr_conformance.limits import max_in_memory_bytes
 from nczarr_conformance.stores import DirectoryStore, ZipStore, open_store
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.urls import StoreSpec
+from nczarr_conformance.zarr3.reader import object_limits
 
 BACKUP_MANIFEST = "/nczarr-fix-backup.json"
 _ROOT_LAST = {"/.zattrs": 1, "/.zarray": 2, "/.zgroup": 3, "/.zmetadata": 4, "/zarr.json": 5}
@@ -101,8 +102,9 @@ def _backup_items(source: Store, plan: Plan) -> Iterator[tuple[str, bytes]]:
     for edit in plan.edits:
         if edit.old is not None:
             yield edit.key, edit.old
+    limit = object_limits(source)
     for key in sorted(plan.chunk_keys()):
-        data = source.get(key, sys.maxsize)
+        data = source.get(key, limit(key))
         if data is not None:
             yield key, data
 
@@ -232,9 +234,10 @@ class DirectorySession(Session):
 
     def apply(self, plan: Plan) -> None:
         edits = {e.key: e for e in plan.edits}
+        limit = object_limits(self.store)
         for r in plan.recodes:
             for key in r.chunks:
-                data = self.store.get(key, sys.maxsize)
+                data = self.store.get(key, limit(key))
                 if data is not None:
                     self._write(key, r.reencode(key, data))
         for key in write_order(plan):
@@ -368,6 +371,7 @@ def _rewrite_zip(source: ZipStore, out: zipfile.ZipFile, plan: Plan) -> None:
             out.writestr(member, payload)
         created.clear()
 
+    limit, other = object_limits(source), max_in_memory_bytes()  # the reader's size rule for each member
     for info in source.zf.infolist():
         key = _member_key(source, info)
         if key is not None:
@@ -379,9 +383,9 @@ def _rewrite_zip(source: ZipStore, out: zipfile.ZipFile, plan: Plan) -> None:
                     add_created()
                 continue
             if key in recode:
-                out.writestr(_like(info), recode[key].reencode(key, source.zf.read(info)))
+                out.writestr(_like(info), recode[key].reencode(key, source.read_member(info, limit(key))))
                 continue
-        out.writestr(info, source.zf.read(info))
+        out.writestr(info, source.read_member(info, limit(key) if key is not None else other))
     add_created()
 
 
@@ -464,11 +468,12 @@ def write_copy(source: Store, out: StoreSpec, plan: Plan) -> None:
     """Write the fixed dataset to a new store ``out``; the input is only read."""
     new = {e.key: e.new for e in plan.edits}
     recode = {k: r for r in plan.recodes for k in r.chunks}
+    limit = object_limits(source)  # the reader's size rule: a zip bomb is refused, not inflated whole
     with open_store(out, "w") as store:
         for key in source.list_prefix("/"):
             if key in new:
                 continue
-            data = source.get(key, sys.maxsize)
+            data = source.get(key, limit(key))
             if data is None:
                 continue
             store.put(key, recode[key].reencode(key, data) if key in recode else data)

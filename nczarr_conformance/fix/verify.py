@@ -59,7 +59,7 @@ from nczarr_conformance.sources.netcdf_c_readings import (
 )
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.stores.base import Store
-from nczarr_conformance.workers import WorkerPool
+from nczarr_conformance.workers import WorkerPool, WorkerProtocolError
 
 SAMPLE_BYTES = 16 * 1024**2
 TOTAL_SAMPLE_BYTES = 64 * 1024**2
@@ -166,6 +166,8 @@ def _netcdf_c_in_a_child(top: Path, arrays: list[str], flavor: str) -> tuple[Rea
         status, _, said = _CHILDREN.call({"top": str(top), "flavor": flavor}, CHILD_TIMEOUT)
     except OSError as exc:
         status, said = 1, f"cannot start {sys.executable}: {exc.strerror or exc}".encode()
+    except WorkerProtocolError as exc:
+        status, said = 1, str(exc).encode()
     crashed = f"netcdf-c did not finish in {CHILD_TIMEOUT} s" if status is None else _crash(status, said)
     before = load_readings(top / "netcdf-c-before.npz", arrays)
     if before is None:

@@ -101,6 +101,14 @@ class ArrayInfo:
     def chunk_nbytes(self) -> int:
         return math.prod(self.chunks) * self.storage.numpy.itemsize
 
+    def max_stored_bytes(self) -> int:
+        """The most bytes one stored chunk of this array may hold: what :meth:`load_chunk` reads at most,
+        and what a writer copying the chunk as stored takes (a zip bomb is refused there as here)."""
+        if isinstance(self.pipeline, UnavailablePipeline):  # a codec we lack: no bound of its own
+            return limits.max_in_memory_bytes()
+        bound = self.pipeline.max_encoded(self.chunk_nbytes)
+        return bound if self.zshape else max(bound, OVERLONG_SCALAR_BYTES)
+
     def load_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int) -> np.ndarray | None:
         """One decoded chunk in C order of the chunk shape, or None when it was never written.
 
@@ -113,10 +121,8 @@ class ArrayInfo:
         if self.chunk_nbytes > max_bytes:
             raise limits.LimitError(f"{ckey}: declared chunk {list(self.chunks)} needs {self.chunk_nbytes} bytes; "
                                     f"refusing to hold more than {max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
-        bound = self.pipeline.max_encoded(self.chunk_nbytes)
-        if not self.zshape:  # an over-long zarr-scalar chunk is read (its first element), within reason
-            bound = max(bound, OVERLONG_SCALAR_BYTES)
-        raw = store.get(ckey, limit=bound)
+        # an over-long zarr-scalar chunk is read (its first element), within reason
+        raw = store.get(ckey, limit=self.max_stored_bytes())
         if raw is None:
             return None
         try:

@@ -19,8 +19,11 @@ writer (``--writer NAME='CMD'``)
                      without it is not asked to write a case that has options
 
 Braces meant literally are doubled (``{{``). A call that exits non-zero, is killed or outlasts its
-timeout fails its cell with one line (the last line of its stderr); the whole stderr (its last 4,000
-characters) is the cell's detail. ``available()`` is whether the command's program is on ``PATH`` (or,
+timeout fails its cell with one line (the last line of its stderr); the stderr's last 4,000 characters are
+the cell's detail (only its last 64 KiB are ever held in memory). A reader's model JSON (stdout, or
+``{out_json}``) is capped at 64 MiB: past it the call is killed and the cell fails saying so. On a timeout the
+call's process group is killed and the cell is "timed out after N s" even where something it started in a
+session of its own still holds its stdout open. ``available()`` is whether the command's program is on ``PATH`` (or,
 with a ``/``, exists; a leading ``~`` is the home directory), so a missing tool is named in the run's summary.
 
 Many implementations go in a TOML file (``nczarr-conformance.toml`` in the working directory, or
@@ -39,10 +42,12 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
     serve = "mytool serve"                       # a long-lived reader: one JSON request a line (below)
 
 ``serve`` is a command with no placeholders that starts a worker: it reads one request a line on stdin,
-``{"path": …, "url": …}`` (the ``{path}`` and ``{url}`` the reader would get), and answers each with one
-line on stdout, in order: the model JSON the ``reader`` prints for that store, or ``{"exit": N, "stderr":
-TEXT}`` where the reader would exit N with TEXT on stderr. A run starts a worker when a read needs one (one
-per read in flight), keeps it for the next reads, and ends it with ``close()``; a worker that dies or
+``{"id": ID, "path": …, "url": …}`` (the ``{path}`` and ``{url}`` the reader would get), and answers each
+with one line on stdout carrying that id (serve protocol 2, nczarr_conformance/workers.py):
+``{"id": ID, "stdout": TEXT}``, TEXT the model JSON the ``reader`` prints for that store, or
+``{"id": ID, "exit": N, "stderr": TEXT}`` where the reader would exit N with TEXT on stderr. A line that is
+not the request's reply fails that read only, and the worker is replaced. A run starts a worker when a read
+needs one (one per read in flight), keeps it for the next reads, and ends it with ``close()``; a worker that dies or
 outlasts the timeout on a read is killed, that read is graded as a reader process's death or timeout is, and
 the next read starts a new worker. The ``reader`` stays the definition: a run without ``serve`` uses it.
 
@@ -56,6 +61,7 @@ import json
 import os
 import queue
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -63,6 +69,7 @@ import string
 import subprocess
 import tempfile
 import threading
+import time
 import tomllib
 import zipfile
 from collections.abc import Mapping
@@ -80,13 +87,15 @@ from nczarr_conformance.peers.base import (
 )
 from nczarr_conformance.peers.capabilities import ALL
 from nczarr_conformance.peers.capabilities import parse as parse_caps
-from nczarr_conformance.workers import LineReader, WorkerPool
+from nczarr_conformance.workers import REPLY_LIMIT, STDERR_TAIL, LineReader, WorkerPool, WorkerProtocolError
 
 READ_FIELDS = ("url", "path", "zip", "out_json")
 WRITE_FIELDS = ("model_json", "path", "url", "zip", "options")
 DEFAULT_TIMEOUT = 120.0
 #: how much of a failing command's stderr a cell keeps (the end: where a traceback says what broke)
 DETAIL_LIMIT = 4000
+#: the most a reader may print on stdout (its model's JSON); past it the cell fails and the call is killed
+STDOUT_LIMIT = REPLY_LIMIT
 CONFIG_NAME = "nczarr-conformance.toml"
 CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version", "requires",
                          "preload", "serve"})
@@ -238,14 +247,11 @@ class CommandPeer(Peer):
         except OSError as exc:
             raise PeerFailed(f"{what}: cannot start {argv[0]}: {exc.strerror or exc}") from None
         with proc:
-            try:
-                out, err = proc.communicate(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                out, err = proc.communicate()
-                detail = err.decode("utf-8", "replace")[-DETAIL_LIMIT:]
-                raise PeerFailed(f"{what} timed out after {self.timeout:g} s", detail) from None
-        return self._outcome(what, proc.returncode, out, err)
+            ended, out, err = _drain(proc, self.timeout)
+        if ended == "too much":
+            raise PeerFailed(f"{what} wrote more than {STDOUT_LIMIT // 1024**2} MiB on stdout (the cap of a "
+                             "model's JSON)", err.decode("utf-8", "replace")[-DETAIL_LIMIT:])
+        return self._outcome(what, None if ended == "timeout" else proc.returncode, out, err)
 
     def _outcome(self, what: str, returncode: int | None, out: bytes, err: bytes) -> tuple[bytes, str]:
         detail = err.decode("utf-8", "replace")[-DETAIL_LIMIT:]
@@ -280,6 +286,8 @@ class CommandPeer(Peer):
             returncode, out, err = self._pool.call(request, self.timeout)
         except OSError as exc:
             raise PeerFailed(f"reader: cannot start {self._pool.argv[0]}: {exc.strerror or exc}") from None
+        except WorkerProtocolError as exc:
+            raise PeerFailed(f"reader: {exc}", exc.stderr.decode("utf-8", "replace")[-DETAIL_LIMIT:]) from None
         return self._outcome("reader", returncode, out, err)
 
     def close(self) -> None:
@@ -322,7 +330,10 @@ class CommandPeer(Peer):
                 produced = Path(values["out_json"])
                 if not produced.is_file():
                     raise PeerFailed("reader exit 0 but wrote no {out_json}", detail)
-                out = produced.read_bytes()
+                out = _head(produced, STDOUT_LIMIT + 1)
+                if len(out) > STDOUT_LIMIT:
+                    raise PeerFailed(f"reader wrote more than {STDOUT_LIMIT // 1024**2} MiB in {{out_json}} (the "
+                                     "cap of a model's JSON)", detail)
         return self._model(out, detail), detail
 
     @staticmethod
@@ -390,7 +401,11 @@ class _ForkServer:
                     os.killpg(pid, signal.SIGKILL)
                 self._line(PRELOAD_SECONDS)
             status = done.get("status")
-            return (int(status) if status is not None else None), out.read_bytes(), err.read_bytes()
+            printed = _head(out, STDOUT_LIMIT + 1)
+            if len(printed) > STDOUT_LIMIT:
+                raise PeerFailed(f"the call wrote more than {STDOUT_LIMIT // 1024**2} MiB on stdout (the cap of "
+                                 "a model's JSON)", _tail(err).decode("utf-8", "replace")[-DETAIL_LIMIT:])
+            return (int(status) if status is not None else None), printed, _tail(err)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -399,6 +414,61 @@ class _ForkServer:
         self.proc.wait()
 
 
+
+
+def _head(path: Path, size: int) -> bytes:
+    with path.open("rb") as stream:
+        return stream.read(size)
+
+
+def _tail(path: Path) -> bytes:
+    """The end of a call's stderr file (:data:`STDERR_TAIL` bytes): all a cell keeps of it."""
+    with path.open("rb") as stream:
+        stream.seek(max(0, stream.seek(0, os.SEEK_END) - STDERR_TAIL))
+        return stream.read()
+
+
+def _drain(proc: subprocess.Popen[bytes], timeout: float) -> tuple[str, bytes, bytes]:
+    """("exited" | "timeout" | "too much", stdout, the end of stderr) of a call started with both pipes.
+
+    Unlike ``communicate()``, memory stays bounded (stdout up to :data:`STDOUT_LIMIT`, stderr's last
+    :data:`STDERR_TAIL` bytes: issue 39 saw 1.5 GiB of stderr cost 4.7 GB) and so does time: the deadline
+    holds even where a process the call started in a session of its own keeps the pipes open after the
+    call's group is killed (``communicate()`` then waited as long as that process lived). On a timeout or
+    too much output the call's process group is killed and the pipes are closed unread."""
+    assert proc.stdout is not None and proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    out, err = bytearray(), bytearray()
+    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    ended = "exited"
+    while streams:
+        left = deadline - time.monotonic()
+        ready = select.select(list(streams), [], [], left)[0] if left > 0 else []
+        if not ready:
+            ended = "timeout"
+            break
+        for fd in ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                del streams[fd]
+                continue
+            into = streams[fd]
+            into += chunk
+            if into is err and len(err) > 2 * STDERR_TAIL:
+                del err[:-STDERR_TAIL]
+        if len(out) > STDOUT_LIMIT:
+            ended = "too much"
+            break
+    if ended == "exited":
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            ended = "timeout"  # it closed its pipes but still runs
+    if ended != "exited":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return ended, (b"" if ended == "too much" else bytes(out)), bytes(err[-STDERR_TAIL:])
 
 
 #: seconds a fork server may take to import its preload (and to answer a fork)

@@ -9,9 +9,10 @@ are built from one source): ``GDALOpenEx`` as multidimensional with verbose erro
 default handler prints them ("ERROR N: …", "Warning N: …", at most CPL_MAX_ERROR_REPORTS a read, then its
 notice), counted from zero for each store as each tool process counts them.
 
-Protocol (peers/workers.py): one request a line on stdin, ``{"url": …}``; one reply a line on stdout,
-``{"stdout": JSON_TEXT, "stderr": TEXT}`` for a store the tool prints, ``{"exit": 1, "stderr": TEXT}`` where it
-exits 1. A crash of GDAL ends the worker, as it would end the tool: the pool reads that as the tool's death.
+Protocol (nczarr_conformance/workers.py, serve protocol 2): one request a line on stdin, ``{"id": ID,
+"url": …}``; one reply a line on stdout, ``{"id": ID, "stdout": JSON_TEXT, "stderr": TEXT}`` for a store the
+tool prints, ``{"id": ID, "exit": 1, "stderr": TEXT}`` where it exits 1. A crash of GDAL ends the worker, as it
+would end the tool: the pool reads that as the tool's death.
 
 Standalone on purpose (standard library and ``osgeo`` only): it runs under the interpreter that has the
 bindings (Debian's ``/usr/bin/python3``), not ours; ``osgeo`` is imported when it runs, so the module imports
@@ -75,7 +76,8 @@ def main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
-        reply = mdiminfo(gdal, str(json.loads(line)["url"]), limit)
+        request = json.loads(line)
+        reply = {"id": request.get("id"), **mdiminfo(gdal, str(request["url"]), limit)}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 

@@ -34,7 +34,7 @@ from nczarr_conformance.peers.base import CannotExpress, Peer, register, reject_
 from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR, PURE_ZARR_V3
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
-from nczarr_conformance.workers import WorkerPool
+from nczarr_conformance.workers import WorkerPool, WorkerProtocolError
 
 
 def _tool(name: str) -> str | None:
@@ -596,12 +596,11 @@ class Gdal(Peer):
             except subprocess.TimeoutExpired:
                 return None, "", ""
             return done.returncode, done.stdout, done.stderr
-        status, line, err = pool.call({"url": url}, self.timeout)
-        said = err.decode("utf-8", "replace")
-        if status != 0:
-            return status, "", said
-        reply = json.loads(line)
-        return 0, str(reply["stdout"]), said + str(reply["stderr"])
+        try:
+            status, out, err = pool.call({"url": url}, self.timeout)
+        except WorkerProtocolError as exc:  # the worker was replaced; this read fails, the next is clean
+            return 1, "", f"{exc}\n{exc.stderr.decode('utf-8', 'replace')}"
+        return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
     def close(self) -> None:
         if self._pool is not None:

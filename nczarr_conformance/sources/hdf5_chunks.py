@@ -14,6 +14,13 @@ chunk) is read once, in one pass (h5py ``chunk_iter``); a chunk is then copied w
 writer's threads copy in parallel at the speed of the disk. (A file with an HDF5 user
 block, where index addresses are not file offsets, goes through ``read_direct_chunk``.)
 
+A copied chunk is checked before it is written, since a damaged one would otherwise be copied as it is
+and no reader could decode it (issue 39: ``nc2nczarr`` exited 0 on a file with a corrupt zlib chunk that
+``--no-direct-copy`` and ncdump refuse): its zlib stream is inflated into a buffer of the chunk's declared
+size, which checks the stream, its Adler-32 checksum and its length (an uncompressed chunk: its length),
+and the conversion stops (FormatError: exit 2) naming the variable and the chunk. It costs the inflation
+that copying saved (measured in docs/guarantees.md), still no re-encoding.
+
 The HDF5 chunk index also says which chunks were never written (a declared
 ``crs`` variable, records not yet written): those are reported as
 :data:`NOT_STORED`, read as fill, and never asked of ``read_direct_chunk``,
@@ -25,13 +32,15 @@ out instead, so every reader gets what netCDF-4 reads from the source.
 """
 from __future__ import annotations
 
+import math
 import os
+import zlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from nczarr_conformance.errors import StoreError
+from nczarr_conformance.errors import FormatError, StoreError
 from nczarr_conformance.nczarr.writer import NOT_STORED, ArrayPlan
 from nczarr_conformance.sources import hdf5_types
 from nczarr_conformance.stores.base import read_extent
@@ -164,6 +173,29 @@ class DirectChunks:
         return _Reader(self, dataset, plan, stored, unstored, copyable)
 
 
+#: how much of a chunk's check is inflated at a time, out of how much input: the output is counted and
+#: dropped, so small pieces stay in the CPU's cache and cost no page faults, and the input is fed in slices
+#: (zlib copies what it has not consumed at every call: a whole 11 MB stream fed at once was copied per piece)
+INFLATE_PIECE = 256 * 1024
+INFLATE_INPUT = 64 * 1024
+
+
+def _inflated_size(payload: bytes, expected: int) -> tuple[int, bool]:
+    """(bytes the zlib stream inflates to, at most ``expected`` + one piece; whether it ended, its Adler-32
+    checked). zlib.error where the stream is damaged."""
+    inflate = zlib.decompressobj()
+    view, at, size = memoryview(payload), 0, 0
+    rest: bytes | memoryview = b""
+    while not inflate.eof and size <= expected:
+        if not rest:
+            rest, at = view[at:at + INFLATE_INPUT], at + INFLATE_INPUT
+            if not rest:
+                break  # all input taken and no end of stream: cut short
+        size += len(inflate.decompress(rest, INFLATE_PIECE))
+        rest = inflate.unconsumed_tail
+    return size, inflate.eof
+
+
 class _Reader:
     """One variable's chunks: :meth:`__call__` gives a chunk's bytes (RawSource), :meth:`extent` where
     they lie in the file, so a store that writes files copies them in the kernel (Store.put_extent)."""
@@ -205,11 +237,46 @@ class _Reader:
         return [index for _, index in sorted(found)]
 
     def extent(self, index: tuple[int, ...]) -> tuple[int, int, int] | None:
-        """(fd, offset, size) of a chunk copied as it is; None where :meth:`__call__` decides."""
+        """(fd, offset, size) of a chunk copied as it is, checked first (:meth:`_checked`); None where
+        :meth:`__call__` decides."""
         where = self.stored.get(self._offset(index))
         if where is None or not self.copyable or where.filter_mask != 0 or self.owner.fd < 0:
             return None
+        self._checked(index, where, self._pread(where))
         return self.owner.fd, where.address, where.size
+
+    def _pread(self, where: Stored) -> bytes:
+        try:
+            return read_extent(self.owner.fd, where.address, where.size)
+        except StoreError:
+            raise StoreError(f"{self.owner.file.filename}: truncated: chunk at {where.address} is "
+                             f"shorter than its {where.size} bytes") from None
+
+    def _checked(self, index: tuple[int, ...], where: Stored, payload: bytes) -> bytes:
+        """``payload`` if it decodes to a chunk of the declared size; else FormatError naming the variable
+        and the chunk. A zlib stream is inflated into a buffer of that size, never more (a bomb costs no
+        more than a good chunk), which checks its Adler-32 checksum and its length; shuffle keeps lengths."""
+        expected = math.prod(self.plan.chunks) * self.plan.storage.itemsize
+        why = None
+        if self.plan.compressor:
+            try:
+                size, ended = _inflated_size(payload, expected)
+            except zlib.error as exc:
+                why = f"its zlib stream is damaged ({exc})"
+            else:
+                if size > expected:
+                    why = f"its zlib stream inflates past the chunk's {expected} bytes"
+                elif not ended:
+                    why = "its zlib stream is cut short"
+                elif size != expected:
+                    why = f"it inflates to {size} bytes, not the chunk's {expected}"
+        elif len(payload) != expected:
+            why = f"it holds {len(payload)} bytes, not the chunk's {expected}"
+        if why is not None:
+            at = ",".join(str(i) for i in index)
+            raise FormatError(f"{self.owner.file.filename}: {self.plan.key}: chunk {at} (at byte {where.address} "
+                              f"of the file) does not decode: {why}: the file is damaged")
+        return payload
 
     def __call__(self, index: tuple[int, ...]) -> bytes | None:
         where = self.stored.get(self._offset(index))
@@ -218,11 +285,7 @@ class _Reader:
         if not self.copyable or where.filter_mask != 0:
             return None  # re-encode it (a nonzero mask: a filter was skipped for this chunk)
         if self.owner.fd >= 0:
-            try:
-                return read_extent(self.owner.fd, where.address, where.size)
-            except StoreError:
-                raise StoreError(f"{self.owner.file.filename}: truncated: chunk at {where.address} is "
-                                 f"shorter than its {where.size} bytes") from None
+            return self._checked(index, where, self._pread(where))
         with self.owner.lock:
             _, data = self.dataset.id.read_direct_chunk(self._offset(index))
-        return bytes(data)
+        return self._checked(index, where, bytes(data))

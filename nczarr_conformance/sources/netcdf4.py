@@ -286,6 +286,17 @@ def _dimension_path(group: Any, name: str) -> str:
     raise FormatError(f"dimension {name} not found from group {group.path}")
 
 
+def _file_of(var: Any) -> str:
+    try:
+        return str(var.group().filepath())
+    except (ValueError, RuntimeError, AttributeError):  # a libnetcdf without nc_inq_path
+        return "the file"
+
+
+def _variable_path(var: Any) -> str:
+    return f"{var.group().path.rstrip('/')}/{var.name}"
+
+
 def read_values(var: Any, region: tuple[slice, ...] | None = None) -> np.ndarray:
     """Raw stored values (no masking, scaling or char-to-string)."""
     with LOCK:
@@ -293,7 +304,12 @@ def read_values(var: Any, region: tuple[slice, ...] | None = None) -> np.ndarray
         var.set_auto_chartostring(False)
         if hasattr(var, "set_always_mask"):
             var.set_always_mask(False)
-        data = var[region] if region else var[...]
+        try:
+            data = var[region] if region else var[...]
+        except RuntimeError as exc:  # libnetcdf's error code: the file, not our code (issue 39)
+            raise FormatError(f"{_file_of(var)}: {_variable_path(var)}: cannot read its values: {exc} (a chunk "
+                              "that does not decode: the file is damaged, fails a checksum, or changed while "
+                              "it was read)") from None
     arr = np.ma.getdata(data)
     if var.dtype is str:
         out = np.empty(np.shape(arr), dtype=object)

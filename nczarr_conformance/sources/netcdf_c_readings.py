@@ -150,7 +150,8 @@ def _child(top: Path, flavor: str) -> None:
 
 
 def _serve() -> None:
-    """``--serve``: answer one request a line, ``{"top": PROBE_DIR, "flavor": F}``, with ``{"done": true}``
+    """``--serve``: answer one request a line, ``{"id": ID, "top": PROBE_DIR, "flavor": F}``, with
+    ``{"id": ID, "stdout": ""}``
     once both readings are saved (the protocol of nczarr_conformance/workers.py): netCDF4-python is imported
     once for every fix a process checks. A Python error is that request's exit 1 with its traceback; a crash
     of netcdf-c ends the worker, as it ends a one-shot child."""
@@ -160,9 +161,9 @@ def _serve() -> None:
         request = json.loads(line)
         try:
             _child(Path(request["top"]), str(request["flavor"]))
-            reply: dict[str, object] = {"done": True}
+            reply: dict[str, object] = {"id": request.get("id"), "stdout": ""}
         except Exception:
-            reply = {"exit": 1, "stderr": traceback.format_exc()}
+            reply = {"id": request.get("id"), "exit": 1, "stderr": traceback.format_exc()}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 

@@ -166,6 +166,12 @@ class ZipStore(Store):
         info = self.members.get(key)
         if info is None:
             return None
+        return self.read_member(info, limit)
+
+    def read_member(self, info: zipfile.ZipInfo, limit: int) -> bytes:
+        """Any member's bytes (one outside the dataset's folder too, for a rewrite that keeps it), refused
+        before inflating if its declared size is over ``limit`` and stopped at ``limit`` if it inflates past
+        what it declared."""
         where = f"{self.target}: member {info.filename}"
         if info.file_size > limit:
             raise limits.too_big(where, info.file_size, limit)

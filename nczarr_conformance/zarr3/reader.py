@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,10 @@ class V3ArrayInfo(ArrayInfo):
     chain: Chain | None = None
     encoding: KeyEncoding = field(default_factory=lambda: KeyEncoding("default", "/"))
     unavailable: str | None = None
+
+    def max_stored_bytes(self) -> int:
+        """The most bytes one stored chunk (a whole shard, when sharded) may hold."""
+        return self.chain.max_encoded() if self.chain is not None else limits.max_in_memory_bytes()
 
     def load_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int) -> np.ndarray | None:
         if self.unavailable is not None or self.chain is None:
@@ -362,6 +367,32 @@ def open_reader(store: Store, *, pure_zarr: bool = False, xarray: bool = True,
     from nczarr_conformance.zarr3.draft import open_v3  # draft.py builds on this module
 
     return open_v3(store, xarray=xarray, max_bytes=max_bytes)
+
+
+def object_limits(store: Store) -> Callable[[str], int]:
+    """The byte limit a reader holds each object of ``store`` to, by key, for a writer that copies objects
+    as stored (``nczarr-fix --out``, ``--to-v3``, ``--append`` to a zip): metadata objects the metadata cap,
+    an array's chunks what an honest chunk of it takes (:meth:`ArrayInfo.max_stored_bytes`), anything else
+    the in-memory budget. Issue 39: a 2 MB zip member holding 2 GiB of zeros was inflated whole by those
+    writers, where ``nczarr-dump`` and ``nczarr-check`` refuse it by these very limits. A store our reader
+    cannot open (a fix may be what it needs) gets the in-memory budget for every non-metadata object."""
+    try:
+        arrays = {info.key: info for info in open_reader(store).arrays.values()}
+    except FormatError:
+        arrays = {}
+    metadata, other = limits.max_metadata_bytes(), limits.max_in_memory_bytes()
+
+    def limit(key: str) -> int:
+        name = keys.basename(key)
+        if name.startswith(".") or name == ZARR_JSON:
+            return metadata
+        node = keys.parent(key)
+        while node not in arrays and node != "/":
+            node = keys.parent(node)
+        info = arrays.get(node)
+        return info.max_stored_bytes() if info is not None else other
+
+    return limit
 
 
 def read_any(store: Store, *, data: bool = True, pure_zarr: bool = False, xarray: bool = True) -> Dataset:

@@ -118,8 +118,18 @@ def answer(path):
 
 if sys.argv[1:] == ["serve"]:
     for line in sys.stdin:
-        code, out, err = answer(json.loads(line)["path"])
-        print(json.dumps({"exit": code, "stderr": err}) if code else out, flush=True)
+        request = json.loads(line)
+        code, out, err = answer(request["path"])
+        reply = {"exit": code, "stderr": err} if code else {"stdout": out}
+        what = os.path.basename(request["path"])
+        if what == "stray":  # a library printing on the worker's stdout
+            print("chatter from a library", flush=True)
+        if what == "old":  # serve protocol 1: the model itself, no id
+            print(out, flush=True)
+            continue
+        print(json.dumps({"id": request["id"], **reply}), flush=True)
+        if what == "twice":  # a reply sent again: it reaches the next read first
+            print(json.dumps({"id": request["id"], **reply}), flush=True)
 else:
     code, out, err = answer(sys.argv[1])
     sys.stdout.write(out)
@@ -165,5 +175,66 @@ def test_a_worker_killed_mid_read_fails_that_read_honestly_and_is_replaced(tmp_p
         assert _outcome(served, str(tmp_path / "crash")) == _outcome(one_shot, str(tmp_path / "crash"))
         assert _outcome(served, str(tmp_path / "after")) == _outcome(one_shot, str(tmp_path / "after"))
         assert served._pool._idle.get_nowait() is not worker
+    finally:
+        served.close()
+
+
+def _seen(peer: CommandPeer, url: str) -> str:
+    """The store name the reply was about (the fake reader's ``seen`` attribute), or the failure."""
+    outcome, model, _ = _outcome(peer, url)
+    return model["root"]["attributes"]["seen"]["value"] if model is not None else outcome  # type: ignore[index]
+
+
+@pytest.mark.parametrize("what", ["stray", "twice", "old"])
+def test_a_reply_out_of_step_fails_that_read_only_and_the_next_reads_are_their_own(tmp_path, what):
+    """Issue 39 (2): one stray stdout line used to shift every later reply onto the read after it."""
+    _, served = _fakes(tmp_path)
+    try:
+        assert _seen(served, str(tmp_path / "first")) == "first"
+        worker = served._pool._idle.get_nowait()
+        served._pool._idle.put(worker)
+        got = _seen(served, str(tmp_path / what))
+        if what == "old":
+            assert got.startswith('failed: reader: the serve worker replied without the request\'s "id": '
+                                  "since serve protocol 2"), got
+        elif what == "stray":
+            assert got == ("failed: reader: the serve worker wrote a line that is not a reply "
+                           "('chatter from a library'): a stray line on its stdout?"), got
+        else:  # the read itself is answered; its second reply fails the next read, which names it
+            assert got == "twice"
+            got = _seen(served, str(tmp_path / "victim"))
+            assert got.startswith("failed: reader: the serve worker replied to request "), got
+        assert not worker.alive() or what == "twice"  # the worker out of step was replaced
+        for name in ("a", "b", "c"):  # and every later read is graded on its own store
+            assert _seen(served, str(tmp_path / name)) == name
+    finally:
+        served.close()
+
+
+STRAY_ADAPTER = r'''
+import json, os, sys
+
+def main(argv):
+    what = os.path.basename(argv[1])
+    os.write(1, b"chatter a C library writes on fd 1\n")  # past redirect_stdout: the worker's own stdout
+    print("and a Python library on sys.__stdout__", file=sys.__stdout__, flush=True)
+    root = {"dimensions": {}, "variables": {}, "groups": {}, "attributes": {"seen": {"type": "char", "value": what}}}
+    print(json.dumps({"model": "nczarr-model/1", "root": root}))
+    return 0
+'''
+
+
+def test_python_serve_keeps_what_a_library_writes_on_its_stdout_out_of_the_replies(tmp_path):
+    """Issue 39 (2), the shipped adapter: what a library writes on file descriptor 1 goes to stderr."""
+    script = tmp_path / "chatty.py"
+    script.write_text(STRAY_ADAPTER)
+    served = CommandPeer("chatty", reader=f"{sys.executable} {script} {{path}}", cwd=tmp_path, timeout=30,
+                         serve=f"{sys.executable} {REPO / 'adapters' / 'python_serve.py'} {script} path")
+    try:
+        for name in ("a", "b", "c"):
+            outcome, model, detail = _outcome(served, str(tmp_path / name))
+            assert outcome == "ok", (outcome, detail)
+            assert model["root"]["attributes"]["seen"]["value"] == name  # type: ignore[index]
+            assert "chatter a C library writes on fd 1" in detail
     finally:
         served.close()

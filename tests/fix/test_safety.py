@@ -205,7 +205,7 @@ def test_netcdf_c_crashing_on_the_edited_store_costs_the_verdict_not_the_one_lin
     from nczarr_conformance.workers import WorkerPool
 
     store = c410(tmp_path / "n.file", byte=True)
-    # the worker's protocol (nczarr_conformance/workers.py): one request a line, {"top", "flavor"}
+    # the worker's protocol (nczarr_conformance/workers.py): one request a line, {"id", "top", "flavor"}
     crash_on_after = ("import json, os, signal, sys\n"
                       "from pathlib import Path\n"
                       "from nczarr_conformance.sources import netcdf_c_readings as child\n"
