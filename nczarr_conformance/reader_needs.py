@@ -62,6 +62,8 @@ class Source:
     unfilled_numbers: bool = False
     #: a char variable without a _FillValue (its fill is NUL, unless the writer is told to write none)
     unfilled_chars: bool = False
+    #: a float attribute holding NaN or an infinity (JSON has no such number: the Zarr convention writes text)
+    nan_attributes: bool = False
 
 
 #: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
@@ -259,6 +261,9 @@ register(Reader("xarray", "xarray (open_zarr, one group)", (*_zarr_python_needs(
     Need("xarray-strings", lambda lay: lay.zarr_format == 2 and lay.strings,
          "reads string variables as bytes, not text, and empty strings as NaN (Zarr v2 |Sn; v3's string type it "
          "reads as text)", {"zarr_format": 3}, "NCZ-INTEROP-XARRAY-STRINGS", EVIDENCE, fatal=False),
+    Need("xarray-nan-attributes", lambda lay: lay.zarr_format == 2 and lay.source.nan_attributes,
+         "reads a NaN or infinite float attribute as the text \"NaN\"/\"Infinity\" (JSON has no such number)", None,
+         "NCZ-INTEROP-XARRAY-NANATTR", EVIDENCE, fatal=False),
     Need("xarray-nczarr-scalar", lambda lay: lay.zarr_format == 2 and lay.nczarr and lay.scalars,
          "reads scalar variables as 1-element arrays along a dimension _scalar_ (NCZarr's shape-[1] scalar)",
          {"flavor": "zarr"}, "NCZ-INTEROP-XARRAY-SCALAR", EVIDENCE, fatal=False),

@@ -58,6 +58,8 @@ def _write_source(path: Path, kind: str) -> None:
             nc.createDimension("n", 3)
             c = nc.createVariable("name", "S1", ("x", "n"))
             c[:] = netCDF4.stringtochar(np.array(["ab", "cde", "", "ghi"], "S3"))
+        elif kind == "nanattr":
+            v.missing = np.float32("nan")
         elif kind == "ints":
             level = nc.createVariable("level", "i4", ("x",))  # no _FillValue: netCDF's default fill is the fill
             level[:] = [1, 2, 3, -2147483647]
@@ -123,6 +125,7 @@ RECIPES: dict[str, Recipe] = {
     "xarray-nczarr-scalar": Recipe("scalar", {"default_fill": "null"}),
     "xarray-char-fill": Recipe("charrow", {"char_as": "S1"}),
     "xarray-strings": Recipe("strings", {"default_fill": "null"}),
+    "xarray-nan-attributes": Recipe("nanattr", {"default_fill": "null"}),
     "ours-zarr-types": Recipe("groups", {"flavor": "zarr"}),
 }
 
@@ -146,7 +149,8 @@ def test_the_table_refuses_a_reader_or_a_need_twice() -> None:
 def _sources(tmp: Path) -> dict[str, Path]:
     out = {}
     for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr",
-                 "bigendian", "stringattr", "ints", "charrow"):
+                 "bigendian", "stringattr", "ints", "charrow",
+                 "nanattr"):
         out[kind] = tmp / f"{kind}.nc"
         _write_source(out[kind], kind)
     return out

@@ -502,3 +502,20 @@ def xarray_strings(ctx: CheckContext) -> Iterator[Finding]:
             yield get("NCZ-INTEROP-XARRAY-STRINGS").finding(
                 keys.join(akey, ".zarray"), f"xarray reads this {dtype} string array as bytes, empty strings as NaN "
                 "(nc2nczarr --zarr-format 3 --for xarray writes Zarr v3 strings)")
+
+
+
+@rule("NCZ-INTEROP-XARRAY-NANATTR", Severity.WARNING, source="xarray open_zarr; tests/check/test_interop.py")
+def xarray_nan_attr(ctx: CheckContext) -> Iterator[Finding]:
+    """A float attribute holding NaN or an infinity is stored as the text "NaN"/"Infinity" (JSON has no such
+    number): xarray (and zarr-python) give the text back, not the float; netCDF readers read the float."""
+    if not ctx.nczarr:
+        return
+    for node in sorted({*ctx.groups, *ctx.arrays}):
+        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+        types = ctx.attr_types_of(node) or {}
+        for name, value in zattrs.items():
+            values = value if isinstance(value, list) else [value]
+            if str(types.get(name, ""))[1:2] == "f" and any(v in ("NaN", "Infinity", "-Infinity") for v in values):
+                yield get("NCZ-INTEROP-XARRAY-NANATTR").finding(
+                    keys.join(node, ".zattrs"), f"xarray reads float attribute {name!r} as text: {value!r}")

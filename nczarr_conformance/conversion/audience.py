@@ -12,8 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from nczarr_conformance import keys, reader_needs
-from nczarr_conformance.model import Dataset, Variable
+from nczarr_conformance.model import Attribute, Dataset, Variable
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL
 from nczarr_conformance.reader_needs import Layout, Loss, Plan, Source
 
@@ -30,10 +32,11 @@ def source_traits(dataset: Dataset) -> Source:
     compressors: set[str] = set()
     types: set[str] = set()
     names: set[str] = set()
-    unlimited = big = unfilled = unfilled_chars = False
+    unlimited = big = unfilled = unfilled_chars = nan = False
     for _, group in dataset.root.walk():
         unlimited |= any(dim.unlimited for dim in group.dimensions.values())
         types.update(a.type for a in group.attributes.values())
+        nan |= any(_not_finite(a) for a in group.attributes.values())
         for var in group.variables.values():
             char |= var.type == "char"
             strings |= var.type == "string"
@@ -44,13 +47,21 @@ def source_traits(dataset: Dataset) -> Source:
             over |= bool(var.chunks) and any(c > s > 0 for c, s in zip(var.chunks or (), var.shape, strict=False))
             types.update(a.type for n, a in var.attributes.items() if n != "_FillValue")
             names.update(n for n in var.attributes if n != "_FillValue")
+            nan |= any(_not_finite(a) for n, a in var.attributes.items() if n != "_FillValue")
             for codec in var.filters or []:
                 cid = str(codec.get("id"))
                 (compressors if cid in COMPRESSORS else filters).add(cid)
     return Source(char=char, strings=strings, scalars=scalars, groups=bool(dataset.root.groups),
                   filters=frozenset(filters), compressors=frozenset(compressors), attribute_types=frozenset(types),
                   variable_attributes=frozenset(names), chunks_over_shape=over, unlimited=unlimited,
-                  big_endian=big, unfilled_numbers=unfilled, unfilled_chars=unfilled_chars)
+                  big_endian=big, unfilled_numbers=unfilled, unfilled_chars=unfilled_chars, nan_attributes=nan)
+
+
+def _not_finite(attr: Attribute) -> bool:
+    """A float attribute holding NaN or an infinity."""
+    if attr.type not in ("float", "double"):
+        return False
+    return not bool(np.all(np.isfinite(np.asarray(attr.value, dtype="f8"))))
 
 
 def takes_default_fill(var: Variable) -> bool:

@@ -690,7 +690,8 @@ def test_every_interop_rule_has_a_test_here():
                "NCZ-INTEROP-GDAL-SHUFFLE", "NCZ-INTEROP-C490-KEYS", "NCZ-INTEROP-C490-CHUNKOVER",
                "NCZ-INTEROP-U1CHAR-ZARR", "NCZ-INTEROP-GDAL-CHARNUL", "NCZ-INTEROP-TS-CHAR",
                "NCZ-INTEROP-GDAL-INT64ATTR", "NCZ-INTEROP-C490-BYTEORDER", "NCZ-INTEROP-C490-STRATTR",
-               "NCZ-INTEROP-XARRAY-FILL", "NCZ-INTEROP-XARRAY-SCALAR", "NCZ-INTEROP-XARRAY-STRINGS"}
+               "NCZ-INTEROP-XARRAY-FILL", "NCZ-INTEROP-XARRAY-SCALAR", "NCZ-INTEROP-XARRAY-STRINGS",
+               "NCZ-INTEROP-XARRAY-NANATTR"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered
 
 
@@ -958,3 +959,21 @@ def test_xarray_strings(tmp_path):
     assert "NCZ-INTEROP-XARRAY-STRINGS" in fired and said == ["xarray: s: values differ from the netCDF4 engine's"]
     fired, said = _xarray_case(tmp_path, "s", _strings_var, zarr_format=3)
     assert "NCZ-INTEROP-XARRAY-STRINGS" not in fired and said == []
+
+
+
+def _nan_attr(nc) -> None:
+    nc.createDimension("x", 2)
+    v = nc.createVariable("v", "f4", ("x",), fill_value=-1.0)
+    v[:] = [1.0, 2.0]
+    v.missing = np.float32("nan")
+
+
+def test_xarray_nanattr(tmp_path):
+    """xarray gives a NaN float attribute back as the text "NaN"; a finite one as the float."""
+    fired, said = _xarray_case(tmp_path, "nan", _nan_attr)
+    assert "NCZ-INTEROP-XARRAY-NANATTR" in fired and said == ["xarray: v: attributes missing differ from the "
+                                                            "netCDF4 engine's"]
+    fired, said = _xarray_case(tmp_path, "finite", lambda nc: (_nan_attr(nc), nc["v"].setncattr("missing",
+                                                                                                  np.float32(2.5))))
+    assert "NCZ-INTEROP-XARRAY-NANATTR" not in fired and said == []
