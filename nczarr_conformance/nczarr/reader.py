@@ -23,8 +23,8 @@ import base64
 import itertools
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -85,20 +85,30 @@ def read_threads(store: Store) -> int:
     return max(1, cores)
 
 
-def run_each(work: Callable[[_T], None], items: Sequence[_T], threads: int) -> None:
+def run_each(work: Callable[[_T], None], items: Iterable[_T], threads: int) -> None:
     """``work(item)`` for every item, on up to ``threads`` threads; the first failure is raised once the
     calls already running have returned, and the rest are not started.
 
-    Memory stays bounded: each thread holds one chunk at a time, so a read holds at most ``threads``
-    decoded chunks besides its output.
+    Memory stays bounded whatever the number of items: they are drawn lazily, at most ``2 * threads``
+    submitted and not yet done, and each thread holds one chunk at a time, so a read holds at most
+    ``threads`` decoded chunks besides its output.
     """
-    if threads <= 1 or len(items) < 2:
-        for item in items:
+    pending: set[Future[None]] = set()
+    items = iter(items)
+    first = list(itertools.islice(items, 2))
+    if threads <= 1 or len(first) < 2:
+        for item in itertools.chain(first, items):
             work(item)
         return
-    pool = ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="nczarr-read")
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="nczarr-read")
     try:
-        for future in [pool.submit(work, item) for item in items]:
+        for item in itertools.chain(first, items):
+            pending.add(pool.submit(work, item))
+            if len(pending) >= 2 * threads:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()
+        for future in pending:
             future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -301,7 +311,7 @@ class ChunkReader:
             else:
                 out[tuple(dst)] = block[tuple(src)]
 
-        run_each(place, list(itertools.product(*ranges)), read_threads(self.store))
+        run_each(place, itertools.product(*ranges), read_threads(self.store))
         return out
 
     def _budget(self, akey: str, count: int, info: ArrayInfo, what: str) -> None:

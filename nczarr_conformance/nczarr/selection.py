@@ -133,6 +133,6 @@ def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
             else:
                 out[_place(parts, 1, out.shape)] = block[_place(parts, 2, block.shape)]
 
-        run_each(place, list(itertools.product(*per_dim)), read_threads(reader.store))
+        run_each(place, itertools.product(*per_dim), read_threads(reader.store))
     dropped = tuple(i for i, a in enumerate(axes) if isinstance(a, int))
     return reader._to_model_values(out.squeeze(axis=dropped) if dropped else out, info)
