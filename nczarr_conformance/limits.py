@@ -11,9 +11,11 @@ S3 object happens to hold:
 * JSON nesting is capped at :data:`MAX_JSON_DEPTH`, checked before parsing, so a
   deep document is a clear error rather than Python's ``RecursionError``;
 * a chunk decodes to at most its declared size (see :mod:`nczarr_conformance.codecs`);
-* whole variables are materialised only under :func:`max_in_memory_bytes` — 256 MiB
-  unless ``NCZARR_MAX_IN_MEMORY`` says otherwise; bigger ones are read chunk by chunk
-  (``DatasetReader.iter_chunks``) or refused;
+* whole variables are materialised only under :func:`max_in_memory_bytes` — half the
+  memory available to this process (:func:`machine_share`: the cgroup's limit when one is
+  set, else ``MemAvailable``; at least 256 MiB) unless ``NCZARR_MAX_IN_MEMORY`` says
+  otherwise; bigger ones are read chunk by chunk (``DatasetReader.iter_chunks``) or refused
+  before anything is allocated;
 * an array whose declared geometry leaves int64 (:func:`int64_overflow`) is refused when
   opened, before numpy meets it.
 """
@@ -29,7 +31,14 @@ import numpy as np
 from nczarr_conformance.errors import FormatError
 
 DEFAULT_MAX_METADATA = 64 * 1024**2
+#: The floor of the in-memory budget: what it was before it followed the machine (and what a
+#: machine whose available memory cannot be read gets).
 DEFAULT_MAX_IN_MEMORY = 256 * 1024**2
+#: The share of the memory available to this process that one selection may take by default: a
+#: load the machine can hold succeeds, a hostile declared shape (terabytes) is still refused.
+MEMORY_SHARE = 0.5
+#: A cgroup limit this large means "no limit" (cgroup v1 writes 2**63 rounded down to a page).
+_NO_CGROUP_LIMIT = 2**60
 #: Deepest JSON nesting accepted: real metadata nests a few levels, Python's parser gives up
 #: near 1000, and code recursing over a value needs stack to spare (attribute decoding fails
 #: near 400 levels). The reader and nczarr-check share this one bound.
@@ -59,8 +68,86 @@ def max_metadata_bytes() -> int:
 
 
 def max_in_memory_bytes() -> int:
-    """The largest variable materialised whole (``NCZARR_MAX_IN_MEMORY``, default 256 MiB)."""
-    return _env_size("NCZARR_MAX_IN_MEMORY", DEFAULT_MAX_IN_MEMORY)
+    """The largest selection materialised whole: ``NCZARR_MAX_IN_MEMORY`` when set, else
+    :func:`machine_share` of what this machine (or this process's cgroup) has available."""
+    if os.environ.get("NCZARR_MAX_IN_MEMORY"):
+        return _env_size("NCZARR_MAX_IN_MEMORY", DEFAULT_MAX_IN_MEMORY)
+    return machine_share(*_memory_texts())
+
+
+def _cgroup_number(text: str | None) -> int | None:
+    """A cgroup memory file's number; None when absent, ``max`` or the "no limit" sentinel."""
+    if text is None or not text.strip().isdigit():
+        return None
+    value = int(text.strip())
+    return value if value < _NO_CGROUP_LIMIT else None
+
+
+def available_memory(meminfo: str | None, cgroup_limit: str | None = None, cgroup_usage: str | None = None,
+                     address_space_left: int | None = None) -> int | None:
+    """Bytes this process may still take: ``MemAvailable`` (``/proc/meminfo``), lowered to what
+    its cgroup's limit leaves (limit minus usage; the limit alone when usage is unknown) and to
+    what its address-space limit (``RLIMIT_AS``) leaves. None when none of them says (not Linux,
+    /proc unreadable, no limit)."""
+    found: list[int] = []
+    match = re.search(r"^MemAvailable:\s*(\d+)\s*kB", meminfo or "", re.MULTILINE)
+    if match is not None:
+        found.append(int(match.group(1)) * 1024)
+    limit = _cgroup_number(cgroup_limit)
+    if limit is not None:
+        usage = _cgroup_number(cgroup_usage)
+        found.append(max(0, limit - usage) if usage is not None else limit)
+    if address_space_left is not None:
+        found.append(max(0, address_space_left))
+    return min(found) if found else None
+
+
+def machine_share(meminfo: str | None, cgroup_limit: str | None = None, cgroup_usage: str | None = None,
+                  address_space_left: int | None = None) -> int:
+    """The default in-memory budget: :data:`MEMORY_SHARE` of :func:`available_memory`, at least
+    :data:`DEFAULT_MAX_IN_MEMORY` (which is also what a machine that does not say gets)."""
+    available = available_memory(meminfo, cgroup_limit, cgroup_usage, address_space_left)
+    if available is None:
+        return DEFAULT_MAX_IN_MEMORY
+    return max(DEFAULT_MAX_IN_MEMORY, int(available * MEMORY_SHARE))
+
+
+#: Where Linux says how much memory this process may take: cgroup v2, then v1.
+_CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read(65536)
+    except OSError:
+        return None
+
+
+def _address_space_left() -> int | None:
+    """What ``RLIMIT_AS`` still lets this process map (None: no limit, or not known here)."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY:
+        return None
+    status = _read_text("/proc/self/status") or ""
+    match = re.search(r"^VmSize:\s*(\d+)\s*kB", status, re.MULTILINE)
+    return soft - (int(match.group(1)) * 1024 if match is not None else 0)
+
+
+def _memory_texts() -> tuple[str | None, str | None, str | None, int | None]:
+    """This machine's ``/proc/meminfo``, its cgroup's limit and usage (None where unreadable) and
+    the address space ``RLIMIT_AS`` leaves."""
+    meminfo = _read_text("/proc/meminfo")
+    for limit_path, usage_path in _CGROUP_FILES:
+        limit = _read_text(limit_path)
+        if limit is not None:
+            return meminfo, limit, _read_text(usage_path), _address_space_left()
+    return meminfo, None, None, _address_space_left()
 
 
 # A JSON string: quote, then any run of non-quote non-backslash bytes or escape pairs, then quote.

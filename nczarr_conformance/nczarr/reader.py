@@ -22,9 +22,11 @@ from __future__ import annotations
 import base64
 import itertools
 import math
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -65,6 +67,51 @@ def dim_placeholder(group: str, name: str) -> str:
     NUL, because keys.validate refuses it in a group key while a netCDF name may hold any other
     character: with '@' a group named ``g@1`` split at the wrong '@' (KeyError, a traceback line)."""
     return f"\x00{group}\x00{name}"
+
+
+_T = TypeVar("_T")
+
+
+def read_threads(store: Store) -> int:
+    """How many chunks one read decodes at once: ``NCZARR_READ_THREADS`` when set (1: one after the
+    other), else what the store asks (``Store.read_concurrency``; 0, local stores: one per core,
+    as zlib, zstd and blosc release the GIL while they decode)."""
+    text = os.environ.get("NCZARR_READ_THREADS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    if store.read_concurrency > 0:
+        return store.read_concurrency
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores)
+
+
+def run_each(work: Callable[[_T], None], items: Iterable[_T], threads: int) -> None:
+    """``work(item)`` for every item, on up to ``threads`` threads; the first failure is raised once the
+    calls already running have returned, and the rest are not started.
+
+    Memory stays bounded whatever the number of items: they are drawn lazily, at most ``2 * threads``
+    submitted and not yet done, and each thread holds one chunk at a time, so a read holds at most
+    ``threads`` decoded chunks besides its output.
+    """
+    pending: set[Future[None]] = set()
+    items = iter(items)
+    first = list(itertools.islice(items, 2))
+    if threads <= 1 or len(first) < 2:
+        for item in itertools.chain(first, items):
+            work(item)
+        return
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="nczarr-read")
+    try:
+        for item in itertools.chain(first, items):
+            pending.add(pool.submit(work, item))
+            if len(pending) >= 2 * threads:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()
+        for future in pending:
+            future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 #: numpy's limit on array dimensions (netcdf-c allows 1024: such a variable is refused, not misread).
@@ -249,24 +296,28 @@ class ChunkReader:
         return tuple(out)
 
     def _region_raw(self, info: ArrayInfo, selection: tuple[slice, ...]) -> np.ndarray:
-        """The stored values (chunk dtype) of a hyperslab, reading only the chunks it overlaps."""
+        """The stored values (chunk dtype) of a hyperslab, reading only the chunks it overlaps, each
+        once, several at a time (:func:`run_each`); only the parts no chunk holds get the fill value."""
         chunks = info.chunks or (1,)
         shape = tuple(s.stop - s.start for s in selection)
         out = np.empty(shape, dtype=info.storage.numpy)
-        out[...] = info.fill
         if not all(shape):
             return out
         ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(selection, chunks, strict=True)]
-        for index in itertools.product(*ranges):
-            block = self.read_chunk(info, index if info.zshape else ())
-            if block is None:
-                continue
+
+        def place(index: tuple[int, ...]) -> None:
             src, dst = [], []
             for i, c, s in zip(index, chunks, selection, strict=True):
                 lo, hi = max(s.start, i * c), min(s.stop, (i + 1) * c)
                 src.append(slice(lo - i * c, hi - i * c))
                 dst.append(slice(lo - s.start, hi - s.start))
-            out[tuple(dst)] = block[tuple(src)]
+            block = self.read_chunk(info, index if info.zshape else ())
+            if block is None:
+                out[tuple(dst)] = info.fill
+            else:
+                out[tuple(dst)] = block[tuple(src)]
+
+        run_each(place, itertools.product(*ranges), read_threads(self.store))
         return out
 
     def _budget(self, akey: str, count: int, info: ArrayInfo, what: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.nczarr.reader import ChunkReader
+from nczarr_conformance.nczarr.reader import ChunkReader, read_threads, run_each
 
 __all__ = ["normalize", "read_selection"]
 
@@ -57,7 +57,7 @@ def normalize(key: Any, shape: Sequence[int], where: str = "") -> tuple[Axis, ..
     items = list(key) if isinstance(key, tuple) else [key]
     if sum(item is Ellipsis for item in items) > 1:
         raise IndexError(f"{where}: more than one Ellipsis")
-    if Ellipsis in items:
+    if any(item is Ellipsis for item in items):  # not `in`: it compares a numpy index array with ==
         at = next(i for i, item in enumerate(items) if item is Ellipsis)
         items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
     if len(items) > len(shape):
@@ -122,12 +122,17 @@ def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
     shape = tuple(1 if isinstance(a, int) else len(a) for a in axes)
     reader._budget(akey, math.prod(shape), info, f"selection of shape {list(shape)}")
     out = np.empty(shape, dtype=info.storage.numpy)
-    out[...] = info.fill
     if all(shape):  # within the budget, so no vector is longer than the selection's element count
         per_dim = [_by_chunk(_positions(a), c) for a, c in zip(axes, info.chunks, strict=True)]
-        for parts in itertools.product(*per_dim):
+
+        def place(parts: tuple[tuple[int, Place, Place], ...]) -> None:
+            """One chunk's share of the output (each chunk is read once); the fill value where unwritten."""
             block = reader.read_chunk(info, tuple(p[0] for p in parts))
-            if block is not None:
+            if block is None:
+                out[_place(parts, 1, out.shape)] = info.fill
+            else:
                 out[_place(parts, 1, out.shape)] = block[_place(parts, 2, block.shape)]
+
+        run_each(place, itertools.product(*per_dim), read_threads(reader.store))
     dropped = tuple(i for i, a in enumerate(axes) if isinstance(a, int))
     return reader._to_model_values(out.squeeze(axis=dropped) if dropped else out, info)

@@ -52,6 +52,9 @@ class Store(ABC):
     kind: str = "abstract"
     writable: bool = False
     supports_deletes: bool = True
+    #: How many chunks one read fetches at once: 0 is one per core (a local store is CPU-bound on
+    #: decoding); a store that waits on a network says more, so the waits overlap.
+    read_concurrency: int = 0
 
     def __init__(self) -> None:
         self.reads = 0

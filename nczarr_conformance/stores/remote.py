@@ -88,6 +88,7 @@ class RemoteStore(Store):
 
     writable = False
     supports_deletes = False
+    read_concurrency = 16  # concurrent range GETs: a chunk's latency, not its decoding, is the cost
 
     def __init__(self, store: ObjectStore, where: str, kind: str, *, pin: bool = False) -> None:
         """``store`` is rooted at the dataset (its prefix); ``pin`` holds reads to the dataset opened."""

@@ -1,0 +1,105 @@
+"""Chunks are read several at a time, each once per selection, and placed where they belong (issue 35).
+
+Expected values come from zarr-python 3 reading the same store (its fill value where a chunk was never
+written); the storage (dtype, compressor, chunks) is zarr-python's own. Concurrency is shown without a
+clock: a store that lets a chunk's read finish only once a second read has started (a barrier) would
+wait forever on a reader that reads one chunk after the other; the barrier's timeout turns that into a
+failure, never a slow pass.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nczarr_conformance as ncz
+from nczarr_conformance.errors import FormatError
+
+SHAPE, CHUNKS, FILL = (40, 30), (7, 8), -5.0
+KEYS: list[Any] = [
+    ..., (slice(None), 3), (slice(2, 39, 3), slice(1, None, 4)), ([0, 3, 35, 1, 3], [29, 0, 8]),
+    (np.arange(40) % 3 == 0, slice(5, 6)), (17, 11),
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A zarr-python v2 array (zlib + shuffle filter) with two chunks never written (deleted)."""
+    import numcodecs
+    import zarr
+
+    path = tmp_path_factory.mktemp("par") / "s.zarr"
+    root = zarr.open_group(path, mode="w", zarr_format=2)
+    arr = root.create_array("v", shape=SHAPE, chunks=CHUNKS, dtype="<f8", fill_value=FILL,
+                            compressors=numcodecs.Zlib(level=1), filters=[numcodecs.Shuffle(elementsize=8)],
+                            dimension_names=None)
+    arr[...] = np.arange(np.prod(SHAPE), dtype="<f8").reshape(SHAPE) / 7
+    arr.attrs["_ARRAY_DIMENSIONS"] = ["y", "x"]
+    (path / "v" / "0.0").unlink()
+    (path / "v" / "2.3").unlink()
+    return path
+
+
+def _zarr(path: Path) -> Any:
+    import zarr
+
+    arr = zarr.open_array(path / "v", mode="r")
+    assert arr.dtype == np.dtype("<f8") and arr.chunks == CHUNKS and arr.fill_value == FILL
+    return arr
+
+
+@pytest.mark.parametrize("threads", ["1", "4"])
+@pytest.mark.parametrize("key", KEYS, ids=[f"key{i}" for i in range(len(KEYS))])
+def test_values_equal_zarr_pythons_whatever_the_threads(store: Path, key: Any, threads: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NCZARR_READ_THREADS", threads)
+    expected = np.asarray(_zarr(store).oindex[key] if isinstance(key, tuple) and any(
+        isinstance(k, (list, np.ndarray)) for k in key) else _zarr(store)[key])
+    with ncz.open(store) as ds:
+        got = ds["v"][key]
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_each_chunk_is_read_once_per_selection(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NCZARR_READ_THREADS", "4")
+    with ncz.open(store) as ds:
+        var = ds["v"]
+        before = ds.store.reads
+        var[[0, 6, 1, 5, 0], [7, 0, 3]]  # ten picks, all in chunk (0, 0) (unwritten: a read that finds nothing)
+        assert ds.store.reads - before == 1
+        before = ds.store.reads
+        var[[0, 13, 7, 8], :]  # rows in chunk rows 0, 1, 1, 1 (two chunk rows) × 4 chunk columns
+        assert ds.store.reads - before == 2 * 4
+
+
+def test_chunks_are_read_concurrently(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NCZARR_READ_THREADS", "2")
+    barrier = threading.Barrier(2, timeout=10)
+    with ncz.open(store) as ds:
+        original = ds.store._get
+
+        def get(key: str, limit: int | None = None) -> bytes | None:
+            if key.rsplit("/", 1)[-1] in ("1.0", "1.1"):
+                barrier.wait()  # returns only once the other chunk's read has started too
+            return original(key, limit)
+
+        monkeypatch.setattr(ds.store, "_get", get)
+        got = ds["v"][7:14, 0:16]  # chunks (1, 0) and (1, 1)
+    np.testing.assert_array_equal(got, np.asarray(_zarr(store)[7:14, 0:16]))
+
+
+def test_a_corrupt_chunk_fails_the_read_in_one_line(tmp_path: Path, store: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    monkeypatch.setenv("NCZARR_READ_THREADS", "4")
+    copy = tmp_path / "c.zarr"
+    shutil.copytree(store, copy)
+    (copy / "v" / "3.2").write_bytes(b"not zlib at all")
+    with ncz.open(copy) as ds, pytest.raises(FormatError, match=r"^/v/3\.2: chunk does not decode") as caught:
+        ds["v"][...]
+    assert "\n" not in str(caught.value)
