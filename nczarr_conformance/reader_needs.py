@@ -64,6 +64,12 @@ class Source:
     unfilled_chars: bool = False
     #: a float attribute holding NaN or an infinity (JSON has no such number: the Zarr convention writes text)
     nan_attributes: bool = False
+    #: a dimension no variable uses (pure Zarr names dimensions only through its arrays' _ARRAY_DIMENSIONS)
+    unused_dimensions: bool = False
+    #: a sub-group defines dimensions of its own
+    subgroup_dimensions: bool = False
+    #: a _FillValue of a type JSON does not give back (a byte, short, float variable's)
+    typed_fill_values: bool = False
 
 
 #: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
@@ -120,8 +126,8 @@ class Layout:
 
     @property
     def typed_attributes(self) -> bool:
-        """Attributes of a type JSON does not give back (anything but int, double, char)."""
-        return bool(self.source.attribute_types - JSON_TYPES)
+        """Attributes of a type JSON does not give back (anything but int, double, char), _FillValue included."""
+        return bool(self.source.attribute_types - JSON_TYPES) or self.source.typed_fill_values
 
 
 @dataclass(frozen=True)
@@ -189,6 +195,9 @@ register(Reader("netcdf-c-4.10", "netcdf-c 4.10.1 (netCDF4-python's wheel)", (
     Need("c410-zarr-unlimited", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.source.unlimited,
          "reads unlimited dimensions as fixed: pure Zarr has none", {"flavor": "nczarr-4.10"}, None, EVIDENCE,
          fatal=False),
+    Need("c410-zarr-dims", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.source.unused_dimensions,
+         "loses dimensions no variable uses: pure Zarr names dimensions only through its arrays' "
+         "_ARRAY_DIMENSIONS", {"flavor": "nczarr-4.10"}, None, EVIDENCE, fatal=False),
     Need("c410-zarr-types", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.typed_attributes,
          "reads attribute types as their JSON suggests (short -> int, float -> double, string -> char): pure Zarr "
          "keeps no netCDF types", {"flavor": "nczarr-4.10"}, None, EVIDENCE, fatal=False),
@@ -200,6 +209,10 @@ register(Reader("netcdf-c-4.9", "netcdf-c 4.9.0 (Debian's ncdump)", (
     Need("c490-410-keys", lambda lay: lay.zarr_format == 2 and lay.flavor in ("nczarr-4.10", "nczarr-2"),
          "shows the _nczarr_* keys of the 4.9.1+ layouts as attributes and reads the store as pure Zarr (it predates "
          "them)", {"flavor": "zarr"}, "NCZ-INTEROP-C490-KEYS", EVIDENCE, fatal=False),
+    Need("c490-zarr-dims", lambda lay: lay.zarr_format == 2 and lay.flavor != "nczarr-2-upper" and (
+         lay.source.unused_dimensions or lay.source.subgroup_dimensions),
+         "loses dimensions no variable uses and reads a sub-group's dimensions as the root's: it reads every layout "
+         "but its own as pure Zarr", None, None, EVIDENCE, fatal=False),
     Need("c490-zarr-types", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.typed_attributes,
          "reads attribute types as their JSON suggests: pure Zarr keeps no netCDF types", {"flavor": "nczarr-4.10"},
          None, EVIDENCE, fatal=False),
@@ -316,6 +329,9 @@ register(Reader("ours", "nczarr_conformance (this package)", (
     Need("ours-zarr-unlimited", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.source.unlimited,
          "reads unlimited dimensions as fixed: pure Zarr has none", {"flavor": "nczarr-4.10"}, None, EVIDENCE,
          fatal=False),
+    Need("ours-zarr-dims", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.source.unused_dimensions,
+         "loses dimensions no variable uses: pure Zarr names dimensions only through its arrays' "
+         "_ARRAY_DIMENSIONS", {"flavor": "nczarr-4.10"}, None, EVIDENCE, fatal=False),
     Need("ours-zarr-types", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.typed_attributes,
          "reads attribute types as their JSON suggests: pure Zarr keeps no netCDF types", {"flavor": "nczarr-4.10"},
          None, EVIDENCE, fatal=False),

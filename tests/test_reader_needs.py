@@ -58,6 +58,10 @@ def _write_source(path: Path, kind: str) -> None:
             nc.createDimension("n", 3)
             c = nc.createVariable("name", "S1", ("x", "n"))
             c[:] = netCDF4.stringtochar(np.array(["ab", "cde", "", "ghi"], "S3"))
+        elif kind == "shortattr":
+            v.valid_min = np.int16(0)  # a short: pure Zarr's JSON gives back an int
+        elif kind == "unuseddim":
+            nc.createDimension("spare", 5)  # no variable uses it
         elif kind == "nanattr":
             v.missing = np.float32("nan")
         elif kind == "ints":
@@ -92,7 +96,7 @@ RECIPES: dict[str, Recipe] = {
     "c490-v3": Recipe("plain", {"zarr_format": 3}),
     "c490-zip": Recipe("plain", {"compression": "none", "flavor": "zarr"}, "zip"),
     "c490-410-keys": Recipe("plain", {"compression": "none"}),
-    "c490-zarr-types": Recipe("groups", {"compression": "none", "flavor": "zarr"}),
+    "c490-zarr-types": Recipe("shortattr", {"compression": "none", "flavor": "zarr"}),
     "c490-codec": Recipe("plain", {"flavor": "zarr"}),
     "c490-char": Recipe("char", {"compression": "none", "flavor": "zarr"}),
     "c490-string": Recipe("strings", {"compression": "none", "flavor": "zarr"}),
@@ -126,6 +130,9 @@ RECIPES: dict[str, Recipe] = {
     "xarray-char-fill": Recipe("charrow", {"char_as": "S1"}),
     "xarray-strings": Recipe("strings", {"default_fill": "null"}),
     "xarray-nan-attributes": Recipe("nanattr", {"default_fill": "null"}),
+    "c410-zarr-dims": Recipe("unuseddim", {"flavor": "zarr"}),
+    "ours-zarr-dims": Recipe("unuseddim", {"flavor": "zarr"}),
+    "c490-zarr-dims": Recipe("unuseddim", {"flavor": "zarr", "compression": "none"}),
     "ours-zarr-types": Recipe("groups", {"flavor": "zarr"}),
 }
 
@@ -150,7 +157,7 @@ def _sources(tmp: Path) -> dict[str, Path]:
     out = {}
     for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr",
                  "bigendian", "stringattr", "ints", "charrow",
-                 "nanattr"):
+                 "nanattr", "unuseddim", "shortattr"):
         out[kind] = tmp / f"{kind}.nc"
         _write_source(out[kind], kind)
     return out

@@ -32,9 +32,14 @@ def source_traits(dataset: Dataset) -> Source:
     compressors: set[str] = set()
     types: set[str] = set()
     names: set[str] = set()
-    unlimited = big = unfilled = unfilled_chars = nan = False
-    for _, group in dataset.root.walk():
+    unlimited = big = unfilled = unfilled_chars = nan = typed_fill = False
+    used: set[str] = set()
+    defined: set[str] = set()
+    subdims = False
+    for gkey, group in dataset.root.walk():
         unlimited |= any(dim.unlimited for dim in group.dimensions.values())
+        defined.update(keys.join(gkey, name) for name in group.dimensions)
+        subdims |= gkey != "/" and bool(group.dimensions)
         types.update(a.type for a in group.attributes.values())
         nan |= any(_not_finite(a) for a in group.attributes.values())
         for var in group.variables.values():
@@ -48,13 +53,17 @@ def source_traits(dataset: Dataset) -> Source:
             types.update(a.type for n, a in var.attributes.items() if n != "_FillValue")
             names.update(n for n in var.attributes if n != "_FillValue")
             nan |= any(_not_finite(a) for n, a in var.attributes.items() if n != "_FillValue")
+            used.update(var.dimensions)
+            fill = var.attributes.get("_FillValue")
+            typed_fill |= fill is not None and fill.type not in reader_needs.JSON_TYPES
             for codec in var.filters or []:
                 cid = str(codec.get("id"))
                 (compressors if cid in COMPRESSORS else filters).add(cid)
     return Source(char=char, strings=strings, scalars=scalars, groups=bool(dataset.root.groups),
                   filters=frozenset(filters), compressors=frozenset(compressors), attribute_types=frozenset(types),
                   variable_attributes=frozenset(names), chunks_over_shape=over, unlimited=unlimited,
-                  big_endian=big, unfilled_numbers=unfilled, unfilled_chars=unfilled_chars, nan_attributes=nan)
+                  big_endian=big, unfilled_numbers=unfilled, unfilled_chars=unfilled_chars, nan_attributes=nan,
+                  unused_dimensions=bool(defined - used), subgroup_dimensions=subdims, typed_fill_values=typed_fill)
 
 
 def _not_finite(attr: Attribute) -> bool:
