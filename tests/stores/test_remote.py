@@ -497,6 +497,38 @@ def test_an_unsigned_s3_reader_reads_chunks_older_than_its_root_without_asking(p
 
 
 @pytest.mark.s3
+def test_a_chunk_written_in_the_root_s_own_second_makes_the_reader_ask_the_root_again(public_store, faulty,
+                                                                                        s3_bucket):
+    """The complement of the test above: a chunk whose Last-Modified equals the pinned clock to the second may
+    be a writer's who replaced the dataset within that second, so the reader HEADs the pinned root once
+    before trusting it (stores/s3_generation.py: only an *earlier* second is proof)."""
+    import time
+
+    import boto3
+
+    from tests.test_reader_generation import N_TIME, expected
+
+    signed, _, _ = public_store
+    client = boto3.client("s3")
+    time.sleep(1.1)  # every other chunk in an earlier second than the root rewritten below
+    rewrite = ("store/.zattrs", "store/.zgroup", "store/.zmetadata", "store/v/0.0")
+    bodies = {key: client.get_object(Bucket=s3_bucket, Key=key)["Body"].read() for key in rewrite}
+    for _ in range(5):  # the puts straddle a second now and then: then again, until they share one
+        for key in rewrite:
+            client.put_object(Bucket=s3_bucket, Key=key, Body=bodies[key])
+        stamps = {client.head_object(Bucket=s3_bucket, Key=k)["LastModified"] for k in (rewrite[2], rewrite[3])}
+        if len(stamps) == 1:
+            break
+    assert len(stamps) == 1, stamps  # the precondition: the chunk and the pinned root share their second
+    with ncz.open(signed + "&aws.profile=no") as ds:
+        opened = len(faulty.requests())
+        np.testing.assert_array_equal(np.asarray(ds["v"][:]), expected(0.0))
+        after = faulty.requests()[opened:]
+    assert sorted(method for method, *_ in after) == ["GET"] * (N_TIME // 4) + ["HEAD"], after
+    assert [key for method, key, *_ in after if method == "HEAD"] == [f"{s3_bucket}/store/.zmetadata"], after
+
+
+@pytest.mark.s3
 def test_a_worker_reopens_an_unsigned_store_with_the_options_it_was_opened_with(buckets, rich_nc, monkeypatch,
                                                                                 tmp_path):
     """A dask worker opens the store again from ``reopen_args()``: with ``storage_options={"anon": True}``
