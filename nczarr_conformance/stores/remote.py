@@ -15,9 +15,16 @@ Our rules stay on top of the library, as on every store (stores/base.py):
   than declared is sent for again, as S3Store does;
 * a missing object (404) is ``None``: fill for a chunk, "no dataset" for the root;
 * 3 attempts a request (obstore's backoff with jitter on 5xx, dropped connections and
-  timeouts) and a 5 s connect timeout, as S3Store reads, 5 min for a whole request; a 5xx or an
+  timeouts) and a 5 s connect timeout, as S3Store reads, 5 min for a whole request (body
+  included) unless the user sets another bound: ``storage_options={"timeout": seconds}`` or
+  ``NCZARR_REMOTE_TIMEOUT``, which the timeout's message names; a 5xx or an
   unreachable server after them is :class:`StoreUnavailableError` ("could not check");
   every other refusal (401, 403, a bad option) one line of :class:`StoreError`;
+* every library call runs in a daemon thread the caller waits for: obstore blocks in Rust,
+  where Python runs no signal handler, so without it Ctrl-C and SIGTERM waited for the request's
+  timeout. The wait is interrupted by the signal (the main thread) or checks the recorded
+  signal a few times a second (a worker thread of ``nczarr-check --deep``), and the request
+  left behind dies with the process;
 * unsigned S3 pins the dataset it opened (stores/s3_generation.py), as a signed reader does; obstore
   gives no server clock (``Date``), so the pinned root's Last-Modified stands in: a chunk written in
   an earlier second than the root costs its GET alone, one written in the root's own second (a small
@@ -32,15 +39,17 @@ serves everything.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import html.parser
 import os
 import re
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote, urljoin, urlsplit
 
-from nczarr_conformance import keys, limits
+from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import (
     NczarrError,
     StoreError,
@@ -57,6 +66,10 @@ if TYPE_CHECKING:
 READ_ATTEMPTS = 3  # per request, the first one included (as stores/s3.py reads)
 PIECE = 1 << 20  # bytes streamed at a time: a body past its limit is refused within one piece
 _STATUS = re.compile(r"status code: (\d{3})([^:\n]*)")
+DEFAULT_TIMEOUT = 300.0  # seconds a whole request may take (obstore's ``timeout``): a chunk over a slow link
+TIMEOUT_ENV = "NCZARR_REMOTE_TIMEOUT"
+_POLL = 0.2  # seconds between a worker thread's looks at the recorded signal while it waits for a request
+_T = TypeVar("_T")
 #: fsspec's names for what obstore's stores take, so ``storage_options`` written for xarray/zarr work
 _ALIASES = {"endpoint_url": "endpoint", "region_name": "region", "key": "access_key_id",
             "secret": "secret_access_key", "token": "session_token"}
@@ -68,10 +81,29 @@ def _retry() -> RetryConfig:
                         "base": 2}}
 
 
-def _client(url: str | None, extra: Any = None) -> ClientConfig:
+def _timeout(spec: StoreSpec, options: dict[str, Any]) -> tuple[float, str]:
+    """(seconds a whole request may take, what set it, for the timeout's message); pops ``timeout`` from ``options``."""
+    url = spec.url.partition("#")[0]
+    if "timeout" in options:
+        value: Any = options.pop("timeout")
+        source = "storage option timeout"
+    elif os.environ.get(TIMEOUT_ENV, "").strip():
+        value, source = os.environ[TIMEOUT_ENV].strip(), TIMEOUT_ENV
+    else:
+        return DEFAULT_TIMEOUT, f"the default; set {TIMEOUT_ENV} or storage option timeout"
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise UsageError(f"{url}: {source} must be a positive number of seconds, not {value!r}")
+    return seconds, source
+
+
+def _client(url: str | None, extra: Any = None, timeout: float = DEFAULT_TIMEOUT) -> ClientConfig:
     """Our timeouts (and plain http where the URL says so), then the caller's ``client_options`` over them."""
     # obstore's timeout covers a whole request, body included (boto3's 60 s is per socket read): 5 min a chunk
-    config: dict[str, Any] = {"connect_timeout": dt.timedelta(seconds=5), "timeout": dt.timedelta(minutes=5)}
+    config: dict[str, Any] = {"connect_timeout": dt.timedelta(seconds=5), "timeout": dt.timedelta(seconds=timeout)}
     if url is not None and url.lower().startswith("http://"):
         config["allow_http"] = True
     if isinstance(extra, Mapping):
@@ -83,6 +115,40 @@ class _CutShort(Exception):
     """A body ended before its Content-Length."""
 
 
+_offloaded = threading.local()  # set in the threads :func:`_interruptible` starts: they call obstore directly
+
+
+def _interruptible(call: Callable[[], _T]) -> _T:
+    """``call()`` (obstore's requests) in a daemon thread, waited for in a way a signal ends.
+
+    In the main thread the wait itself is interrupted (Python runs the handler, which raises); in
+    another thread the recorded signal is looked at every :data:`_POLL` s, so a pool of readers
+    stops too and the command's exit waits for no request. The thread left in its request is a
+    daemon: it never holds the process up.
+    """
+    if getattr(_offloaded, "active", False):
+        return call()
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def work() -> None:
+        _offloaded.active = True
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the waiting thread, raised there
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="nczarr-remote-read", daemon=True).start()
+    while not done.wait(_POLL):
+        safety.raise_if_interrupted()
+    ok, value = outcome[0]
+    if ok:
+        return cast("_T", value)
+    raise value
+
+
 class RemoteStore(Store):
     """One dataset root on a remote object store or web server; reads only."""
 
@@ -90,12 +156,15 @@ class RemoteStore(Store):
     supports_deletes = False
     read_concurrency = 16  # concurrent range GETs: a chunk's latency, not its decoding, is the cost
 
-    def __init__(self, store: ObjectStore, where: str, kind: str, *, pin: bool = False) -> None:
-        """``store`` is rooted at the dataset (its prefix); ``pin`` holds reads to the dataset opened."""
+    def __init__(self, store: ObjectStore, where: str, kind: str, *, pin: bool = False,
+                 timeout: tuple[float, str] = (DEFAULT_TIMEOUT, "the default")) -> None:
+        """``store`` is rooted at the dataset (its prefix); ``pin`` holds reads to the dataset opened;
+        ``timeout`` is the bound its client was given and what set it (for the timeout's message)."""
         super().__init__()
         self._store = store
         self.where = where
         self.kind = kind
+        self._timeout = timeout
         self._generation = Generation(where, self._head) if pin else None
 
     @classmethod
@@ -103,15 +172,18 @@ class RemoteStore(Store):
         """The store a parsed URL names (kinds http, gs, az; s3 when it is read unsigned)."""
         from obstore.exceptions import BaseError
 
+        options = dict(spec.options)
+        timeout = _timeout(spec, options)
+        spec = dataclasses.replace(spec, options=options)
         try:
             if spec.kind == "http":
-                return cls(_http(spec), spec.path, "http")
+                return cls(_http(spec, timeout[0]), spec.path, "http", timeout=timeout)
             if spec.kind == "s3":
-                return cls(_s3(spec), f"s3://{spec.path}", "s3", pin=True)
+                return cls(_s3(spec, timeout[0]), f"s3://{spec.path}", "s3", pin=True, timeout=timeout)
             if spec.kind == "gs":
-                return cls(_gcs(spec), f"gs://{spec.path}", "gs")
+                return cls(_gcs(spec, timeout[0]), f"gs://{spec.path}", "gs", timeout=timeout)
             if spec.kind == "az":
-                return cls(_azure(spec), spec.url.partition("#")[0], "az")
+                return cls(_azure(spec, timeout[0]), spec.url.partition("#")[0], "az", timeout=timeout)
         except (BaseError, ValueError, TypeError) as exc:  # a config key obstore does not know, a bad value
             raise UsageError(f"{spec.url.partition('#')[0]}: {_first_line(exc)}") from exc
         raise UsageError(f"unknown storage kind {spec.kind!r}")
@@ -121,7 +193,7 @@ class RemoteStore(Store):
         why = ""
         for _ in range(READ_ATTEMPTS):
             try:
-                return self._get_once(key, limit)
+                return _interruptible(lambda: self._get_once(key, limit))
             except FileNotFoundError:
                 if self._generation is not None:
                     self._generation.missing(key)
@@ -157,7 +229,7 @@ class RemoteStore(Store):
         import obstore
 
         try:
-            return _response(obstore.head(self._store, self._name(key)))
+            return _response(_interruptible(lambda: obstore.head(self._store, self._name(key))))
         except FileNotFoundError:
             return None
         except Exception as exc:
@@ -172,7 +244,7 @@ class RemoteStore(Store):
         if self.kind != "http":
             return None
         try:
-            obstore.head(self._store, "")
+            _interruptible(lambda: obstore.head(self._store, ""))
         except FileNotFoundError:
             return "HTTP 404 Not Found at this URL"
         except Exception as exc:
@@ -186,12 +258,15 @@ class RemoteStore(Store):
         """Whether the URL's body starts with ``magic``: its first piece only, then the response is dropped."""
         import obstore
 
-        try:
+        def first() -> bool:
             for piece in obstore.get(self._store, "").stream(min_chunk_size=len(magic)):
                 return bytes(piece[:len(magic)]) == magic
+            return False
+
+        try:
+            return _interruptible(first)
         except Exception:  # a sniff: a failure here is no answer, never the error the caller reports
             return False
-        return False
 
     def metadata_read(self) -> None:
         if self._generation is not None:
@@ -206,7 +281,8 @@ class RemoteStore(Store):
 
         name = self._name(prefix).rstrip("/")
         try:
-            for page in obstore.list(self._store, name or None):
+            pages = obstore.list(self._store, name or None)
+            while (page := _interruptible(lambda: next(pages, None))) is not None:
                 for meta in page:
                     yield keys.join(meta["path"])
         except Exception as exc:
@@ -255,6 +331,10 @@ class RemoteStore(Store):
         from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 
         text = str(exc)
+        if "kind: Timeout" in text or "operation timed out" in text.lower():
+            seconds, source = self._timeout
+            return StoreUnavailableError(f"{self.where}: no complete answer within {seconds:g} s ({source}) while "
+                                         f"trying to {what}")
         match = _STATUS.search(text)
         status = int(match.group(1)) if match else None
         reason = f"HTTP {status}{match.group(2).rstrip()}" if match else _first_line(exc)
@@ -313,19 +393,19 @@ def _options(spec: StoreSpec, allowed_anon: bool = True) -> dict[str, Any]:
     return out
 
 
-def _http(spec: StoreSpec) -> ObjectStore:
+def _http(spec: StoreSpec, timeout: float = DEFAULT_TIMEOUT) -> ObjectStore:
     from obstore.store import HTTPStore
 
     options = dict(spec.options)
     options.pop("anon", None)  # a web server is read without credentials anyway
-    client = _client(spec.path, options.pop("client_options", None))
+    client = _client(spec.path, options.pop("client_options", None), timeout)
     if options:
         raise UsageError(f"{spec.url}: storage option(s) {', '.join(sorted(options))} mean nothing to a plain HTTP "
                          "store (it takes client_options)")
     return HTTPStore.from_url(spec.path, client_options=client, retry_config=_retry())
 
 
-def _s3(spec: StoreSpec) -> ObjectStore:
+def _s3(spec: StoreSpec, timeout: float = DEFAULT_TIMEOUT) -> ObjectStore:
     from obstore.store import S3Store
 
     bucket, _, prefix = spec.path.partition("/")
@@ -333,7 +413,7 @@ def _s3(spec: StoreSpec) -> ObjectStore:
     endpoint = options.pop("endpoint", None) or _s3_endpoint(spec)
     region = options.pop("region", None) or spec.params.get("aws.region") or os.environ.get("AWS_REGION") or \
         os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    client = _client(endpoint, options.pop("client_options", None))
+    client = _client(endpoint, options.pop("client_options", None), timeout)
     return S3Store(bucket, prefix=prefix or None, endpoint=endpoint, region=region, client_options=client,
                    retry_config=_retry(), **options)
 
@@ -345,18 +425,18 @@ def _s3_endpoint(spec: StoreSpec) -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
-def _gcs(spec: StoreSpec) -> ObjectStore:
+def _gcs(spec: StoreSpec, timeout: float = DEFAULT_TIMEOUT) -> ObjectStore:
     from obstore.store import GCSStore
 
     bucket, _, prefix = spec.path.partition("/")
     options = _options(spec)
-    client = _client(options.get("base_url"), options.pop("client_options", None))
+    client = _client(options.get("base_url"), options.pop("client_options", None), timeout)
     return GCSStore(bucket, prefix=prefix or None, client_options=client, retry_config=_retry(), **options)
 
 
-def _azure(spec: StoreSpec) -> ObjectStore:
+def _azure(spec: StoreSpec, timeout: float = DEFAULT_TIMEOUT) -> ObjectStore:
     from obstore.store import AzureStore
 
     options = _options(spec)
-    client = _client(options.get("endpoint"), options.pop("client_options", None))
+    client = _client(options.get("endpoint"), options.pop("client_options", None), timeout)
     return AzureStore.from_url(spec.url.partition("#")[0], client_options=client, retry_config=_retry(), **options)

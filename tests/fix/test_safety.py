@@ -159,6 +159,45 @@ def test_an_edit_netcdf_c_reads_differently_is_refused(tmp_path):
     assert snapshot(tmp_path) == before
 
 
+def test_the_first_chunk_on_nested_keys_is_sampled_so_an_edit_reading_it_worse_is_refused(tmp_path):
+    """fix/verify.py samples each array's first chunk whatever its dimension_separator: on a nested store
+    (``m/0/0``, ``"/"``) an edit that makes that chunk undecodable is refused. Were ``0/0`` left out of the probe,
+    both probes would read /m as fill and the edit would pass unseen."""
+    import netCDF4
+
+    from nczarr_conformance.errors import UsageError
+    from nczarr_conformance.fix import fix_store
+    from nczarr_conformance.fix.registry import FIXES, fix
+
+    store = tmp_path / "n.file"
+    want = np.arange(8.0).reshape(2, 4)
+    with netCDF4.Dataset(url(store), "w") as nc:
+        nc.createDimension("y", 2)
+        nc.createDimension("x", 4)
+        nc.createVariable("m", "f8", ("y", "x"), chunksizes=(2, 4))[:] = want
+    doc = zarray(store, "m")
+    doc["dimension_separator"] = "/"
+    (store / "m" / ".zarray").write_text(json.dumps(doc))
+    (store / "m" / "0").mkdir()
+    os.rename(store / "m" / "0.0", store / "m" / "0" / "0")
+    read = nc_read(store).root.variables["m"].data  # netcdf-c reads the nested store: the precondition
+    np.testing.assert_array_equal(read, want)
+
+    @fix("NCZ-FIX-TEST-ZLIB", readers=("tensorstore",))
+    def zlib(ctx):
+        """Test only: /m's raw chunks declared zlib (the chunk then does not decode; the fill reads as it did)."""
+        ctx.zarray("/m")["compressor"] = {"id": "zlib", "level": 1}
+        yield FIXES["NCZ-FIX-TEST-ZLIB"].change("/m/.zarray", "compressor null → zlib")
+
+    before = snapshot(tmp_path)
+    try:
+        with pytest.raises(UsageError, match=r"refused: after the edits netcdf-c cannot read /m.*nothing was changed"):
+            fix_store(str(store), targets="tensorstore")
+    finally:
+        del FIXES["NCZ-FIX-TEST-ZLIB"]
+    assert snapshot(tmp_path) == before
+
+
 def test_the_probe_of_a_local_store_is_made_beside_it_never_in_it(tmp_path, monkeypatch):
     """fix/verify.py: the reader check's probe is a private directory next to a local store (under its
     temporary prefix, so a killed run's probe is a leftover the next run removes), never inside it, where

@@ -434,6 +434,22 @@ def test_a_stale_zmetadata_is_refused(tmp_path):
     assert files(store) == before
 
 
+@pytest.mark.parametrize("zattrs", ["i/.zattrs", ".zattrs"])
+def test_a_zmetadata_stale_only_in_a_zattrs_is_refused(tmp_path, zattrs):
+    """An attribute added to a ``.zattrs`` after consolidating (an array's, the root's): the migration would
+    otherwise carry the consolidated copy into zarr.json and lose the attribute the object holds."""
+    store = our_store(tmp_path / "o.file", "zarr", consolidate=True)
+    path = store / zattrs
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**doc, "added_later": "yes"}))
+    assert json.loads((store / ".zmetadata").read_text())["metadata"].get(zattrs) != json.loads(path.read_text())
+    before = files(store)
+    result = cli(str(store), "--to-v3")
+    assert result.returncode == 2
+    assert f"/.zmetadata is stale ({zattrs} differs)" in one_line(result.stderr), result.stderr
+    assert files(store) == before and sorted(os.listdir(tmp_path)) == ["o.file"]
+
+
 def test_the_draft_layout_is_refused_and_nz_refuses_the_strings_it_would_keep_as_bytes(tmp_path):
     """--flavor nczarr-v3-draft is not a migration target (its char and string types are not the v2
     chunks' bytes): one line, exit 2, nothing written. --flavor nz migrates (tests/zarr3/test_nz.py) but not

@@ -497,6 +497,38 @@ def test_an_unsigned_s3_reader_reads_chunks_older_than_its_root_without_asking(p
 
 
 @pytest.mark.s3
+def test_a_chunk_written_in_the_root_s_own_second_makes_the_reader_ask_the_root_again(public_store, faulty,
+                                                                                        s3_bucket):
+    """The complement of the test above: a chunk whose Last-Modified equals the pinned clock to the second may
+    be a writer's who replaced the dataset within that second, so the reader HEADs the pinned root once
+    before trusting it (stores/s3_generation.py: only an *earlier* second is proof)."""
+    import time
+
+    import boto3
+
+    from tests.test_reader_generation import N_TIME, expected
+
+    signed, _, _ = public_store
+    client = boto3.client("s3")
+    time.sleep(1.1)  # every other chunk in an earlier second than the root rewritten below
+    rewrite = ("store/.zattrs", "store/.zgroup", "store/.zmetadata", "store/v/0.0")
+    bodies = {key: client.get_object(Bucket=s3_bucket, Key=key)["Body"].read() for key in rewrite}
+    for _ in range(5):  # the puts straddle a second now and then: then again, until they share one
+        for key in rewrite:
+            client.put_object(Bucket=s3_bucket, Key=key, Body=bodies[key])
+        stamps = {client.head_object(Bucket=s3_bucket, Key=k)["LastModified"] for k in (rewrite[2], rewrite[3])}
+        if len(stamps) == 1:
+            break
+    assert len(stamps) == 1, stamps  # the precondition: the chunk and the pinned root share their second
+    with ncz.open(signed + "&aws.profile=no") as ds:
+        opened = len(faulty.requests())
+        np.testing.assert_array_equal(np.asarray(ds["v"][:]), expected(0.0))
+        after = faulty.requests()[opened:]
+    assert sorted(method for method, *_ in after) == ["GET"] * (N_TIME // 4) + ["HEAD"], after
+    assert [key for method, key, *_ in after if method == "HEAD"] == [f"{s3_bucket}/store/.zmetadata"], after
+
+
+@pytest.mark.s3
 def test_a_worker_reopens_an_unsigned_store_with_the_options_it_was_opened_with(buckets, rich_nc, monkeypatch,
                                                                                 tmp_path):
     """A dask worker opens the store again from ``reopen_args()``: with ``storage_options={"anon": True}``
@@ -560,3 +592,76 @@ def test_a_zip_served_over_http_is_named_a_zip(web, served, rich_nc, name):
             assert f"{web.url}/{name}: no dataset here: a zip file served over HTTP, not a store" in line, line
     finally:
         path.unlink()
+
+
+# ---- a server that stalls: signals end the read, a timeout the user sets bounds it (issue 39, defect 1) -------------
+
+class Stall:
+    """A TCP server on 127.0.0.1 that reads each request and never answers; ``asked`` is set at the first one."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.asked = threading.Event()
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            conn.settimeout(10)
+            try:
+                if conn.recv(4096):
+                    self.asked.set()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.fixture
+def stall():
+    server = Stall()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), [(2, 130, "interrupted"), (15, 143, "terminated by SIGTERM")])
+def test_a_signal_ends_a_read_from_a_stalled_server_with_its_one_line(stall, signum, code, said):
+    """obstore blocks in Rust, where Python runs no handler: the signal waited for the request's 5-minute
+    timeout. Now the command ends at once with docs/guarantees.md's exit code and line."""
+    proc = subprocess.Popen([sys.executable, "-m", "nczarr_conformance.cli.dump", f"{stall.url}/ds"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert stall.asked.wait(60), "the command never sent its request"
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=20)  # a bound for the failure only: the default timeout is 300 s
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, err) == (code, f"nczarr-dump: {said}\n")
+
+
+def test_a_stalled_read_times_out_at_the_bound_set_in_the_environment(stall):
+    done = cli("dump", f"{stall.url}/ds", env={"NCZARR_REMOTE_TIMEOUT": "0.3"})
+    line = _one_line(done)
+    assert line == (f"nczarr-dump: {stall.url}/ds: no complete answer within 0.3 s (NCZARR_REMOTE_TIMEOUT) while "
+                    "trying to get /.zmetadata"), line
+
+
+def test_a_stalled_read_times_out_at_the_storage_option_and_a_bad_one_is_refused(stall, monkeypatch):
+    monkeypatch.setenv("NCZARR_REMOTE_TIMEOUT", "600")  # the storage option wins over the environment
+    with pytest.raises(StoreUnavailableError, match=r"no complete answer within 0\.3 s \(storage option timeout\)"):
+        ncz.open(f"{stall.url}/ds", storage_options={"timeout": 0.3})
+    for bad in ("soon", 0, -1):
+        with pytest.raises(UsageError, match=f"timeout must be a positive number of seconds, not {bad!r}"):
+            ncz.open(f"{stall.url}/ds", storage_options={"timeout": bad})

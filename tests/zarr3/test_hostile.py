@@ -51,6 +51,26 @@ def test_index_pointing_past_the_shard(tmp_path):
     assert "outside the shard's data" in line and "/v/c/0" in line
 
 
+@pytest.mark.parametrize("half", [0, 1], ids=["offset", "length"])
+def test_an_index_entry_missing_only_in_one_half_is_damage_not_fill(tmp_path, half):
+    """The sharding spec marks an absent inner chunk by offset *and* nbytes both 2^64-1; one of them alone
+    is a damaged index, never a chunk read as fill (which would hide the damage as plausible values)."""
+    shard = _sharded(tmp_path / "s.zarr")
+    raw = shard.read_bytes()
+    index = np.frombuffer(raw[-36:-4], dtype="<u8").copy().reshape(2, 2)
+    index[1, half] = 2**64 - 1
+    shard.write_bytes(raw[:-36] + bytes(numcodecs.CRC32C(location="end").encode(index.tobytes())))
+    with pytest.raises(FormatError, match=r"/v/c/0: index entry \[1\] points at bytes \d+\.\.\d+, outside"):
+        _read(tmp_path / "s.zarr")
+    index[1] = 2**64 - 1  # both halves: the spec's absent inner chunk, read as the fill value
+    shard.write_bytes(raw[:-36] + bytes(numcodecs.CRC32C(location="end").encode(index.tobytes())))
+    with open_store(str(tmp_path / "s.zarr")) as store:
+        got = V3Reader(store).read_variable("/v")
+    want = np.arange(16)
+    want[4:8] = json.loads((tmp_path / "s.zarr" / "v" / "zarr.json").read_text())["fill_value"]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_shard_shorter_than_its_index(tmp_path):
     shard = _sharded(tmp_path / "s.zarr")
     shard.write_bytes(b"\x00" * 10)

@@ -383,6 +383,35 @@ def test_shard_layout_is_zarr_pythons_and_reads_back(tmp_path: Path) -> None:
     assert np.array_equal(zarr.open_group(str(out), mode="r")["v"][...], data)
 
 
+def test_a_shard_larger_than_the_first_dimension_is_capped_at_its_chunks(tmp_path: Path) -> None:
+    """``--shard 8`` on 3 chunks along ``t`` (10 rows of 4): one shard of those 3 chunks (docs/writer.md), the
+    shard shape in zarr.json and the 3-entry index (3 x 16 + 4 bytes) what zarr-python writes for ``shards=(12, 6)``,
+    not a shard of 8 chunks whose index holds 5 empty entries past the array's end."""
+    import numcodecs
+
+    src = tmp_path / "s.nc"
+    data = np.arange(10 * 6, dtype="<i4").reshape(10, 6)
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("t", 10)
+        nc.createDimension("x", 6)
+        nc.createVariable("v", "i4", ("t", "x"), chunksizes=(4, 6), fill_value=-1)[:] = data
+    out = tmp_path / "o.zarr"
+    done = run_cli("--quiet", "--zarr-format", "3", "--shard", "8", str(src), str(out))
+    assert done.returncode == 0, done.stderr
+    ref = zarr.open_group(str(tmp_path / "ref"), mode="w", zarr_format=3)
+    ref.create_array("v", shape=data.shape, chunks=(4, 6), shards=(12, 6), dtype="<i4", fill_value=-1,
+                     compressors=None, dimension_names=["t", "x"])[:] = data
+    ours, theirs = doc(out / "v"), doc(tmp_path / "ref" / "v")
+    assert ours["chunk_grid"] == theirs["chunk_grid"] == {"name": "regular", "configuration": {"chunk_shape": [12, 6]}}
+    assert ours["codecs"] == theirs["codecs"]
+    assert [p.name for p in (out / "v" / "c").rglob("*") if p.is_file()] == ["0"]
+    shard = (out / "v" / "c" / "0" / "0").read_bytes()
+    assert shard == (tmp_path / "ref" / "v" / "c" / "0" / "0").read_bytes()
+    index = np.frombuffer(numcodecs.CRC32C(location="end").decode(shard[-(3 * 16 + 4):]), dtype="<u8").reshape(3, 2)
+    assert index[:, 1].tolist() == [4 * 6 * 4] * 3 and len(shard) == 3 * 4 * 6 * 4 + 3 * 16 + 4
+    assert np.array_equal(zarr.open_group(str(out), mode="r")["v"][...], data)
+
+
 def test_one_chunk_of_a_shard_reads_by_range(tmp_path: Path) -> None:
     """A 7,300-chunk variable (20 years of daily chunks) in shards of 365: 20 objects; one chunk read through our
     reader costs the index and that chunk, not the shard (bytes counted at the store); zarr-python reads all."""
