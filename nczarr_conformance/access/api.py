@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nczarr_conformance.errors import UsageError
@@ -24,53 +24,73 @@ if TYPE_CHECKING:
     from nczarr_conformance.checker.rules import Severity
     from nczarr_conformance.conversion.audience import Audience
     from nczarr_conformance.conversion.from_netcdf import ConvertStats
+    from nczarr_conformance.conversion.transforms import Transforms
+    from nczarr_conformance.nczarr.writer import Progress
 
 __all__ = ["check", "convert", "write", "write_dataset"]
 
 PathOrURL = str | os.PathLike[str]
 
 
-def _is_xarray_dataset(obj: Any) -> bool:
-    """True for an xarray.Dataset, without importing xarray when the caller never did."""
+def _xarray_kind(obj: object) -> str | None:
+    """``"Dataset"`` or ``"DataTree"`` for xarray's, without importing xarray when the caller never did."""
     import sys
 
     xr = sys.modules.get("xarray")
-    return xr is not None and isinstance(obj, xr.Dataset)
+    if xr is None:
+        return None
+    if isinstance(obj, xr.Dataset):
+        return "Dataset"
+    tree = getattr(xr, "DataTree", None)
+    return "DataTree" if tree is not None and isinstance(obj, tree) else None
 
 
 def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite: bool = False,
           storage_options: Mapping[str, Any] | None = None, zarr_format: int | None = None, shard: int | None = None,
-          for_readers: list[str] | None = None, prefer: list[str] | None = None, **convert_options: Any) -> None:
-    """Write ``dataset`` (our model :class:`~nczarr_conformance.model.Dataset` or an ``xarray.Dataset``)
-    to the store ``url`` names (directory, ``.zip``, ``s3://``; a netcdf-c URL or a plain path).
+          for_readers: list[str] | None = None, prefer: list[str] | None = None,
+          transforms: Transforms | None = None, skip_unsupported: bool = False, consolidate: bool | None = None,
+          char_as: str | None = None, direct: bool = True, threads: int = 0, progress: Progress | None = None,
+          choices: Mapping[str, object] | None = None) -> None:
+    """Write ``dataset`` (our model :class:`~nczarr_conformance.model.Dataset`, an ``xarray.Dataset`` or an
+    ``xarray.DataTree``) to the store ``url`` names (directory, ``.zip``, ``s3://``; a netcdf-c URL or a plain path).
 
     The store appears whole or not at all (written aside, then committed). An
     ``xarray.Dataset`` is encoded by xarray exactly as ``to_netcdf(engine="netcdf4")``
     encodes it (CF attributes, ``_FillValue``, time units, its ``encoding`` such as
     ``chunksizes`` and ``zlib``): it is written to a temporary netCDF-4 file, then converted
-    (``convert_options`` go to :func:`convert`), so the store holds what that netCDF file holds.
+    by :func:`convert`, so the store holds what that netCDF file holds. An ``xarray.DataTree`` goes the
+    same way, every node a netCDF-4 group (``DataTree.to_netcdf``).
     ``storage_options`` go to the store's client (for s3://: ``endpoint_url``, ``region_name``, ``profile``).
     ``zarr_format=3`` writes Zarr v3 (``flavor`` ``zarr``, the default there; ``shard`` N chunks per shard);
     what that layout does not keep is one ``UserWarning``. ``for_readers`` (reader ids: ``["xarray",
     "netcdf-c-4.10"]``) writes the layout those readers read, as ``nc2nczarr --for`` (``prefer``: whose needs win a
     conflict); what a named reader still loses is one ``UserWarning`` each, before anything is written.
+    ``transforms``, ``skip_unsupported``, ``consolidate``, ``char_as``, ``direct``, ``threads``, ``progress`` and
+    ``choices`` are :func:`convert`'s, for an xarray input only (a model Dataset refuses them).
     """
     target = os.fspath(url)
-    if _is_xarray_dataset(dataset):
+    kind = _xarray_kind(dataset)
+    if kind is not None:
         with tempfile.TemporaryDirectory(prefix="nczarr-write-") as tmp:
             nc = os.path.join(tmp, "dataset.nc")
-            dataset.to_netcdf(nc, engine="netcdf4", format="NETCDF4")
+            dataset.to_netcdf(nc, engine="netcdf4", **({"format": "NETCDF4"} if kind == "Dataset" else {}))
             convert(nc, target, flavor=flavor, overwrite=overwrite, storage_options=storage_options,
                     zarr_format=zarr_format, shard=shard, for_readers=for_readers, prefer=prefer,
-                    announce=_warn_losses, **convert_options)
+                    announce=_warn_losses, transforms=transforms, skip_unsupported=skip_unsupported,
+                    consolidate=consolidate, char_as=char_as, direct=direct, threads=threads, progress=progress,
+                    choices=choices)
         return
     if not isinstance(dataset, Dataset):
-        raise UsageError(f"write() takes a nczarr_conformance Dataset or an xarray.Dataset, "
+        raise UsageError(f"write() takes a nczarr_conformance Dataset, an xarray.Dataset or an xarray.DataTree, "
                          f"not {type(dataset).__name__}")
-    if convert_options:
-        raise UsageError(f"write() of a model Dataset takes no {', '.join(sorted(convert_options))}")
+    given = {"transforms": transforms is not None, "skip_unsupported": skip_unsupported,
+             "consolidate": consolidate is not None, "char_as": char_as is not None, "direct": not direct,
+             "threads": threads != 0, "progress": progress is not None, "choices": choices is not None}
+    refused = sorted(name for name, set_ in given.items() if set_)
+    if refused:
+        raise UsageError(f"write() of a model Dataset takes no {', '.join(refused)}")
     spec = parse(target, storage_options)
-    char_as: str | None = None
+    char_as = None  # refused above when given: the model path chooses it only for for_readers
     top, default_fill = False, True
     if for_readers:
         dataset, zarr_format, flavor, char_as, top, default_fill = _for_readers(
@@ -159,13 +179,31 @@ def write_dataset(dataset: Dataset, target: Store | PathOrURL, **options: Any) -
     return 0
 
 
-def convert(src: PathOrURL, url: PathOrURL, **options: Any) -> ConvertStats:
-    """Convert the netCDF file ``src`` into the store ``url`` (nc2nczarr; options as
-    :func:`nczarr_conformance.conversion.from_netcdf.convert`: ``flavor``, ``overwrite``, ``transforms``,
-    ``storage_options`` for the store's client, ...)."""
+def convert(src: PathOrURL, url: PathOrURL, *, flavor: str | None = None, overwrite: bool = False,
+            storage_options: Mapping[str, Any] | None = None, zarr_format: int | None = None,
+            shard: int | None = None, for_readers: list[str] | None = None, prefer: list[str] | None = None,
+            transforms: Transforms | None = None, skip_unsupported: bool = False, consolidate: bool | None = None,
+            char_as: str | None = None, direct: bool = True, threads: int = 0, progress: Progress | None = None,
+            announce: Callable[[Audience], None] | None = None,
+            choices: Mapping[str, object] | None = None) -> ConvertStats:
+    """Convert the netCDF file ``src`` into the store ``url`` (``nc2nczarr SRC URL``); returns its statistics.
+
+    ``flavor`` (``nczarr``, ``nczarr-2``, ``zarr`` …; nc2nczarr's ``--flavor``) and ``zarr_format`` 3
+    (``shard`` N chunks per shard) choose the layout; ``overwrite`` replaces an existing store;
+    ``storage_options`` go to the store's client. ``for_readers`` (reader ids) writes the layout those readers
+    read, ``prefer`` naming whose needs win a conflict; ``announce`` is handed who reads the result before anything
+    is written; ``choices`` fixes layout choices (``{"filters": "none"}``). ``transforms`` are nccopy's ``-d -s -c
+    -u -V -G`` (conversion/transforms.py); ``skip_unsupported`` leaves out what NCZarr cannot hold, with a warning
+    each; ``consolidate`` writes ``.zmetadata``; ``char_as`` (``"S1"``, ``">S1"``) the char dtype; ``direct``
+    copies compressed HDF5 chunks as they are; ``threads`` (0: 2 per core); ``progress`` is called as chunks are
+    written. :func:`nczarr_conformance.conversion.from_netcdf.convert` has the details of each.
+    """
     from nczarr_conformance.conversion.from_netcdf import convert as run
 
-    return run(os.fspath(src), os.fspath(url), **options)
+    return run(os.fspath(src), os.fspath(url), flavor=flavor, overwrite=overwrite, progress=progress, direct=direct,
+               threads=threads, transforms=transforms, skip_unsupported=skip_unsupported, consolidate=consolidate,
+               char_as=char_as, storage_options=storage_options, zarr_format=zarr_format, shard=shard,
+               for_readers=for_readers, prefer=prefer, announce=announce, choices=choices)
 
 
 def check(url: PathOrURL, *, deep: bool = False, expect: str | None = None, select: list[str] | None = None,

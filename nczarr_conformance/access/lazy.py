@@ -173,9 +173,22 @@ class LazyGroup:
             return False
         return True
 
+    def _title(self) -> str:
+        return f"<LazyGroup {self.path}>"
+
     def __repr__(self) -> str:
-        return (f"<LazyGroup {self.path}: {len(self.model.dimensions)} dimensions, "
-                f"{len(self.model.variables)} variables, {len(self.model.groups)} groups>")
+        """The title line, then dimensions, variables, attributes and sub-groups (access/show.py)."""
+        from nczarr_conformance.access.show import text_lines
+
+        return "\n".join([self._title(), *text_lines(self)])
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the same contents as ``repr``, groups folded (access/show.py)."""
+        import html
+
+        from nczarr_conformance.access.show import html_section
+
+        return f"<div><strong>{html.escape(self._title())}</strong>{html_section(self)}</div>"
 
 
 class LazyDataset(LazyGroup):
@@ -236,8 +249,8 @@ class LazyDataset(LazyGroup):
                  tb: TracebackType | None) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        return f"<LazyDataset {self.url} ({self.flavor})>"
+    def _title(self) -> str:
+        return f"<LazyDataset {self.url} ({self.flavor}{', closed' if self.closed else ''})>"
 
 
 def _absolute(url: str) -> str:

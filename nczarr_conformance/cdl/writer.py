@@ -52,6 +52,14 @@ class CdlOptions:
     float_digits: int | None = None  # -p; None is ncdump's 7 (and a C_format attribute applies)
     double_digits: int | None = None  # None is ncdump's 15
     line_length: int = 80  # -l
+    filter_atts: bool = False  # -F: with -s, every filter in one _Filter (HDF5 ids), as ncdump -F
+
+
+def _element_size(nctype: str) -> int:
+    """The bytes of one value, shuffle's parameter in ``_Filter`` (a string is a pointer to HDF5: 8)."""
+    from nczarr_conformance.nctypes import NUMERIC
+
+    return int(NUMERIC[nctype][1:]) if nctype in NUMERIC else 8 if nctype == "string" else 1
 
 
 def _child(path: str, name: str) -> str:
@@ -270,9 +278,23 @@ class CdlWriter:
             w(f'{pre}_Storage = "contiguous" ;\n')
         codecs = list(var.filters or [])
         ids = [c.get("id") for c in codecs]
-        if "fletcher32" in ids:
+        if self.opt.filter_atts:
+            self._filter_attribute(pre, var, codecs)
+        elif "fletcher32" in ids:
             w(f'{pre}_Fletcher32 = "true" ;\n')
-        if "shuffle" in ids:
+        if not self.opt.filter_atts:
+            self._legacy_filter_attributes(pre, codecs)
+        if self.facts.nczarr and codecs:
+            w(f'{pre}_Codecs = "{_escaped_json(codecs_json(codecs))}" ;\n')
+        if var.type not in ("char", "byte", "ubyte", "string") and var.endianness in ("little", "big"):
+            w(f'{pre}_Endianness = "{var.endianness}" ;\n')
+        if vpath in self.facts.no_fill:
+            w(f'{pre}_NoFill = "true" ;\n')
+
+    def _legacy_filter_attributes(self, pre: str, codecs: list[dict[str, Any]]) -> None:
+        """ncdump without -F: _Shuffle and _DeflateLevel by name, the other filters in one _Filter."""
+        w = self.write
+        if "shuffle" in (c.get("id") for c in codecs):
             w(f'{pre}_Shuffle = "true" ;\n')
         for codec in codecs:
             if codec.get("id") == "zlib":
@@ -281,12 +303,21 @@ class CdlWriter:
                   if c.get("id") in HDF5_FILTER_IDS]
         if others:
             w(f'{pre}_Filter = "{"|".join(others)}" ;\n')
-        if self.facts.nczarr and codecs:
-            w(f'{pre}_Codecs = "{_escaped_json(codecs_json(codecs))}" ;\n')
-        if var.type not in ("char", "byte", "ubyte", "string") and var.endianness in ("little", "big"):
-            w(f'{pre}_Endianness = "{var.endianness}" ;\n')
-        if vpath in self.facts.no_fill:
-            w(f'{pre}_NoFill = "true" ;\n')
+
+    def _filter_attribute(self, pre: str, var: Variable, codecs: list[dict[str, Any]]) -> None:
+        """ncdump -F: every filter as ``id[,params]`` in HDF5's pipeline order (fletcher32, shuffle with the
+        element size, then deflate and the rest as defined), ``|`` between them."""
+        ids = [c.get("id") for c in codecs]
+        parts = ["3"] if "fletcher32" in ids else []
+        if "shuffle" in ids:
+            parts.append(f"2,{_element_size(var.type)}")
+        for codec in codecs:
+            if codec.get("id") == "zlib":
+                parts.append(f"1,{int(codec.get('level', 0))}")
+            elif codec.get("id") in HDF5_FILTER_IDS:
+                parts.append(f"{HDF5_FILTER_IDS[codec['id']]},{int(codec.get('level', 0))}")
+        if parts:
+            self.write(f'{pre}_Filter = "{"|".join(parts)}" ;\n')
 
     # ---- data --------------------------------------------------------------------------
     def _formatter(self, var: Variable) -> ValueFormatter:

@@ -119,6 +119,15 @@ class Report:
     def render(self, fmt: str) -> str:
         return render_reports([self], fmt)
 
+    def __repr__(self) -> str:
+        """What ``nczarr-check`` prints (a finding a line, then the summary), under a title line: at a
+        prompt, ``report`` reads like the command's output instead of one dataclass line."""
+        return f"<Report {self.url}: exit code {self.exit_code}>\n{self.to_text().rstrip()}"
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the section of ``nczarr-check --format html``: the findings' table, rules linked."""
+        return self.to_html_section()
+
 
 STYLE = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}

@@ -1,10 +1,13 @@
 """``nczarr-dump URL``: print a dataset as CDL the way ``ncdump`` does, or as the canonical model (``--json``).
 
 The flags are ncdump's: -h header only, -c coordinate data, -v/-g chosen
-variables/groups, -s special attributes, -t/-i times as dates, -p digits,
--l line length, -n name, -k kind. ``-k`` prints ``<mode> <flavor>`` for a store
-(mode ``nczarr`` or ``zarr``; flavor one of nczarr-v1, nczarr-2-upper, nczarr-2,
-nczarr-4.10, zarr) and ncdump's words (``netCDF-4`` …) for a netCDF file.
+variables/groups, -s special attributes (-F: filters as ``_Filter``), -t/-i times as
+dates, -p digits, -l line length, -n name, -k kind; -w, -L N and -Xp are accepted and
+change nothing, as in ncdump 4.9.0 on a local file. ``-k`` prints ncdump's one word:
+``netCDF-4`` for a store (netcdf-c's ``nc_inq_format`` for NCZarr and Zarr) and
+``netCDF-4``, ``classic`` … for a netCDF file. ``-K`` prints the layout instead:
+``<mode> <flavor>`` for a store (mode ``nczarr`` or ``zarr``; flavor one of nczarr-v1,
+nczarr-2-upper, nczarr-2, nczarr-4.10, zarr, zarr-v3, nz), the data model for a file.
 Only the chunks of printed variables are read, a run of chunks at a time.
 
 Exit codes: 0 printed, 2 could not read or no such variable/group (message on stderr).
@@ -33,7 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-s", dest="specials", action="store_true", help="special virtual attributes (_ChunkSizes …)")
     p.add_argument("-t", dest="times", action="store_true", help="CF time values as ISO dates")
     p.add_argument("-i", dest="iso", action="store_true", help="as -t, with a 'T' between date and time")
-    p.add_argument("-k", dest="kind", action="store_true", help="print the kind of dataset and stop")
+    p.add_argument("-k", dest="kind", action="store_true", help="print the kind of dataset (one word) and stop")
+    p.add_argument("-K", dest="layout", action="store_true",
+                   help="print a store's mode and flavor (nczarr nczarr-4.10 …) and stop")
+    p.add_argument("-F", dest="filter_atts", action="store_true",
+                   help="with -s: _Filter for every filter instead of _Fletcher32, _Shuffle, _DeflateLevel")
+    p.add_argument("-w", dest="cache", action="store_true", help="accepted (ncdump's DAP caching); no effect")
+    p.add_argument("-L", dest="log_level", type=int, metavar="N", help="accepted (ncdump's log level); no effect")
+    p.add_argument("-Xp", dest="no_properties", action="store_true",
+                   help="accepted; ncdump 4.9.0 prints _NCProperties all the same, and so does this")
     p.add_argument("-p", dest="precision", metavar="F[,D]", help="significant digits of float[, double] data")
     p.add_argument("-l", dest="line_length", type=int, default=80, metavar="LEN", help="data line length (80)")
     p.add_argument("-n", dest="name", help="dataset name on the first line")
@@ -74,7 +85,7 @@ def options_from(args: argparse.Namespace) -> CdlOptions:
     return CdlOptions(header_only=args.header, variables=_names(args.variables), groups=_names(args.groups),
                       coordinates=args.coords, specials=args.specials, times=args.times or args.iso,
                       iso_separator="T" if args.iso else " ", float_digits=fd, double_digits=dd,
-                      line_length=args.line_length)
+                      line_length=args.line_length, filter_atts=args.filter_atts)
 
 
 def _write(text: str) -> None:
@@ -101,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 write_json(source, _write, data=not args.header, storage=args.storage)
                 sys.stdout.flush()
                 return 0
-            if args.kind:
-                _write(source.kind + "\n")
+            if args.kind or args.layout:
+                _write((source.layout if args.layout else source.kind) + "\n")
                 return 0
             try:
                 writer = CdlWriter(source.dataset, _write, options, source.slabs, source.facts)

@@ -47,10 +47,11 @@ class StorageFacts:
 
 
 class DumpSource:
-    """A dataset's model (no data), its ``-k`` kind, its ``-s`` facts, and its values by slab."""
+    """A dataset's model (no data), its ``-k`` kind and ``-K`` layout, its ``-s`` facts, and its values by slab."""
 
     dataset: Dataset
-    kind: str
+    kind: str  # ncdump -k's word
+    layout: str  # nczarr-dump -K: the store's mode and flavor; a file's data model
     facts: StorageFacts
 
     def slabs(self, path: str, var: Variable) -> Iterator[np.ndarray]:
@@ -65,7 +66,10 @@ class StoreSource(DumpSource):
         self.reader = open_reader(store, pure_zarr=pure_zarr, xarray=xarray)
         self.dataset = self.reader.dataset
         mode = "nczarr" if self.reader.nczarr else "zarr"
-        self.kind = f"{mode} {self.reader.flavor}"
+        self.layout = f"{mode} {self.reader.flavor}"
+        # netcdf-c's nc_inq_format answers NC_FORMAT_NETCDF4 for NCZarr and pure Zarr alike: ncdump 4.9.0 -k
+        # prints this word for a store, and netCDF4-python on netcdf-c 4.10.1 says data_model NETCDF4
+        self.kind = "netCDF-4"
         self.facts = StorageFacts(nczarr=True, hidden=self._hidden(),
                                   no_fill={k for k, info in self.reader.arrays.items()
                                            if info.zarray.get("fill_value") is None})
@@ -117,6 +121,7 @@ class NetcdfFileSource(DumpSource):
         self.nc = netcdf4.open_nc(path)
         self.dataset = netcdf4.read(path, data=False)
         self.kind = NC_KINDS.get(self.nc.data_model, self.nc.data_model)
+        self.layout = str(self.nc.data_model)
         hidden = []
         for name, quoted in (("_NCProperties", True), ("_SuperblockVersion", False), ("_IsNetcdf4", False)):
             try:

@@ -112,7 +112,8 @@ def body(text: bytes) -> list[bytes]:
 
 FLAGS = {
     "rich": [[], ["-h"], ["-c"], ["-v", "time,g1/w"], ["-v", "/g1/g2/deep", "-g", "g2"], ["-g", "g1"], ["-t"],
-             ["-p", "4,9"], ["-p", "9,17"], ["-p", ",17"], ["-v", "be_float,strings", "-l", "50"]],
+             ["-p", "4,9"], ["-p", "9,17"], ["-p", ",17"], ["-v", "be_float,strings", "-l", "50"],
+             ["-w", "-L", "1", "-Xp", "-c"], ["-L0", "-w", "-h"]],
     "edge": [[], ["-h"], ["-c"], ["-t"], ["-i"], ["-t", "-v", "time_bnds,g/x,/g/shadow,sub dir/time"],
              ["-g", "/g/sub dir"], ["-p", "3,5"], ["-p", "12"], ["-l", "40"]],
 }
@@ -185,15 +186,17 @@ def test_specials_of_a_netcdf_c_store(tmp_path, capsysbinary):
     assert f"\t\tv:_ChunkSizes = {', '.join(map(str, chunks))} ;" in lines
     assert [ln for ln in lines if ":_Shuffle" in ln or ":_DeflateLevel" in ln] == \
         ['\t\tv:_Shuffle = "true" ;', "\t\tv:_DeflateLevel = 4 ;"]
-    # netcdf-c 4.10 writes the 4.10 layout (flavors.py): -k names the mode and that flavor
-    assert ours(capsysbinary, "-k", url) == b"nczarr nczarr-4.10\n"
+    # netcdf-c 4.10 writes the 4.10 layout (flavors.py): -K names the mode and that flavor
+    assert ours(capsysbinary, "-K", url) == b"nczarr nczarr-4.10\n"
 
 
 def test_pure_zarr_kind(tmp_path, capsysbinary):
     zarr = require_module("zarr")
     root = zarr.open_group(str(tmp_path / "z.zarr"), mode="w", zarr_format=2)
     root.create_array("a", shape=(3,), dtype="i4")[:] = [1, 2, 3]
-    assert ours(capsysbinary, "-k", f"file://{tmp_path}/z.zarr#mode=zarr,file") == b"zarr zarr\n"
+    url = f"file://{tmp_path}/z.zarr#mode=zarr,file"
+    assert ours(capsysbinary, "-K", url) == b"zarr zarr\n"
+    assert ours(capsysbinary, "-k", url) == ncdump("-k", url) == b"netCDF-4\n"  # ncdump's one word
 
 
 @pytest.mark.parametrize("args,words", [(["-v", "nope"], ["nope", "no such variable"]),
@@ -412,3 +415,58 @@ def test_t_takes_only_the_bounds_attribute_as_naming_a_time_variable(tmp_path, c
     assert b" flag = 3, 4 ;" in expected and b" T = 5, 6 ;" in expected  # numbers, not dates
     assert body(ours(capsysbinary, "-t", str(store))) == body(expected)
     assert ours(capsysbinary, "-t", str(nc)) == expected
+
+
+def write_filters_nc(path: Path) -> None:
+    """Every filter ncdump -F spells: fletcher32 with shuffle and deflate, deflate alone, shuffle of 8 bytes."""
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
+        nc.createDimension("x", 6)
+        for name, dtype, opts in (("all", "i4", {"zlib": True, "shuffle": True, "fletcher32": True, "complevel": 3}),
+                                  ("deflate", "i2", {"zlib": True, "shuffle": False, "complevel": 1}),
+                                  ("wide", "f8", {"zlib": True, "shuffle": True, "complevel": 4}),
+                                  ("plain", "u1", {})):
+            nc.createVariable(name, dtype, ("x",), **opts)[:] = np.arange(6)
+
+
+@pytest.fixture(scope="module")
+def filters_nc(tmp_path_factory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("filters")
+    nc, store = base / "filters.nc", base / "filters.file"
+    write_filters_nc(nc)
+    converted = run("nc2nczarr", str(nc), str(store))
+    assert converted.returncode == 0, converted.stderr
+    return nc, store
+
+
+@pytest.mark.parametrize("flags", [["-s", "-F"], ["-s", "-h", "-F"], ["-F"], ["-s", "-F", "-w", "-L", "2", "-Xp"]],
+                         ids=" ".join)
+def test_filter_attribute_of_a_netcdf_file_is_ncdumps(filters_nc, sources, capsysbinary, flags):
+    nc, _ = filters_nc
+    assert ours(capsysbinary, *flags, str(nc)) == ncdump(*flags, str(nc))
+    rich, _ = sources["rich"]
+    assert ours(capsysbinary, *flags, str(rich)) == ncdump(*flags, str(rich))
+
+
+def test_filter_attribute_of_a_store_is_ncdumps_of_its_source(filters_nc, capsysbinary):
+    """-F on the store: each variable's _Filter (and no _Shuffle, _DeflateLevel, _Fletcher32) as ncdump -F
+    prints it for the source file; _Codecs stays (NCZarr's own)."""
+    nc, store = filters_nc
+    theirs = ncdump("-s", "-h", "-F", str(nc))
+    got = ours(capsysbinary, "-s", "-h", "-F", str(store))
+    for var in ("all", "deflate", "wide", "plain"):
+        expected = [ln for ln in _special_lines(theirs, var) if ":_Filter" in ln]
+        assert [ln for ln in _special_lines(got, var) if ":_Filter" in ln] == expected
+        assert not [ln for ln in _special_lines(got, var) if ":_Shuffle" in ln or ":_Deflate" in ln
+                    or ":_Fletcher32" in ln]
+    assert b'all:_Filter = "3|2,4|1,3"' in theirs  # the three filters are really there to compare
+
+
+def test_kind_of_a_store_is_ncdumps_one_word(filters_nc, capsysbinary):
+    """ncdump 4.9.0 -k on an NCZarr store prints netCDF-4 (netcdf-c's nc_inq_format), one word as for a file."""
+    nc, store = filters_nc
+    url = f"file://{store}#mode=nczarr,file"
+    assert ours(capsysbinary, "-k", str(store)) == ours(capsysbinary, "-k", url) == ncdump("-k", url)
+    assert ours(capsysbinary, "-k", str(nc)) == ncdump("-k", str(nc)) == b"netCDF-4\n"
+    assert ours(capsysbinary, "-K", str(store)) == b"nczarr nczarr-4.10\n"

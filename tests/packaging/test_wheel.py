@@ -77,6 +77,18 @@ def test_the_wheel_holds_the_license(wheel: Path) -> None:
     assert "License-File: LICENSE" in metadata.splitlines()
 
 
+def test_the_wheel_metadata_has_classifiers_and_project_urls(wheel: Path) -> None:
+    """What PyPI shows beside the name: the Python versions, the audience and typing (Classifier) and where
+    the docs, source and issues are (Project-URL)."""
+    with zipfile.ZipFile(wheel) as whl:
+        meta = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = whl.read(meta).decode("utf-8").splitlines()
+    classifiers = [line.removeprefix("Classifier: ") for line in lines if line.startswith("Classifier: ")]
+    urls = dict(line.removeprefix("Project-URL: ").split(", ", 1) for line in lines if line.startswith("Project-URL: "))
+    assert {"Programming Language :: Python :: 3.11", "Typing :: Typed"} <= set(classifiers)
+    assert {"Documentation", "Source", "Issues"} <= set(urls) and all(u.startswith("https://") for u in urls.values())
+
+
 def test_installed_package_is_the_wheel_not_the_checkout(installed: Path, tmp_path: Path) -> None:
     where = _run(installed, "python", "-c", "import nczarr_conformance as m; print(m.__file__)", cwd=tmp_path)
     assert where.returncode == 0, where.stderr

@@ -56,7 +56,7 @@ def test_dump_cdl_and_kind(rich):
     assert cdl.returncode == 0, cdl.stderr
     assert "netcdf rich {" in cdl.stdout and "group: sub {" in cdl.stdout
     assert "\tint big(y, x) ;" in cdl.stdout
-    kind = run("-k", str(rich), module="dump")
+    kind = run("-K", str(rich), module="dump")
     assert kind.returncode == 0 and kind.stdout == "zarr zarr-v3\n", kind
 
 

@@ -110,7 +110,7 @@ def test_draft_values_equal_netcdf4_python(tmp_path):
 
 def test_flavor_is_draft_in_dump_and_check(tmp_path):
     draft = write_store(tmp_path / "draft.zarr", sample())
-    kind = _cli("dump", "-k", str(draft))
+    kind = _cli("dump", "-K", str(draft))
     assert kind.returncode == 0, kind.stderr
     assert kind.stdout.split()[-1] == DRAFT_FLAVOR
     with open_store(str(draft)) as store:
@@ -295,7 +295,7 @@ def test_written_draft_reads_back_equal(tmp_path, out):
     done = _cli("convert", str(source), str(tmp_path / "v2.zarr"))
     assert done.returncode == 0, done.stderr
     assert _model(target) == _model(tmp_path / "v2.zarr")
-    kind = _cli("dump", "-k", str(target))
+    kind = _cli("dump", "-K", str(target))
     assert kind.stdout.split()[-1] == DRAFT_FLAVOR, kind
 
 

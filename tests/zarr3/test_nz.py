@@ -192,7 +192,7 @@ def test_invalid_documents_are_invalid_for_both(written: Path, theirs: Callable[
 
 # ---- 1. detect and read ---------------------------------------------------------------------------------------
 def test_dump_k_says_nz(written: Path) -> None:
-    done = cli("dump", "-k", str(written))
+    done = cli("dump", "-K", str(written))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "zarr nz\n"
 
@@ -326,7 +326,7 @@ def test_api_write_flavor_nz(tmp_path: Path) -> None:
     assert "outside its core set" in lines[1]  # the model's string variable
     root = json.loads((out / "zarr.json").read_text())
     assert root["attributes"]["conventions"].split()[0] == "NZ-1.0"
-    assert cli("dump", "-k", str(out)).stdout == "zarr nz\n"
+    assert cli("dump", "-K", str(out)).stdout == "zarr nz\n"
 
 
 # ---- 4. what NZ cannot hold --------------------------------------------------------------------------------------
@@ -457,7 +457,7 @@ def test_a_plain_v3_store_is_not_nz(source: Path, tmp_path: Path) -> None:
     report = _check(out)
     assert report["flavor"] == "zarr-v3"
     assert [f for f in report["findings"] if f["rule"].startswith("NCZ-NZ-")] == []
-    assert cli("dump", "-k", str(out)).stdout == "zarr zarr-v3\n"
+    assert cli("dump", "-K", str(out)).stdout == "zarr zarr-v3\n"
 
 
 def make_cf_source(path: Path, *, station_names: bool = False) -> Path:
