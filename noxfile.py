@@ -6,13 +6,20 @@
 
 nox finds ``python3.11`` / ``python3.13`` on PATH; with pyenv, put the version's bin directory first
 (``PATH=$(pyenv root)/versions/3.13.0/bin:$PATH``). scripts/test (so CI) runs the 3.13 session on the cells it
-names, after the 3.11 suite and the mutation gates; docs/testing.md says which cells and why.
+names, alongside the 3.11 suite; docs/testing.md says which cells and why. The venvs are kept in ~/.cache/nczarr-nox
+(``NCZ_NOX_DIR``), never inside the checkout.
 """
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import nox
 
 nox.options.default_venv_backend = "venv"  # the interpreter's own venv and pip: nothing else to install
+# The session venvs (about 900 MB each) live outside the checkout, beside the other peer caches of scripts/test, so a
+# clone stays small, `git clean` keeps them and a fresh clone reuses them: $NCZ_NOX_DIR, else ~/.cache/nczarr-nox.
+nox.options.envdir = os.environ.get("NCZ_NOX_DIR") or str(Path.home() / ".cache" / "nczarr-nox")
 nox.options.sessions = ["tests-3.11", "tests-3.13"]
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 from tests.conftest import REPO, require_module
 
@@ -48,3 +50,19 @@ def test_the_313_skip_list_names_what_exists():
     for expression in expressions:
         wanted = re.findall(r"\btest_\w+", expression)
         assert wanted and set(wanted) <= names, expression
+
+
+def test_the_nox_venvs_live_outside_the_checkout(tmp_path):
+    """A session's venv is about 900 MB: nox's default (.nox/ in the checkout) made every clone that big."""
+    require_module("nox")
+    probe = ("import nox, runpy, sys; runpy.run_path(sys.argv[1]); print(nox.options.envdir)")
+    env = {k: v for k, v in os.environ.items() if k != "NCZ_NOX_DIR"}
+    default = subprocess.run([sys.executable, "-c", probe, str(REPO / "noxfile.py")], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert default.returncode == 0, default.stderr
+    envdir = Path(default.stdout.strip())
+    assert envdir.is_absolute() and not envdir.resolve().is_relative_to(REPO.resolve()), envdir
+    assert envdir == Path.home() / ".cache" / "nczarr-nox"
+    moved = subprocess.run([sys.executable, "-c", probe, str(REPO / "noxfile.py")], cwd=REPO,
+                           env={**env, "NCZ_NOX_DIR": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    assert moved.stdout.strip() == str(tmp_path), moved.stderr

@@ -58,9 +58,15 @@ def _stores(tmp_path) -> list[str]:
     return [*urls, str(tmp_path / "not-a-store"), str(tmp_path / "missing")]
 
 
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> list[str]:
+    """The stores of _stores, written once for the module: the readers only read them."""
+    return _stores(tmp_path_factory.mktemp("served"))
+
+
 @pytest.mark.parametrize("peer_id", SERVED)
-def test_a_configured_worker_answers_every_store_as_its_one_shot_reader(tmp_path, peer_id):
-    stores = _stores(tmp_path)
+def test_a_configured_worker_answers_every_store_as_its_one_shot_reader(written, peer_id):
+    stores = written
     one_shot, served = _configured(peer_id, serve=False), _configured(peer_id, serve=True)
     try:
         failed = unsteady = 0
@@ -82,8 +88,8 @@ def test_a_configured_worker_answers_every_store_as_its_one_shot_reader(tmp_path
         served.close()
 
 
-def test_a_killed_zarrita_worker_is_replaced_and_the_next_read_is_right(tmp_path):
-    stores = _stores(tmp_path)[:3]
+def test_a_killed_zarrita_worker_is_replaced_and_the_next_read_is_right(written):
+    stores = written[:3]
     one_shot, served = _zarrita(serve=False), _zarrita(serve=True)
     try:
         assert _outcome(served, stores[0]) == _outcome(one_shot, stores[0])

@@ -420,6 +420,19 @@ def many_arrays(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     return store, contents(fixed)
 
 
+@pytest.fixture(scope="module")
+def many_arrays_zipped(many_arrays, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
+    """many_arrays' store zipped, and the fixed zip's contents from a run nobody interrupted (one fix for the
+    module, not one per zip case: each case copies the zip)."""
+    template, _ = many_arrays
+    root = tmp_path_factory.mktemp("many-zip")
+    store = _zip_of(template, root / "n.zip")
+    (root / "f").mkdir()
+    fixed_zip = Path(shutil.copy(store, root / "f" / "n.zip"))  # the same name: a zip's top is its stem
+    assert run(str(fixed_zip), "--no-backup").returncode == 0
+    return store, contents(fixed_zip)
+
+
 def _moment(store: Path, name: str) -> Callable[[], bool]:
     """Whether the run reached a moment, seen from outside: ``change`` anything beside the store or in
     its first array (what today's in-place writes touch first), ``backup`` the backup in place."""
@@ -473,21 +486,16 @@ def _zip_of(store: Path, dest: Path) -> Path:
     ("zip", "backup", 0.0, signal.SIGKILL),
     ("zip", "backup", 0.0, signal.SIGINT),
 ])
-def test_a_signal_during_an_in_place_fix_leaves_the_old_store_or_the_fixed_one(many_arrays, tmp_path, kind, moment,
+def test_a_signal_during_an_in_place_fix_leaves_the_old_store_or_the_fixed_one(request, tmp_path, kind, moment,
                                                                                delay, sig):
     """#20 item 9: never ``..zarray.*.partial`` files inside the store, never half the edits; the next
     fix removes what a killed one left beside the store and finishes the job."""
-    template, fixed = many_arrays
-    store = tmp_path / "n.file"
-    shutil.copytree(template, store)
+    template, fixed = request.getfixturevalue("many_arrays_zipped" if kind == "zip" else "many_arrays")
+    store = tmp_path / template.name
     if kind == "zip":  # the same store zipped; the fixed zip from a run nobody interrupted
-        store = _zip_of(store, tmp_path / "n.zip")
-        shutil.rmtree(tmp_path / "n.file")
-        (tmp_path / "f").mkdir()
-        fixed_zip = Path(shutil.copy(store, tmp_path / "f" / "n.zip"))
-        assert run(str(fixed_zip), "--no-backup").returncode == 0
-        fixed = contents(fixed_zip)
-        shutil.rmtree(tmp_path / "f")
+        shutil.copy(template, store)
+    else:
+        shutil.copytree(template, store)
     before = contents(store)
     proc = start("nczarr_conformance.cli.fix", str(store))
     if _wait(_moment(store, moment), proc):

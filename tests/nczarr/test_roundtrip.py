@@ -25,6 +25,7 @@ def write_then_read(model: Dataset, kind: str, tmp_path, flavor: str = "nczarr-4
         return read_dataset(store)
 
 
+@pytest.mark.smoke  # the smoke run's case for this store kind (docs/testing.md)
 @pytest.mark.parametrize("kind", ["memory", "file", "zip"])
 def test_identity(small, kind, tmp_path):
     assert diff(small, write_then_read(small, kind, tmp_path), ignore=CONTIGUOUS) == []

@@ -111,6 +111,7 @@ def cli(tool: str, *args: str, env: dict[str, str] | None = None) -> subprocess.
 
 # ---- plain HTTP ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.smoke  # the smoke run's case for this store kind (docs/testing.md)
 @pytest.mark.parametrize("name", ["rich.file", "plain.file"])
 def test_an_http_url_reads_the_source_file_s_dataset(web, rich_nc, name):
     """Not S3 by netcdf-c's rule (no s3 mode, not an AWS/Google host): one GET a key, no credentials asked for."""
@@ -240,6 +241,7 @@ def buckets(moto_server, rich_nc):
     return names
 
 
+@pytest.mark.smoke  # the smoke run's case for this store kind (docs/testing.md)
 @pytest.mark.s3
 @pytest.mark.parametrize("spelling", ["#mode=nczarr,s3&aws.profile=no", "#mode=nczarr,s3&aws.profile=none",
                                       "#anon", "options"])
@@ -314,6 +316,7 @@ def test_signed_storage_options_name_the_endpoint_and_refuse_unknown_keys(bucket
     assert diff(read_source(str(rich_nc)), got, ignore=CONTIGUOUS) == []
 
 
+@pytest.mark.smoke  # the smoke run's case for this store kind (docs/testing.md)
 def test_gs_and_az_urls_reach_obstore_with_their_options():
     """No GCS or Azure emulator runs here (reports/remote-stores.md): what is checked is that the URL and the
     options reach the library's store, whose own checks answer (a bad option is one line, exit 2)."""
@@ -419,6 +422,7 @@ def azurite(tmp_path_factory, rich_nc):
         proc.wait(timeout=10)
 
 
+@pytest.mark.smoke  # the smoke run's case for this store kind (docs/testing.md)
 def test_a_public_azure_container_reads_unsigned(azurite, rich_nc):
     with ncz.open("az://pub/ds", storage_options={"use_emulator": True, "anon": True}) as ds:
         values = ds["v_f8"][...]

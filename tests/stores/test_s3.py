@@ -42,6 +42,7 @@ class TestS3Store(StoreContract):
         assert boto3.client("s3").list_objects_v2(Bucket=self.bucket).get("KeyCount", 0) == 0
 
 
+@pytest.mark.smoke  # the smoke run's case for this store kind (docs/testing.md)
 def test_rich_dataset_to_s3_and_back(rich_nc, s3_bucket, tmp_path):
     url = f"s3://{s3_bucket}/data/rich#mode=nczarr,s3"
     result = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", str(rich_nc), url],
