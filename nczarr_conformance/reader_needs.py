@@ -70,6 +70,8 @@ class Source:
     subgroup_dimensions: bool = False
     #: a _FillValue of a type JSON does not give back (a byte, short, float variable's)
     typed_fill_values: bool = False
+    #: a float32 attribute a 64-bit reader of its JSON gets otherwise (0.1), or a float32 scale_factor/add_offset
+    float32_attributes: bool = False
 
 
 #: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
@@ -213,9 +215,10 @@ register(Reader("netcdf-c-4.9", "netcdf-c 4.9.0 (Debian's ncdump)", (
          lay.source.unused_dimensions or lay.source.subgroup_dimensions),
          "loses dimensions no variable uses and reads a sub-group's dimensions as the root's: it reads every layout "
          "but its own as pure Zarr", None, None, EVIDENCE, fatal=False),
-    Need("c490-zarr-types", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.typed_attributes,
-         "reads attribute types as their JSON suggests: pure Zarr keeps no netCDF types", {"flavor": "nczarr-4.10"},
-         None, EVIDENCE, fatal=False),
+    Need("c490-zarr-types", lambda lay: lay.zarr_format == 2 and lay.flavor != "nczarr-2-upper"
+         and lay.typed_attributes,
+         "reads attribute types as their JSON suggests: it reads every layout but its own as pure Zarr", None, None,
+         EVIDENCE, fatal=False),
     Need("c490-zip", lambda lay: lay.zip, "cannot open the store: Debian's netcdf-c 4.9.0 is built without libzip",
          _DIRECTORY, "NCZ-INTEROP-ZIP-LIBZIP", EVIDENCE),
     Need("c490-codec", lambda lay: lay.zarr_format == 2 and bool(lay.codecs),
@@ -277,6 +280,10 @@ register(Reader("xarray", "xarray (open_zarr, one group)", (*_zarr_python_needs(
     Need("xarray-nan-attributes", lambda lay: lay.zarr_format == 2 and lay.source.nan_attributes,
          "reads a NaN or infinite float attribute as the text \"NaN\"/\"Infinity\" (JSON has no such number)", None,
          "NCZ-INTEROP-XARRAY-NANATTR", EVIDENCE, fatal=False),
+    Need("xarray-float-attributes", lambda lay: lay.source.float32_attributes,
+         "reads 32-bit float attributes as 64-bit (their JSON number), so packed variables decode to float64 and "
+         "the attribute values differ past float32's precision", None, "NCZ-INTEROP-XARRAY-FLOATATTR", EVIDENCE,
+         fatal=False),
     Need("xarray-nczarr-scalar", lambda lay: lay.zarr_format == 2 and lay.nczarr and lay.scalars,
          "reads scalar variables as 1-element arrays along a dimension _scalar_ (NCZarr's shape-[1] scalar)",
          {"flavor": "zarr"}, "NCZ-INTEROP-XARRAY-SCALAR", EVIDENCE, fatal=False),

@@ -58,12 +58,14 @@ def _write_source(path: Path, kind: str) -> None:
             nc.createDimension("n", 3)
             c = nc.createVariable("name", "S1", ("x", "n"))
             c[:] = netCDF4.stringtochar(np.array(["ab", "cde", "", "ghi"], "S3"))
+        elif kind == "floatattr":
+            v.tenth = np.float32(0.1)  # a float32 attribute: a JSON number, 64-bit to xarray
         elif kind == "shortattr":
             v.valid_min = np.int16(0)  # a short: pure Zarr's JSON gives back an int
         elif kind == "unuseddim":
             nc.createDimension("spare", 5)  # no variable uses it
         elif kind == "nanattr":
-            v.missing = np.float32("nan")
+            v.missing = np.float64("nan")  # a double: a float32 one is xarray-float-attributes too
         elif kind == "ints":
             level = nc.createVariable("level", "i4", ("x",))  # no _FillValue: netCDF's default fill is the fill
             level[:] = [1, 2, 3, -2147483647]
@@ -133,6 +135,7 @@ RECIPES: dict[str, Recipe] = {
     "c410-zarr-dims": Recipe("unuseddim", {"flavor": "zarr"}),
     "ours-zarr-dims": Recipe("unuseddim", {"flavor": "zarr"}),
     "c490-zarr-dims": Recipe("unuseddim", {"flavor": "zarr", "compression": "none"}),
+    "xarray-float-attributes": Recipe("floatattr", {"default_fill": "null"}),
     "ours-zarr-types": Recipe("groups", {"flavor": "zarr"}),
 }
 
@@ -157,7 +160,7 @@ def _sources(tmp: Path) -> dict[str, Path]:
     out = {}
     for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr",
                  "bigendian", "stringattr", "ints", "charrow",
-                 "nanattr", "unuseddim", "shortattr"):
+                 "nanattr", "unuseddim", "shortattr", "floatattr"):
         out[kind] = tmp / f"{kind}.nc"
         _write_source(out[kind], kind)
     return out

@@ -519,3 +519,18 @@ def xarray_nan_attr(ctx: CheckContext) -> Iterator[Finding]:
             if str(types.get(name, ""))[1:2] == "f" and any(v in ("NaN", "Infinity", "-Infinity") for v in values):
                 yield get("NCZ-INTEROP-XARRAY-NANATTR").finding(
                     keys.join(node, ".zattrs"), f"xarray reads float attribute {name!r} as text: {value!r}")
+
+
+
+@rule("NCZ-INTEROP-XARRAY-FLOATATTR", Severity.WARNING, source="xarray open_zarr; tests/check/test_interop.py")
+def xarray_float_attr(ctx: CheckContext) -> Iterator[Finding]:
+    """A 32-bit float attribute (NCZarr's <f4 type) is a JSON number: xarray reads it as a 64-bit float, so a packed
+    variable's scale_factor makes its data float64 where xarray's netCDF4 engine gives float32."""
+    if not ctx.nczarr:
+        return
+    for node in sorted({*ctx.groups, *ctx.arrays}):
+        types = ctx.attr_types_of(node) or {}
+        for name, kind in sorted(types.items()):
+            if kind in ("<f4", ">f4"):
+                yield get("NCZ-INTEROP-XARRAY-FLOATATTR").finding(
+                    keys.join(node, ".zattrs"), f"xarray reads float attribute {name!r} as a 64-bit float")

@@ -131,8 +131,8 @@ def _unlike_attributes(first: dict[str, Any], second: dict[str, Any]) -> list[st
 def xarray_decoded_differences(url: str, source: str, undefined: frozenset[str] = frozenset()) -> list[str]:
     """What ``xarray.open_zarr(store)`` decodes differently from ``xarray.open_dataset(source)`` (netCDF4 engine,
     xarray's defaults both: masking, scaling, times, char): the store as an xarray user sees it, against that
-    user's view of the source file. Dimensions, dtype kind, values (NaN matching NaN) and attributes of every
-    variable of the root group; ``undefined``: variables whose values are not compared (NOFILL: what no one
+    user's view of the source file. The root group's attributes; dimensions, dtype kind, values (NaN matching NaN)
+    and attributes of every variable of the root group; ``undefined``: variables whose values are not compared (NOFILL: what no one
     wrote is undefined)."""
     import xarray as xr
 
@@ -142,6 +142,9 @@ def xarray_decoded_differences(url: str, source: str, undefined: frozenset[str] 
     theirs = xr.open_dataset(source, engine="netcdf4")
     out: list[str] = []
     try:
+        unlike = _unlike_attributes(dict(mine.attrs), dict(theirs.attrs))
+        if unlike:
+            out.append(f"xarray: global attributes {', '.join(unlike)} differ from the netCDF4 engine's")
         for name in sorted(map(str, set(theirs.variables) | set(mine.variables))):
             if name not in mine.variables or name not in theirs.variables:
                 out.append(f"xarray: {name}: only in {'the source' if name in theirs.variables else 'the store'}")

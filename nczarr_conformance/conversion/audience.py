@@ -32,7 +32,7 @@ def source_traits(dataset: Dataset) -> Source:
     compressors: set[str] = set()
     types: set[str] = set()
     names: set[str] = set()
-    unlimited = big = unfilled = unfilled_chars = nan = typed_fill = False
+    unlimited = big = unfilled = unfilled_chars = nan = typed_fill = float32_loss = False
     used: set[str] = set()
     defined: set[str] = set()
     subdims = False
@@ -42,6 +42,7 @@ def source_traits(dataset: Dataset) -> Source:
         subdims |= gkey != "/" and bool(group.dimensions)
         types.update(a.type for a in group.attributes.values())
         nan |= any(_not_finite(a) for a in group.attributes.values())
+        float32_loss |= any(a.type == "float" and _inexact_in_json(a) for a in group.attributes.values())
         for var in group.variables.values():
             char |= var.type == "char"
             strings |= var.type == "string"
@@ -53,6 +54,8 @@ def source_traits(dataset: Dataset) -> Source:
             types.update(a.type for n, a in var.attributes.items() if n != "_FillValue")
             names.update(n for n in var.attributes if n != "_FillValue")
             nan |= any(_not_finite(a) for n, a in var.attributes.items() if n != "_FillValue")
+            float32_loss |= any(a.type == "float" and (n in ("scale_factor", "add_offset") or _inexact_in_json(a))
+                                for n, a in var.attributes.items() if n != "_FillValue")
             used.update(var.dimensions)
             fill = var.attributes.get("_FillValue")
             typed_fill |= fill is not None and fill.type not in reader_needs.JSON_TYPES
@@ -63,7 +66,8 @@ def source_traits(dataset: Dataset) -> Source:
                   filters=frozenset(filters), compressors=frozenset(compressors), attribute_types=frozenset(types),
                   variable_attributes=frozenset(names), chunks_over_shape=over, unlimited=unlimited,
                   big_endian=big, unfilled_numbers=unfilled, unfilled_chars=unfilled_chars, nan_attributes=nan,
-                  unused_dimensions=bool(defined - used), subgroup_dimensions=subdims, typed_fill_values=typed_fill)
+                  unused_dimensions=bool(defined - used), subgroup_dimensions=subdims, typed_fill_values=typed_fill,
+                  float32_attributes=float32_loss)
 
 
 def _not_finite(attr: Attribute) -> bool:
@@ -71,6 +75,12 @@ def _not_finite(attr: Attribute) -> bool:
     if attr.type not in ("float", "double"):
         return False
     return not bool(np.all(np.isfinite(np.asarray(attr.value, dtype="f8"))))
+
+
+def _inexact_in_json(attr: Attribute) -> bool:
+    """A float32 attribute whose JSON number (float32's shortest text) reads back as another 64-bit value."""
+    values = np.asarray(attr.value, dtype="f4").ravel()
+    return any(bool(np.isfinite(v)) and float(str(v)) != float(v) for v in values)
 
 
 def takes_default_fill(var: Variable) -> bool:

@@ -691,7 +691,7 @@ def test_every_interop_rule_has_a_test_here():
                "NCZ-INTEROP-U1CHAR-ZARR", "NCZ-INTEROP-GDAL-CHARNUL", "NCZ-INTEROP-TS-CHAR",
                "NCZ-INTEROP-GDAL-INT64ATTR", "NCZ-INTEROP-C490-BYTEORDER", "NCZ-INTEROP-C490-STRATTR",
                "NCZ-INTEROP-XARRAY-FILL", "NCZ-INTEROP-XARRAY-SCALAR", "NCZ-INTEROP-XARRAY-STRINGS",
-               "NCZ-INTEROP-XARRAY-NANATTR"}
+               "NCZ-INTEROP-XARRAY-NANATTR", "NCZ-INTEROP-XARRAY-FLOATATTR"}
     assert {rid for rid in RULES if rid.startswith("NCZ-INTEROP-")} == covered
 
 
@@ -977,3 +977,23 @@ def test_xarray_nanattr(tmp_path):
     fired, said = _xarray_case(tmp_path, "finite", lambda nc: (_nan_attr(nc), nc["v"].setncattr("missing",
                                                                                                   np.float32(2.5))))
     assert "NCZ-INTEROP-XARRAY-NANATTR" not in fired and said == []
+
+
+
+FLOAT32_TENTH = np.float32(0.1)
+
+
+def _packed(nc, scale=FLOAT32_TENTH) -> None:
+    nc.createDimension("x", 2)
+    v = nc.createVariable("v", "i2", ("x",), fill_value=np.int16(-1))
+    v.scale_factor = scale
+    v[:] = [1.0, 2.0]
+
+
+def test_xarray_floatattr(tmp_path):
+    """A float32 scale_factor: xarray's zarr decoding gives float64 data; a double one float64 as netCDF4's engine."""
+    fired, said = _xarray_case(tmp_path, "packed", _packed)
+    assert "NCZ-INTEROP-XARRAY-FLOATATTR" in fired
+    assert "xarray: v: dtype float64 != float32 (netCDF4 engine)" in said, said
+    fired, said = _xarray_case(tmp_path, "packed64", lambda nc: _packed(nc, np.float64(0.1)))
+    assert "NCZ-INTEROP-XARRAY-FLOATATTR" not in fired and said == []

@@ -27,7 +27,7 @@ OURS = ("ours", "ours-nczarr-2", "ours-nczarr-2-upper", "ours-zarr", "ours-zarr-
 #: predictions about xarray's default decoding (masking, NCZarr scalars): the matrix reads xarray raw
 #: (decode_cf=False), so its cells cannot show them; tests/test_reader_needs.py holds them to xarray's decoding
 DECODED_ONLY = frozenset({"NCZ-INTEROP-XARRAY-FILL", "NCZ-INTEROP-XARRAY-SCALAR", "NCZ-INTEROP-XARRAY-STRINGS",
-                          "NCZ-INTEROP-XARRAY-NANATTR"})
+                          "NCZ-INTEROP-XARRAY-NANATTR", "NCZ-INTEROP-XARRAY-FLOATATTR"})
 
 
 def _cells() -> list[dict[str, object]]:
