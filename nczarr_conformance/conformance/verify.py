@@ -132,8 +132,8 @@ def xarray_decoded_differences(url: str, source: str, undefined: frozenset[str] 
     """What ``xarray.open_zarr(store)`` decodes differently from ``xarray.open_dataset(source)`` (netCDF4 engine,
     xarray's defaults both: masking, scaling, times, char): the store as an xarray user sees it, against that
     user's view of the source file. The root group's attributes; dimensions, dtype kind, values (NaN matching NaN)
-    and attributes of every variable of the root group; ``undefined``: variables whose values are not compared (NOFILL: what no one
-    wrote is undefined)."""
+    and attributes of every variable of the root group; ``undefined``: variables whose values are not compared
+    (NOFILL: what no one wrote is undefined)."""
     import xarray as xr
 
     from nczarr_conformance.peers.implementations import zarr_store
