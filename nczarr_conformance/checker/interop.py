@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 from nczarr_conformance import keys
 from nczarr_conformance.checker.chunks import chunk_objects
@@ -14,6 +15,12 @@ from nczarr_conformance.checker.context import CheckContext, parse_array
 from nczarr_conformance.checker.metadata import _refs
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
 from nczarr_conformance.stores.zip import ZipStore
+
+
+def _node_attributes(ctx: CheckContext) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(node, its .zattrs) of every group and array, in key order."""
+    for node in sorted({*ctx.groups, *ctx.arrays}):
+        yield node, ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
 
 
 def _dtype(ctx: CheckContext, akey: str) -> str:
@@ -96,8 +103,7 @@ def c410_json_char(ctx: CheckContext) -> Iterator[Finding]:
     """netcdf-c 4.10.1 reads a char attribute stored as a JSON number or boolean (App. D case 3) as one character."""
     if not ctx.nczarr:
         return
-    for node in sorted({*ctx.groups, *ctx.arrays}):
-        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+    for node, zattrs in _node_attributes(ctx):
         types = ctx.attr_types_of(node) or {}
         for name, value in zattrs.items():
             if types.get(name) == ">S1" and isinstance(value, (int, float, bool)):
@@ -160,8 +166,7 @@ def c410_reserved(ctx: CheckContext) -> Iterator[Finding]:
     It hides only the four keys of its own layouts (_nczarr_group, _nczarr_array, _nczarr_attr,
     _nczarr_superblock); compliance-checker then flags the name ("should begin with a letter").
     """
-    for node in sorted({*ctx.groups, *ctx.arrays}):
-        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+    for node, zattrs in _node_attributes(ctx):
         shown = [n for n in zattrs if n.lower().startswith("_nczarr") and n not in C410_HIDDEN_RESERVED]
         if shown:
             yield get("NCZ-INTEROP-C410-RESERVED").finding(
@@ -413,8 +418,7 @@ EXACT_IN_DOUBLE = 2**53
 @rule("NCZ-INTEROP-GDAL-INT64ATTR", Severity.WARNING, source="GDAL 3.6 Zarr driver; tests/check/test_interop.py")
 def gdal_int64_attr(ctx: CheckContext) -> Iterator[Finding]:
     """GDAL 3.6 reads integer attributes as doubles: a value past 2**53 comes back rounded."""
-    for node in sorted({*ctx.groups, *ctx.arrays}):
-        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+    for node, zattrs in _node_attributes(ctx):
         for name, value in zattrs.items():
             values = value if isinstance(value, list) else [value]
             if any(isinstance(v, int) and not isinstance(v, bool) and abs(v) > EXACT_IN_DOUBLE for v in values):
@@ -442,8 +446,7 @@ def c490_string_attr(ctx: CheckContext) -> Iterator[Finding]:
     argument")."""
     if ctx.nczarr:
         return
-    for node in sorted({*ctx.groups, *ctx.arrays}):
-        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+    for node, zattrs in _node_attributes(ctx):
         for name, value in zattrs.items():
             if name != "_ARRAY_DIMENSIONS" and isinstance(value, list) and value and \
                     all(isinstance(v, str) for v in value):
@@ -511,8 +514,7 @@ def xarray_nan_attr(ctx: CheckContext) -> Iterator[Finding]:
     number): xarray (and zarr-python) give the text back, not the float; netCDF readers read the float."""
     if not ctx.nczarr:
         return
-    for node in sorted({*ctx.groups, *ctx.arrays}):
-        zattrs = ctx.arrays[node].zattrs if node in ctx.arrays else ctx.groups[node].zattrs
+    for node, zattrs in _node_attributes(ctx):
         types = ctx.attr_types_of(node) or {}
         for name, value in zattrs.items():
             values = value if isinstance(value, list) else [value]

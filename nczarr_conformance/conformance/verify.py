@@ -166,55 +166,58 @@ def xarray_decoded_differences(url: str, source: str, undefined: frozenset[str] 
     return out
 
 
+def _readings(url: str, ids: list[str]) -> Iterator[tuple[str, Peer, Dataset] | Verdict]:
+    """Each reader of ``ids`` reads ``url``: (id, peer, what it read), or the verdict that ends it there (not here,
+    or its own failure); the peers are closed after the last."""
+    with readers(ids) as found, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rid, peer in found.items():
+            reason = peer.available() if peer is not None else "not a reader of this installation"
+            if peer is None or reason:
+                yield Verdict(rid, "absent", reason or "")
+                continue
+            try:
+                seen = peer.read(url)
+            except Exception as exc:  # the reader's own failure is the verdict
+                yield Verdict(rid, "fails", _said(exc, url))
+                continue
+            yield rid, peer, seen
+
+
 def verify(url: str, intended: Dataset, ids: list[str], source: str | None = None) -> list[Verdict]:
     """Each reader of ``ids`` reads ``url``; compared with ``intended`` (netCDF4-python's reading of the source).
 
     With the ``source`` file, ``xarray`` is also held to what a user of it sees: ``open_zarr`` with xarray's
     default decoding against ``open_dataset(source)`` (xarray_decoded_differences)."""
     out: list[Verdict] = []
-    with readers(ids) as found, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for rid, peer in found.items():
-            if peer is None or peer.available():
-                out.append(Verdict(rid, "absent", peer.available() or "" if peer is not None else
-                                   "not a reader of this installation"))
-                continue
+    for reading in _readings(url, ids):
+        if isinstance(reading, Verdict):
+            out.append(reading)
+            continue
+        rid, peer, seen = reading
+        diffs = differences(intended, seen, peer)
+        if rid == "xarray" and source is not None:
             try:
-                seen = peer.read(url)
-            except Exception as exc:  # the reader's own failure is the verdict
-                out.append(Verdict(rid, "fails", _said(exc, url)))
+                nofill = frozenset(n for n, v in intended.root.variables.items() if v.no_fill)
+                diffs += xarray_decoded_differences(url, source, nofill)
+            except Exception as exc:  # xarray's decoding failed: that is what the user meets
+                out.append(Verdict(rid, "fails", f"decoding as xarray does: {_said(exc, url)}"))
                 continue
-            diffs = differences(intended, seen, peer)
-            if rid == "xarray" and source is not None:
-                try:
-                    nofill = frozenset(n for n, v in intended.root.variables.items() if v.no_fill)
-                    diffs += xarray_decoded_differences(url, source, nofill)
-                except Exception as exc:  # xarray's decoding failed: that is what the user meets
-                    out.append(Verdict(rid, "fails", f"decoding as xarray does: {_said(exc, url)}"))
-                    continue
-            out.append(Verdict(rid, "differs" if diffs else "equal",
-                               "; ".join(diffs[:MAX_SAID]) + (f" (and {len(diffs) - MAX_SAID} more)"
-                                                              if len(diffs) > MAX_SAID else "")))
+        out.append(Verdict(rid, "differs" if diffs else "equal",
+                           "; ".join(diffs[:MAX_SAID]) + (f" (and {len(diffs) - MAX_SAID} more)"
+                                                          if len(diffs) > MAX_SAID else "")))
     return out
 
 
 def can_open(url: str, ids: list[str]) -> list[Verdict]:
     """``nczarr-check --readers``: does each reader open the store and read its arrays (no source to compare)."""
     out: list[Verdict] = []
-    with readers(ids) as found, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for rid, peer in found.items():
-            if peer is None or peer.available():
-                out.append(Verdict(rid, "absent", peer.available() or "" if peer is not None else
-                                   "not a reader of this installation"))
-                continue
-            try:
-                seen = peer.read(url)
-            except Exception as exc:  # the reader's own failure is the verdict
-                out.append(Verdict(rid, "fails", _said(exc, url)))
-                continue
-            count = sum(len(g.variables) for _, g in seen.root.walk())
-            out.append(Verdict(rid, "opens", f"{count} arrays read"))
+    for reading in _readings(url, ids):
+        if isinstance(reading, Verdict):
+            out.append(reading)
+            continue
+        rid, _, seen = reading
+        out.append(Verdict(rid, "opens", f"{sum(len(g.variables) for _, g in seen.root.walk())} arrays read"))
     return out
 
 
