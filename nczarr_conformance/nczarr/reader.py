@@ -173,7 +173,7 @@ class ArrayInfo:
         if raw is None:
             return None
         try:
-            decoded = self.pipeline.decode(raw, self.chunk_nbytes)
+            decoded = self.pipeline.decode_buffer(raw, self.chunk_nbytes)
         except InflateError as exc:
             if self.zshape or exc.head is None:
                 raise FormatError(f"{ckey}: chunk {exc}") from exc

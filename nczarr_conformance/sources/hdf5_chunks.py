@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from nczarr_conformance import codecs
 from nczarr_conformance.errors import FormatError, StoreError
 from nczarr_conformance.nczarr.writer import NOT_STORED, ArrayPlan
 from nczarr_conformance.sources import hdf5_types
@@ -182,8 +183,16 @@ INFLATE_INPUT = 64 * 1024
 
 def _inflated_size(payload: bytes, expected: int) -> tuple[int, bool]:
     """(bytes the zlib stream inflates to, at most ``expected`` + one piece; whether it ended, its Adler-32
-    checked). zlib.error where the stream is damaged."""
-    inflate = zlib.decompressobj()
+    checked). zlib.error where the stream is damaged: a stream the fast inflater (codecs.inflate_module)
+    refuses is inflated again by zlib, whose verdict and message stand."""
+    try:
+        return _inflated_size_by(codecs.inflate_module, payload, expected)
+    except codecs.inflater_error():
+        return _inflated_size_by(zlib, payload, expected)
+
+
+def _inflated_size_by(module: Any, payload: bytes, expected: int) -> tuple[int, bool]:
+    inflate = module.decompressobj()
     view, at, size = memoryview(payload), 0, 0
     rest: bytes | memoryview = b""
     while not inflate.eof and size <= expected:
