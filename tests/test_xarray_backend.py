@@ -29,7 +29,7 @@ from tests.real_files import REAL, REAL_IDS, UNDEFINED
 from tests.test_corpus import STORES as CORPUS_STORES
 
 xr = require_module("xarray")
-from nczarr_conformance.access.xarray_backend import NCZarrBackendEntrypoint  # noqa: E402  (needs xarray)
+from nczarr_conformance.access.xarray_backend import NCZarrArray, NCZarrBackendEntrypoint  # noqa: E402  (needs xarray)
 
 ENGINE = NCZarrBackendEntrypoint
 #: Encoding keys that describe storage; compared wherever the netCDF file itself is chunked.
@@ -228,6 +228,48 @@ def test_selection_fetches_only_touched_chunks(chunked, tmp_path, monkeypatch, n
     assert np.isnan(ds.v[9, 5].values)  # the masked fill, through xarray's CF decoding
     assert spy.chunks("/v/") == ["/v/4.1"]
     ds.close()
+
+
+def test_dask_chunks_follow_the_store_chunks(chunked, tmp_path):
+    """``chunks={}``: one dask chunk per stored chunk, the chunk shapes netCDF4-python reads from the source."""
+    import netCDF4
+
+    out = str(tmp_path / "c.file")
+    convert(str(chunked), out)
+    with netCDF4.Dataset(chunked) as nc:
+        expected = {"v": tuple(nc["v"].chunking())}
+    with xr.open_dataset(out, engine=ENGINE, chunks={}) as ds:
+        assert ds.v.data.chunksize == expected["v"] == (2, 3)
+        assert ds.v.data.numblocks == (5, 2)
+        np.testing.assert_array_equal(ds.v[:8].values, np.arange(48).reshape(8, 6))
+
+
+def test_load_async_reads_the_variables_at_once(tmp_path, monkeypatch):
+    """``await ds.load_async()``: every variable's read runs at the same time (async_getitem on threads)."""
+    import asyncio
+    import threading
+
+    import netCDF4
+
+    src = tmp_path / "four.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("x", 8)
+        for i in range(4):
+            nc.createVariable(f"v{i}", "i4", ("x",))[:] = np.arange(8) * (i + 1)
+    out = str(tmp_path / "four.file")
+    convert(str(src), out)
+    barrier = threading.Barrier(4, timeout=30)  # passes only when four reads are in flight together
+    original = NCZarrArray._read
+
+    def read(self: Any, key: Any) -> Any:
+        barrier.wait()
+        return original(self, key)
+
+    monkeypatch.setattr(NCZarrArray, "_read", read)
+    with xr.open_dataset(out, engine=ENGINE) as ds:
+        loaded = asyncio.run(ds.load_async())
+        for i in range(4):
+            np.testing.assert_array_equal(loaded[f"v{i}"].values, np.arange(8) * (i + 1))
 
 
 def test_selection_through_an_s3_url(chunked, s3_bucket, monkeypatch):

@@ -32,6 +32,7 @@ imports our reader (numcodecs and all) only when it is asked to open something.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
@@ -79,6 +80,11 @@ class NCZarrArray(BackendArray):
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
+
+    async def async_getitem(self, key: indexing.ExplicitIndexer) -> Any:
+        """``__getitem__`` on a thread of its own: ``await ds.load_async()`` reads every variable at once
+        (each read decodes its chunks on threads too, and inflate, our reads' main cost, frees the GIL)."""
+        return await asyncio.to_thread(self.__getitem__, key)
 
     def _read(self, key: tuple[Any, ...]) -> np.ndarray:
         if self.variable is not None:
