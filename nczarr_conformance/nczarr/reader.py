@@ -23,6 +23,7 @@ import base64
 import itertools
 import math
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -114,6 +115,28 @@ def run_each(work: Callable[[_T], None], items: Iterable[_T], threads: int) -> N
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+class ReadScope:
+    """What the chunks of one read request share, dropped when the request ends: the index of each v3
+    shard the request touches, read once however many of its inner chunks the request reads, on
+    whichever thread comes first (the others wait for it). Per request, not per dataset, so a shard
+    rewritten between two reads is indexed afresh by the second."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def once(self, key: str, load: Callable[[], _T]) -> _T:
+        """``load()`` the first time ``key`` is asked for in this request; its value ever after."""
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._values:
+                self._values[key] = load()
+            value: _T = self._values[key]
+            return value
+
+
 #: numpy's limit on array dimensions (netcdf-c allows 1024: such a variable is refused, not misread).
 MAX_NDIM = 64
 
@@ -156,7 +179,8 @@ class ArrayInfo:
         bound = self.pipeline.max_encoded(self.chunk_nbytes)
         return bound if self.zshape else max(bound, OVERLONG_SCALAR_BYTES)
 
-    def load_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int) -> np.ndarray | None:
+    def load_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int,
+                   scope: ReadScope | None = None) -> np.ndarray | None:
         """One decoded chunk in C order of the chunk shape, or None when it was never written.
 
         The stored object is read with the most bytes an honest encoding of the declared
@@ -278,10 +302,11 @@ class ChunkReader:
         self.max_bytes = limits.max_in_memory_bytes() if max_bytes is None else max_bytes
 
     # ---- data ------------------------------------------------------------------------------
-    def read_chunk(self, info: ArrayInfo, index: tuple[int, ...]) -> np.ndarray | None:
+    def read_chunk(self, info: ArrayInfo, index: tuple[int, ...], scope: ReadScope | None = None) -> np.ndarray | None:
         """One decoded chunk in C order of the chunk shape, or None when it was never written
-        (:meth:`ArrayInfo.load_chunk`: each format reads its own chunks)."""
-        return info.load_chunk(self.store, index, self.max_bytes)
+        (:meth:`ArrayInfo.load_chunk`: each format reads its own chunks); ``scope``: what one request
+        shares among its chunks (:class:`ReadScope`)."""
+        return info.load_chunk(self.store, index, self.max_bytes, scope)
 
     def _storage_selection(self, info: ArrayInfo, selection: tuple[slice, ...]) -> tuple[slice, ...]:
         zshape = info.zshape or (1,)
@@ -311,12 +336,13 @@ class ChunkReader:
                 lo, hi = max(s.start, i * c), min(s.stop, (i + 1) * c)
                 src.append(slice(lo - i * c, hi - i * c))
                 dst.append(slice(lo - s.start, hi - s.start))
-            block = self.read_chunk(info, index if info.zshape else ())
+            block = self.read_chunk(info, index if info.zshape else (), scope)
             if block is None:
                 out[tuple(dst)] = info.fill
             else:
                 out[tuple(dst)] = block[tuple(src)]
 
+        scope = ReadScope()
         run_each(place, itertools.product(*ranges), read_threads(self.store))
         return out
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.nczarr.reader import ChunkReader, read_threads, run_each
+from nczarr_conformance.nczarr.reader import ChunkReader, ReadScope, read_threads, run_each
 
 __all__ = ["normalize", "read_selection"]
 
@@ -127,12 +127,13 @@ def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
 
         def place(parts: tuple[tuple[int, Place, Place], ...]) -> None:
             """One chunk's share of the output (each chunk is read once); the fill value where unwritten."""
-            block = reader.read_chunk(info, tuple(p[0] for p in parts))
+            block = reader.read_chunk(info, tuple(p[0] for p in parts), scope)
             if block is None:
                 out[_place(parts, 1, out.shape)] = info.fill
             else:
                 out[_place(parts, 1, out.shape)] = block[_place(parts, 2, block.shape)]
 
+        scope = ReadScope()
         run_each(place, itertools.product(*per_dim), read_threads(reader.store))
     dropped = tuple(i for i, a in enumerate(axes) if isinstance(a, int))
     return reader._to_model_values(out.squeeze(axis=dropped) if dropped else out, info)

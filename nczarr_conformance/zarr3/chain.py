@@ -14,6 +14,7 @@ than ``bytes`` and ``crc32c``, codecs numcodecs lacks.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ from nczarr_conformance.codecs import build as build_numcodec
 from nczarr_conformance.errors import FormatError, UnsupportedError
 from nczarr_conformance.stores.base import Store
 from nczarr_conformance.zarr3.metadata import DataType, int_tuple
+
+#: ``once(key, load)``: ``load()``'s value, computed once per key within one read request (ReadScope.once)
+Once = Callable[[str, Callable[[], Any]], Any]
 
 ARRAY_TO_BYTES = frozenset({"bytes", "vlen-utf8", "vlen-bytes", "sharding_indexed"})
 ARRAY_TO_ARRAY = frozenset({"transpose"})
@@ -266,25 +270,23 @@ class Sharding:
         """The most bytes an honest shard takes: every inner chunk at its bound, and the index."""
         return math.prod(self.per_shard) * self.inner.max_encoded() + self.index_nbytes
 
-    def read_inner(self, store: Store, shard_key: str, position: Sequence[int]) -> bytes | None:
-        """The stored bytes of one inner chunk (None: absent), read by byte range."""
-        return self.inner_from(lambda start, length: store.get_range(shard_key, start, length), shard_key, position)
+    def read_inner(self, store: Store, shard_key: str, position: Sequence[int],
+                   once: Once | None = None) -> bytes | None:
+        """The stored bytes of one inner chunk (None: absent), read by byte range. ``once(key, load)``
+        (a request's :class:`~nczarr_conformance.nczarr.reader.ReadScope`) keeps each shard's index read
+        once per request however many of its inner chunks the request reads (one GET, not one per chunk)."""
+        return self.inner_from(lambda start, length: store.get_range(shard_key, start, length), shard_key, position,
+                               once)
 
     def inner_from(self, fetch: Callable[[int, int], tuple[bytes, int] | None], shard_key: str,
-                   position: Sequence[int]) -> bytes | None:
+                   position: Sequence[int], once: Once | None = None) -> bytes | None:
         """One inner chunk's stored bytes, ``fetch(start, length)`` giving (bytes, shard size) of a range."""
-        size = self.index_nbytes
-        if size > limits.max_in_memory_bytes():
-            raise limits.LimitError(f"{shard_key}: a shard of {list(self.per_shard)} inner chunks has a {size}-byte "
-                                    f"index; refusing to hold more than {limits.max_in_memory_bytes()} "
-                                    "(NCZARR_MAX_IN_MEMORY)")
-        got = fetch(0 if self.index_at_start else -size, size)
-        if got is None:
+        load = functools.partial(self._read_index, fetch, shard_key)
+        found = load() if once is None else once(f"shard index {shard_key}", load)
+        if found is None:
             return None
-        raw, total = got
-        if total < size or len(raw) != size:
-            raise FormatError(f"{shard_key}: shard of {total} bytes is shorter than its {size}-byte index")
-        table = self._index(raw, shard_key)
+        table, total = found
+        size = self.index_nbytes
         offset, length = (int(v) for v in table[tuple(position)])
         if offset == MAX_UINT64 and length == MAX_UINT64:
             return None
@@ -300,6 +302,22 @@ class Sharding:
         if got is None or len(got[0]) != length:
             raise FormatError(f"{shard_key}: inner chunk {list(position)} cut short")
         return got[0]
+
+    def _read_index(self, fetch: Callable[[int, int], tuple[bytes, int] | None],
+                    shard_key: str) -> tuple[np.ndarray, int] | None:
+        """A shard's decoded index and the shard's size (None: no shard), its size checked first."""
+        size = self.index_nbytes
+        if size > limits.max_in_memory_bytes():
+            raise limits.LimitError(f"{shard_key}: a shard of {list(self.per_shard)} inner chunks has a {size}-byte "
+                                    f"index; refusing to hold more than {limits.max_in_memory_bytes()} "
+                                    "(NCZARR_MAX_IN_MEMORY)")
+        got = fetch(0 if self.index_at_start else -size, size)
+        if got is None:
+            return None
+        raw, total = got
+        if total < size or len(raw) != size:
+            raise FormatError(f"{shard_key}: shard of {total} bytes is shorter than its {size}-byte index")
+        return self._index(raw, shard_key), total
 
     def decode_index(self, raw: bytes, where: str) -> np.ndarray:
         """The index table (``per_shard`` + (2,): offset, length) of a shard's index bytes, checksum verified."""

@@ -49,6 +49,7 @@ from nczarr_conformance.nczarr.reader import (
     ArrayInfo,
     ChunkReader,
     DatasetReader,
+    ReadScope,
     dim_placeholder,
 )
 from nczarr_conformance.stores.base import Store, slice_range
@@ -97,7 +98,8 @@ class V3ArrayInfo(ArrayInfo):
         """The most bytes one stored chunk (a whole shard, when sharded) may hold."""
         return self.chain.max_encoded() if self.chain is not None else limits.max_in_memory_bytes()
 
-    def load_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int) -> np.ndarray | None:
+    def load_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int,
+                   scope: ReadScope | None = None) -> np.ndarray | None:
         if self.unavailable is not None or self.chain is None:
             raise UnsupportedError(self.unavailable or f"{self.key}: no codec chain")
         nbytes = self.chunk_nbytes
@@ -118,7 +120,7 @@ class V3ArrayInfo(ArrayInfo):
                 raw = None if data is None else sharding.inner_from(
                     lambda start, length: (slice_range(data, start, length), len(data)), ckey, position)
             else:
-                raw = sharding.read_inner(store, ckey, position)
+                raw = sharding.read_inner(store, ckey, position, None if scope is None else scope.once)
             chain = sharding.inner
         if raw is None:
             return None

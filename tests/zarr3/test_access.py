@@ -156,3 +156,26 @@ def test_xarray_engine_reads_zarr_python_blosc_arrays(tmp_path):
         assert ours[shuffle].encoding["chunksizes"] == theirs.chunks
     _assert_blosc_encoding_is_the_stores(ours, store, V3_BLOSC_SHUFFLE)
     ours.close()
+
+
+def test_a_request_reads_each_shard_index_once(rich, monkeypatch):
+    """[3:9, 2:7] of ``sh`` (inner chunks 2x3, shards 4x6, index at the shard's end) touches 12 inner chunks in
+    6 shards: 6 index reads (one ranged read each, from the end), not 12; a second request reads them anew."""
+    from nczarr_conformance.stores.base import Store
+
+    theirs = zarr.open_array(str(rich / "sh"), mode="r")
+    index_reads: list[str] = []
+    original = Store.get_range
+
+    def get_range(store: Store, key: str, start: int, length: int):  # type: ignore[no-untyped-def]
+        if start < 0:
+            index_reads.append(key)
+        return original(store, key, start, length)
+
+    monkeypatch.setattr(Store, "get_range", get_range)
+    with nczarr_conformance.open(str(rich)) as ds:
+        np.testing.assert_array_equal(ds["sh"][3:9, 2:7], theirs[3:9, 2:7])
+        assert sorted(index_reads) == [f"/sh/c/{i}/{j}" for i in range(3) for j in range(2)]
+        index_reads.clear()
+        np.testing.assert_array_equal(ds["sh"][3:9, 2:7], theirs[3:9, 2:7])
+        assert len(index_reads) == 6
