@@ -44,6 +44,7 @@ class Web:
         self.faults: dict[str, int] = {}  # regular expression on the path -> status to answer
         self.s3_words = False  # answer a fault as S3 does (an XML <Error> body, an x-amz-request-id header)
         self.sizeless = ""  # "chunked" or "close": a file's body without Content-Length, framed that way
+        self.soft404 = False  # answer a missing file with 200 and an HTML page, as some servers and CDNs do
         self.log: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self._lock = threading.Lock()
         web = self
@@ -71,6 +72,15 @@ class Web:
                     self.send_error(status)
                     return None
                 path = Path(self.translate_path(self.path))
+                if web.soft404 and not path.exists():
+                    page = b"<!DOCTYPE html>\n<html><body><h1>Welcome</h1></body></html>\n"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    if self.command == "GET":
+                        self.wfile.write(page)
+                    return None
                 if web.sizeless and path.is_file():
                     self._send_sizeless(path.read_bytes())
                     return None
@@ -127,6 +137,7 @@ def web(served):
     served.log.clear()
     served.s3_words = False
     served.sizeless = ""
+    served.soft404 = False
     return served
 
 
@@ -215,6 +226,39 @@ def test_a_server_that_sends_no_content_length_is_read_within_the_declared_bound
     monkeypatch.setenv("NCZARR_MAX_METADATA", "64")
     with pytest.raises(LimitError, match=r"rich\.file/\.z\w+: more bytes, more than the 64-byte limit"):
         ncz.open(f"{web.url}/rich.file")
+
+
+def test_a_soft_404_server_reads_pure_zarr_and_names_a_needed_object_it_lacks(web, served, rich_nc, tmp_path):
+    """A server answering 200 and an HTML page for a missing key broke every pure-Zarr read at the optional
+    /.zmetadata probe ("not valid JSON"): a page where an object was probed for is absent; a needed one is
+    one line naming its key and the page."""
+    web.soft404 = True
+    pure = served.root / "pure.file"
+    if not pure.exists():
+        ncz.convert(str(rich_nc), str(pure), flavor="zarr", consolidate=False)
+    assert not (pure / ".zmetadata").exists()
+    local, remote = str(pure), f"{web.url}/pure.file"
+    want, got = cli("dump", "-h", local), cli("dump", "-h", remote)  # -h: a missing chunk's page is no fill
+    assert (got.returncode, got.stderr) == (0, ""), got.stderr
+    assert got.stdout.replace(remote, local) == want.stdout
+    assert web.gets(r"/pure\.file/\.zmetadata$")  # probed, and the page read as absent
+    damaged = served.root / "damaged.file"
+    shutil.rmtree(damaged, ignore_errors=True)
+    shutil.copytree(served.root / "plain.file", damaged)
+    (damaged / "v_f8" / ".zarray").unlink()
+    line = _one_line(cli("dump", f"{web.url}/damaged.file"))
+    assert line.endswith("/v_f8/.zarray: an HTML page, not JSON (a web server answering 200 for a missing "
+                         "object?) (listed in its group)"), line
+
+
+def test_a_zmetadata_that_is_not_json_is_read_around_with_a_warning(tmp_path, served, rich_nc):
+    """/.zmetadata only summarises the objects: one that is not JSON is a warning, the objects are read."""
+    store = tmp_path / "rich.file"
+    shutil.copytree(served.root / "rich.file", store)
+    (store / ".zmetadata").write_bytes(b"garbage")
+    with pytest.warns(UserWarning, match=r"^/\.zmetadata: not valid JSON .*; read as absent"):
+        got = open_dataset(str(store))
+    assert diff(read_source(str(rich_nc)), got, ignore=CONTIGUOUS) == []
 
 
 @pytest.mark.parametrize("name", ["rich.file", "plain.file"])
