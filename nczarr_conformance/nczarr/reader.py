@@ -508,6 +508,7 @@ class DatasetReader(ChunkReader):
                 types = piece.get("types", {}) or {}
                 if not isinstance(types, dict):
                     raise FormatError(f"{keys.join(node, '.zattrs')}: _nczarr_attr types must be an object")
+        attr_codec.refuse_empty_names(zattrs, keys.join(node, ".zattrs"))
         out: dict[str, Attribute] = {}
         for name, value in zattrs.items():
             if is_internal_attribute(name) or types.get(name) == "|J0":
