@@ -753,3 +753,24 @@ def test_a_stalled_read_times_out_at_the_storage_option_and_a_bad_one_is_refused
     for bad in ("soon", 0, -1):
         with pytest.raises(UsageError, match=f"timeout must be a positive number of seconds, not {bad!r}"):
             ncz.open(f"{stall.url}/ds", storage_options={"timeout": bad})
+
+
+@pytest.mark.parametrize("command", ["check", "convert"])
+def test_sigint_ends_nczarr_check_and_nc2nczarr_waiting_on_a_stalled_server(stall, rich_nc, tmp_path, command):
+    """Beyond nczarr-dump: nczarr-check reading a stalled HTTP store, and nc2nczarr writing to S3 at a stalled
+    endpoint (opening a store for writing is a critical section: its listing held Ctrl-C for botocore's
+    timeouts and retries, minutes). Both end at once: exit 130, docs/guarantees.md's one line."""
+    tool = {"check": "nczarr-check", "convert": "nc2nczarr"}[command]
+    args = [f"{stall.url}/ds"] if command == "check" else [str(rich_nc), "s3://bucket/out.file"]
+    env = {**os.environ, "AWS_ENDPOINT_URL": stall.url, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+           "AWS_REGION": "us-east-1"}
+    proc = subprocess.Popen([sys.executable, "-m", f"nczarr_conformance.cli.{command}", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert stall.asked.wait(60), "the command never sent its request"
+        proc.send_signal(2)
+        _, err = proc.communicate(timeout=20)  # a bound for the failure only: the stall lasts for minutes
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, err) == (130, f"{tool}: interrupted\n")
