@@ -251,7 +251,7 @@ class RemoteStore(Store):
         seconds, source = self._timeout
         deadline = time.monotonic() + seconds
         try:
-            with urllib.request.urlopen(url, timeout=seconds) as response:  # noqa: S310 (an http(s) URL: _http's)
+            with urllib.request.urlopen(url, timeout=seconds) as response:  # an http(s) URL: the http kind only
                 body = bytearray()
                 while piece := response.read(PIECE if limit is None else min(PIECE, limit + 1)):
                     body += piece
