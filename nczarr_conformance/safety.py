@@ -657,7 +657,7 @@ def raise_if_interrupted() -> None:
 def interruptible() -> Iterator[None]:
     """Inside a :func:`critical` block, a stretch a signal may end after all (the main thread only).
 
-    Opening a store for writing is critical (its temporary must never be left unowned), but an S3
+    Opening a store for writing is critical (its temporary must not be left unowned), but an S3
     writer first lists the prefix and reads a marker: nothing is owned yet, and a stalled endpoint held
     Ctrl-C for botocore's timeouts and retries (minutes). A signal recorded meanwhile is raised on entry.
     """

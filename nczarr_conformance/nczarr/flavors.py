@@ -52,7 +52,7 @@ SOFT_404 = "an HTML page, not JSON (a web server answering 200 for a missing obj
 
 
 def looks_like_html(raw: bytes) -> bool:
-    """Whether ``raw`` is a web page: JSON never starts with ``<``, a page always does (after blanks or a BOM)."""
+    """Whether ``raw`` is a web page: JSON cannot start with ``<``, a page does (after blanks or a BOM)."""
     return raw[:512].lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"<"
 
 

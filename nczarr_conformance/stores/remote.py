@@ -16,7 +16,7 @@ Our rules stay on top of the library, as on every store (stores/base.py):
 * a missing object (404) is ``None``: fill for a chunk, "no dataset" for the root;
 * a web server that declares no size (no ``Content-Length``: a chunked or close-delimited body,
   which obstore refuses) is read with the standard library's client instead, streamed and refused
-  as soon as the body passes the caller's declared-size bound, under the same timeout;
+  as soon as the body passes the caller's declared-size bound, under the store's timeout;
 * 3 attempts a request (obstore's backoff with jitter on 5xx, dropped connections and
   timeouts) and a 5 s connect timeout, as S3Store reads, 5 min for a whole request (body
   included) unless the user sets another bound: ``storage_options={"timeout": seconds}`` or
