@@ -654,6 +654,26 @@ def raise_if_interrupted() -> None:
 
 
 @contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside a :func:`critical` block, a stretch a signal may end after all (the main thread only).
+
+    Opening a store for writing is critical (its temporary must not be left unowned), but an S3
+    writer first lists the prefix and reads a marker: nothing is owned yet, and a stalled endpoint held
+    Ctrl-C for botocore's timeouts and retries (minutes). A signal recorded meanwhile is raised on entry.
+    """
+    global _defer
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held, _defer = _defer, 0
+    try:
+        raise_if_interrupted()
+        yield
+    finally:
+        _defer = held
+
+
+@contextmanager
 def critical() -> Iterator[None]:
     """A signal during the block is recorded, not raised (the main thread runs handlers)."""
     global _defer

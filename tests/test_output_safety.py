@@ -155,7 +155,11 @@ def test_append_never_writes_through_a_planted_partial_file(tmp_path):
     victim.write_text("keep")
     for name in ("1.0", "1.1", "0.0"):
         (store / "v" / f"{name}.partial").symlink_to(victim)
-    assert cli("--append", "time", str(make_nc(tmp_path / "b.nc", 5, 6)), str(store)).returncode == 0
+    done = cli("--append", "time", str(make_nc(tmp_path / "b.nc", 5, 6)), str(store))
+    # issue 39: a symbolic link inside the store is refused before anything is written (the aside tree it
+    # would be copied into is then free of links), naming the first one
+    assert (done.returncode, done.stderr) == (2, f"nc2nczarr: {store}/v/0.0.partial: 0.0.partial is a symbolic "
+                                                 "link; objects must be regular files inside the store\n")
     assert victim.read_text() == "keep"
 
 

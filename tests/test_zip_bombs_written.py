@@ -106,3 +106,20 @@ def test_fix_in_place_refuses_a_bombed_chunk_member_and_leaves_the_zip(tmp_path:
     before = archive.read_bytes()
     assert_refused(run_bounded("zip bomb", "fix", str(archive), "--no-backup"), 2, "member n/b/0", "-byte limit")
     assert archive.read_bytes() == before
+
+
+def test_append_to_a_zarr_v3_zip_refuses_a_bombed_chunk_member_and_leaves_the_zip(tmp_path: Path) -> None:
+    """A v3 zip is rewritten by the same member copy (entries at the top of the zip, as zarr-python reads them):
+    each member is read within what its array declares, as for v2."""
+    archive = tmp_path / "a.zip"
+    done = run_bounded("write", "convert", "--quiet", "--zarr-format", "3", str(_netcdf(tmp_path / "a.nc", [0, 1])),
+                       str(archive))
+    assert done.rc == 0, done.stderr
+    with zipfile.ZipFile(archive) as zf:
+        chunk = next(n for n in zf.namelist() if n.startswith("v/c/"))
+    _with_bomb(archive, chunk)
+    before = archive.read_bytes()
+    more = _netcdf(tmp_path / "b.nc", [2, 3])
+    assert_refused(run_bounded("zip bomb", "convert", "--append", "time", str(more), str(archive)), 2,
+                   f"member {chunk}", "-byte limit")
+    assert archive.read_bytes() == before

@@ -78,3 +78,12 @@ def attr_ghost(ctx: CheckContext) -> Iterator[Finding]:
         if ghosts:
             yield get("NCZ-ATTR-GHOST").finding(keys.join(node, ".zattrs"),
                                                 f"types given for absent attributes {', '.join(map(repr, ghosts))}")
+
+
+@rule("NCZ-ATTR-NAME-EMPTY", Severity.ERROR,
+      source="netCDF names (netcdf-c NC_check_name: NC_EBADNAME); netcdf-c 4.9.0 ncdump: Attribute not found")
+def attr_name_empty(ctx: CheckContext) -> Iterator[Finding]:
+    """No attribute is named "": netCDF has no empty name, CDL cannot spell one, ncdump and our reader refuse it."""
+    for node, zattrs, _ in _attribute_sets(ctx):
+        if "" in zattrs:
+            yield get("NCZ-ATTR-NAME-EMPTY").finding(keys.join(node, ".zattrs"), attr_codec.EMPTY_NAME)

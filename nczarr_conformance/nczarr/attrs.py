@@ -123,6 +123,19 @@ def encode(attr: Attribute, *, json_convention: bool = True, mode: str | None = 
     return (values[0] if len(values) == 1 else values), attr_type_string(attr.type)
 
 
+#: Why an attribute named "" is refused: netCDF has no such name (netcdf-c's NC_check_name answers NC_EBADNAME,
+#: so nothing netCDF writes holds one), netcdf-c 4.9.0's ncdump stops at it ("NetCDF: Attribute not found") and
+#: CDL has no spelling for it (``temp: = 1 ;`` is no CDL). A FormatError rather than a skipped attribute: a
+#: reader that dropped it would read the dataset as something it is not, without saying so.
+EMPTY_NAME = "an attribute with an empty name: netCDF names are never empty (netcdf-c: NC_EBADNAME)"
+
+
+def refuse_empty_names(names: Any, where: str) -> None:
+    """Raise FormatError (one line naming ``where``, the object) when an attribute name is ""."""
+    if "" in names:
+        raise FormatError(f"{where}: {EMPTY_NAME}")
+
+
 def decode(value: Any, type_text: Any) -> Attribute:
     """An attribute from its JSON value and optional dtype (Appendix D read cases)."""
     nctype = parse_attr_type(type_text) if type_text is not None else _infer(value)

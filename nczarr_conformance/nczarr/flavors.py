@@ -20,7 +20,7 @@ from typing import Any
 
 from nczarr_conformance import keys
 from nczarr_conformance.errors import FormatError, NoDatasetError
-from nczarr_conformance.limits import check_json_depth
+from nczarr_conformance.limits import LimitError, check_json_depth
 from nczarr_conformance.nczarr import lenient_json
 from nczarr_conformance.stores.base import Store
 
@@ -46,21 +46,55 @@ def load_json(raw: bytes, key: str) -> Any:
         raise FormatError(f"{key}: not valid JSON ({exc})") from exc
 
 
+#: What an object holding a web page instead of JSON is called: a "soft 404" (a server answering 200 and an
+#: HTML page for a key it does not have) makes every probe of an optional object look like this.
+SOFT_404 = "an HTML page, not JSON (a web server answering 200 for a missing object?)"
+
+
+def looks_like_html(raw: bytes) -> bool:
+    """Whether ``raw`` is a web page: JSON cannot start with ``<``, a page does (after blanks or a BOM)."""
+    return raw[:512].lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"<"
+
+
 class MetadataSource:
-    """Metadata objects as JSON, from ``.zmetadata`` when present, else one GET each."""
+    """Metadata objects as JSON, from ``.zmetadata`` when present, else one GET each.
+
+    A web page where an object was probed for is read as absent (a "soft 404" server answers 200 and a
+    page for every key it lacks; the objects a reader needs then say so by name: :meth:`missing`). So is a
+    ``/.zmetadata`` that is not JSON at all, with a warning: it only summarises the objects, which are then
+    read one by one. Any other object that is not JSON stays a :class:`FormatError` naming its key. A chunk
+    is bytes, not JSON: a page served for a missing chunk cannot be told from data, and is refused by its
+    size or its codec, naming the chunk.
+    """
 
     def __init__(self, store: Store, use_consolidated: bool = True) -> None:
         self.store = store
         self.consolidated: dict[str, Any] | None = None
         self.cache: dict[str, Any] = {}
+        self.pages: set[str] = set()  # keys answered with a web page (a soft 404): absent
         if use_consolidated:
             raw = store.get("/.zmetadata")
-            if raw is not None:
-                doc = load_json(raw, "/.zmetadata")
+            if raw is not None and looks_like_html(raw):
+                self.pages.add("/.zmetadata")  # the probe of an optional object on a soft-404 server: absent
+            elif raw is not None:
+                try:
+                    doc = load_json(raw, "/.zmetadata")
+                except LimitError:
+                    raise
+                except FormatError as exc:
+                    import warnings
+
+                    warnings.warn(f"{exc}; read as absent (each object is read instead)",
+                                  UserWarning, stacklevel=2)
+                    return
                 meta = doc.get("metadata") if isinstance(doc, dict) else None
                 if not isinstance(meta, dict):
                     raise FormatError("/.zmetadata: no 'metadata' object")
                 self.consolidated = {keys.join(k): v for k, v in meta.items()}
+
+    def missing(self, key: str) -> str:
+        """How a needed object that is absent is worded: "missing", or the web page that stood in for it."""
+        return SOFT_404 if keys.join(key) in self.pages else "missing"
 
     def get(self, key: str) -> Any | None:
         key = keys.join(key)
@@ -70,6 +104,9 @@ class MetadataSource:
             value = self.consolidated.get(key)  # authoritative: one GET serves all metadata
         else:
             raw = self.store.get(key)
+            if raw is not None and looks_like_html(raw):
+                self.pages.add(key)
+                raw = None
             value = None if raw is None else load_json(raw, key)
         if value is not None and not isinstance(value, dict):
             raise FormatError(f"{key}: JSON object expected, found {type(value).__name__}")

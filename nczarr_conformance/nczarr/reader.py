@@ -461,7 +461,7 @@ class DatasetReader(ChunkReader):
         if self.meta.get(keys.join(gkey, ".zgroup")) is None:
             if gkey == "/" and self.meta.get("/.zarray") is not None:
                 raise UnsupportedError("the root is a bare Zarr array, not a group; netCDF needs a root group")
-            raise FormatError(f"{keys.join(gkey, '.zgroup')}: missing")
+            raise FormatError(f"{keys.join(gkey, '.zgroup')}: {self.meta.missing(keys.join(gkey, '.zgroup'))}")
         group = Group()
         zattrs = self.meta.get(keys.join(gkey, ".zattrs")) or {}
         if gkey == "/" and isinstance(zattrs.get("_nczarr_default_maxstrlen"), int):
@@ -534,6 +534,7 @@ class DatasetReader(ChunkReader):
                 types = piece.get("types", {}) or {}
                 if not isinstance(types, dict):
                     raise FormatError(f"{keys.join(node, '.zattrs')}: _nczarr_attr types must be an object")
+        attr_codec.refuse_empty_names(zattrs, keys.join(node, ".zattrs"))
         out: dict[str, Attribute] = {}
         for name, value in zattrs.items():
             if is_internal_attribute(name) or types.get(name) == "|J0":
@@ -549,7 +550,7 @@ class DatasetReader(ChunkReader):
         zkey = keys.join(akey, ".zarray")
         zarray = self.meta.get(zkey)
         if zarray is None:
-            raise FormatError(f"{zkey}: missing (listed in its group)")
+            raise FormatError(f"{zkey}: {self.meta.missing(zkey)} (listed in its group)")
         if zarray.get("zarr_format") != 2:
             raise UnsupportedError(f"{zkey}: zarr_format {zarray.get('zarr_format')!r}, only 2 is supported")
         zshape = _int_list(zarray.get("shape"), "shape", zkey, 0)

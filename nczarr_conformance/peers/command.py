@@ -78,6 +78,7 @@ from pathlib import Path
 from typing import Any
 
 from nczarr_conformance.errors import UsageError
+from nczarr_conformance.limits import MAX_JSON_DEPTH, json_depth
 from nczarr_conformance.model import Dataset
 from nczarr_conformance.peers.base import (
     CannotExpress,
@@ -338,6 +339,10 @@ class CommandPeer(Peer):
 
     @staticmethod
     def _model(out: bytes, detail: str) -> Dataset:
+        depth = json_depth(out)  # before json.loads recurses: Python's parser gives RecursionError past ~1000
+        if depth > MAX_JSON_DEPTH:
+            raise PeerFailed(f"reader output is JSON nested {depth} levels deep; more than {MAX_JSON_DEPTH} is "
+                             "refused (the canonical model nests far less: docs/contracts/model.md)", detail)
         try:
             doc: Any = json.loads(out)
             if not isinstance(doc, dict):

@@ -309,6 +309,7 @@ class DirectoryStore(Store):
         if not self._real.is_dir():
             raise StoreError(f"{self.target}: no such directory")
         safety.remove_leftovers(self._real)
+        _refuse_symlinks(self._real, self.target)
         self._umask = safety.umask()
         self.root = safety.make_temp_dir(self._real)
         try:
@@ -383,6 +384,21 @@ def _why(exc: OSError) -> str:
         return (f"{exc.filename or 'a path component'} is a symbolic link; "
                 "objects must be regular files inside the store")
     return exc.strerror or str(exc)
+
+
+def _refuse_symlinks(real: Path, named: Path) -> None:
+    """StoreError naming the first symbolic link inside the store (``named`` is the path as the user gave it).
+
+    Every reader here opens objects with O_NOFOLLOW and refuses a link, and a copy (``nczarr-fix --out``)
+    refuses it too; an update built aside (in-place fix, ``--to-v3``, ``--append``) copied links as links, so
+    it kept objects no reader of ours reads, or pointing out of the store. Refused before anything is written.
+    """
+    for dirpath, dirnames, filenames in os.walk(real):  # os.walk never descends into a linked directory
+        for name in sorted(dirnames + filenames):
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                raise StoreError(f"{named / os.path.relpath(path, real)}: {name} is a symbolic link; objects must "
+                                 "be regular files inside the store")
 
 
 def _link_or_copy(src: str, dst: str) -> None:

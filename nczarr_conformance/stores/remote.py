@@ -14,6 +14,9 @@ Our rules stay on top of the library, as on every store (stores/base.py):
   and refused as soon as it passes the limit, whatever the header said; a body shorter
   than declared is sent for again, as S3Store does;
 * a missing object (404) is ``None``: fill for a chunk, "no dataset" for the root;
+* a web server that declares no size (no ``Content-Length``: a chunked or close-delimited body,
+  which obstore refuses) is read with the standard library's client instead, streamed and refused
+  as soon as the body passes the caller's declared-size bound, under the store's timeout;
 * 3 attempts a request (obstore's backoff with jitter on 5xx, dropped connections and
   timeouts) and a 5 s connect timeout, as S3Store reads, 5 min for a whole request (body
   included) unless the user sets another bound: ``storage_options={"timeout": seconds}`` or
@@ -47,7 +50,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import (
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
 
 READ_ATTEMPTS = 3  # per request, the first one included (as stores/s3.py reads)
 PIECE = 1 << 20  # bytes streamed at a time: a body past its limit is refused within one piece
+_MISSING_LENGTH = "Content-Length Header missing"  # obstore's refusal of a body that declares no size
 _STATUS = re.compile(r"status code: (\d{3})([^:\n]*)")
 DEFAULT_TIMEOUT = 300.0  # seconds a whole request may take (obstore's ``timeout``): a chunk over a slow link
 TIMEOUT_ENV = "NCZARR_REMOTE_TIMEOUT"
@@ -165,6 +169,7 @@ class RemoteStore(Store):
         self.where = where
         self.kind = kind
         self._timeout = timeout
+        self._unsized = False  # a web server that sends no Content-Length: read with _get_unsized
         self._generation = Generation(where, self._head) if pin else None
 
     @classmethod
@@ -193,6 +198,8 @@ class RemoteStore(Store):
         why = ""
         for _ in range(READ_ATTEMPTS):
             try:
+                if self._unsized:
+                    return _interruptible(lambda: self._get_unsized(key, limit))
                 return _interruptible(lambda: self._get_once(key, limit))
             except FileNotFoundError:
                 if self._generation is not None:
@@ -203,6 +210,9 @@ class RemoteStore(Store):
             except NczarrError:
                 raise  # ours already (over its limit): worded
             except Exception as exc:
+                if self.kind == "http" and not self._unsized and _MISSING_LENGTH in str(exc):
+                    self._unsized = True  # the server sends none (chunked or close-delimited): every later GET too
+                    return _interruptible(lambda: self._get_unsized(key, limit))
                 raise self._fail(exc, f"get {key}") from exc
         raise StoreUnavailableError(f"{self._at(key)}: the response was cut short ({why}) on each of "
                                     f"{READ_ATTEMPTS} attempts")
@@ -224,6 +234,45 @@ class RemoteStore(Store):
         if self._generation is not None:
             self._generation.seen(key, _response(result.meta))
         return bytes(body)
+
+    def _get_unsized(self, key: str, limit: int | None) -> bytes:
+        """One GET of a web server that declares no size (obstore refuses a body without ``Content-Length``).
+
+        The standard library's client reads it piece by piece, refused as soon as it passes ``limit`` (the
+        caller's declared-size bound: there is no header to refuse it by first), and the whole request is
+        held to the store's timeout. A 404 is FileNotFoundError (absent), as obstore's is.
+        """
+        import http.client
+        import time
+        import urllib.error
+        import urllib.request
+
+        url = f"{self.where.rstrip('/')}/{quote(self._name(key))}"
+        seconds, source = self._timeout
+        deadline = time.monotonic() + seconds
+        try:
+            with urllib.request.urlopen(url, timeout=seconds) as response:  # an http(s) URL: the http kind only
+                body = bytearray()
+                while piece := response.read(PIECE if limit is None else min(PIECE, limit + 1)):
+                    body += piece
+                    if limit is not None and len(body) > limit:
+                        raise limits.too_big(self._at(key), None, limit)
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("operation timed out")
+                return bytes(body)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                raise FileNotFoundError(key) from None
+            reason = f"HTTP {exc.code} {exc.reason}".rstrip()
+            error = StoreUnavailableError if exc.code >= 500 else StoreError
+            raise error(f"{self.where}: {reason} while trying to get {key}") from None
+        except (http.client.IncompleteRead, OSError) as exc:  # URLError and TimeoutError are OSErrors
+            if isinstance(exc, TimeoutError) or "timed out" in str(exc):
+                raise StoreUnavailableError(f"{self.where}: no complete answer within {seconds:g} s ({source}) "
+                                            f"while trying to get {key}") from None
+            if isinstance(exc, urllib.error.URLError):
+                raise StoreUnavailableError(f"{self.where}: could not get {key} ({exc.reason})") from None
+            raise _CutShort(f"{type(exc).__name__}: {exc}") from None
 
     def _head(self, key: str) -> Mapping[str, Any] | None:
         import obstore

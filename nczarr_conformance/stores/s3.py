@@ -187,14 +187,15 @@ class S3Store(Store):
         ours = safety.holding(key)  # claimed already by this process (stores.lock_for_writing)
         record: Any = None
         etag = None
-        if mode == "u":  # an update needs the listing only over a dead writer's marker
-            if not ours:
-                record, etag = self._marker()
-            existing = set(self._list_prefix("/")) if etag is not None else set()
-        else:
-            existing = set(self._list_prefix("/"))
-            if safety.S3_MARKER in existing and not ours:
-                record, etag = self._marker()
+        with safety.interruptible():  # reads only, nothing claimed yet: a signal ends a stalled endpoint's wait
+            if mode == "u":  # an update needs the listing only over a dead writer's marker
+                if not ours:
+                    record, etag = self._marker()
+                existing = set(self._list_prefix("/")) if etag is not None else set()
+            else:
+                existing = set(self._list_prefix("/"))
+                if safety.S3_MARKER in existing and not ours:
+                    record, etag = self._marker()
         dead: dict[str, Any] | None = None
         orphans: list[str] = []  # a dead append's chunks outside the grid, removed once the marker is ours
         if etag is not None:

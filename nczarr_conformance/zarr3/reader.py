@@ -241,6 +241,7 @@ class V3Reader(DatasetReader):
         types = nz.attribute_types(raw) if self.nz else {}
         if self.nz:
             raw = nz.user_attributes(raw)
+        attr_codec.refuse_empty_names(raw, keys.join(node, ZARR_JSON))
         out: dict[str, Attribute] = {}
         for name, value in raw.items():
             if is_internal_attribute(name):

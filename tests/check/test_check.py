@@ -200,6 +200,7 @@ CORRUPTIONS: dict[str, tuple[str | None, Callable[[Path], None]]] = {
     "NCZ-STRING-MAXSTRLEN": ("/s/.zarray", lambda p: edit_json(
         p, "/s/.zattrs", lambda d: d.update(_nczarr_maxstrlen=7))),
     "NCZ-ATTR-TYPE": ("/.zattrs", lambda p: edit_json(p, "/.zattrs", lambda d: d.update(n="abc"))),
+    "NCZ-ATTR-NAME-EMPTY": ("/v/.zattrs", lambda p: edit_json(p, "/v/.zattrs", lambda d: d.update({"": 1}))),
     "NCZ-XARRAY-DIMS": ("/v/.zattrs", lambda p: edit_json(
         p, "/v/.zattrs", lambda d: d.update(_ARRAY_DIMENSIONS=["t"]))),
     "NCZ-CHUNK-KEY": ("/v/9.9", lambda p: (p / "v/9.9").write_bytes(b"\0" * 8)),
@@ -253,6 +254,29 @@ def test_corruption_is_caught_on_its_key(rule_id, fmt, tmp_path):
         found = {(r, k.rstrip(":")) for r, k in found}
     assert (rule_id, key) in found, result.stdout
     assert before == {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}  # never modified
+
+
+# ---- an attribute named "" (issue 39: it passed nczarr-check and nczarr-dump printed `v: = 1 ;`) ---------------
+
+def test_an_empty_attribute_name_is_refused_in_one_line_as_netcdf_c_cannot_read_it(tmp_path):
+    """netCDF has no empty name: netcdf-c 4.10.1 lists it and then cannot read it ("Attribute not found"), so
+    our reader refuses the dataset in one line naming the object rather than print CDL that has no spelling."""
+    from nczarr_conformance.access.dataset import open_dataset
+    from nczarr_conformance.errors import FormatError
+
+    path = _base(tmp_path)
+    edit_json(path, "/v/.zattrs", lambda d: d.update({"": 1}))
+    netCDF4 = require_module("netCDF4")
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file") as peer:
+        assert "" in peer["v"].ncattrs()
+        with pytest.raises(AttributeError, match="Attribute not found"):
+            peer["v"].getncattr("")
+    why = "/v/.zattrs: an attribute with an empty name: netCDF names are never empty (netcdf-c: NC_EBADNAME)"
+    with pytest.raises(FormatError, match=re.escape(why)):
+        open_dataset(str(path))
+    done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", str(path)], capture_output=True,
+                          text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"nczarr-dump: {path}: {why}\n")
 
 
 # ---- an array longer than its unlimited dimension (docs/rules.md NCZ-DIM-SIZE: "never longer") ---------------

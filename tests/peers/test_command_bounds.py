@@ -122,3 +122,15 @@ def test_stdout_past_its_cap_fails_the_cell_and_memory_stays_bounded(tmp_path, k
                 else "reader: the serve worker's reply is longer than 64 MiB")
     assert got["message"] == expected
     assert got["grown_mib"] < 100, got  # the cap's 64 MiB at most, not the endless output
+
+
+def test_a_reader_printing_deeply_nested_json_fails_its_cell_naming_the_depth(tmp_path):
+    """Python's json parser recursed into it and the cell was graded "RecursionError": now the depth is named."""
+    depth = 100_000
+    script = tmp_path / "deep.py"
+    script.write_text(f"import sys\nsys.stdout.write('[' * {depth} + ']' * {depth})\n")
+    peer = CommandPeer("deep", reader=f"{sys.executable} {script} {{path}}", timeout=60)
+    with pytest.raises(PeerFailed) as caught:
+        peer.read(str(tmp_path / "store"))
+    assert str(caught.value) == (f"reader output is JSON nested {depth} levels deep; more than 256 is refused "
+                                 "(the canonical model nests far less: docs/contracts/model.md)")

@@ -43,6 +43,8 @@ class Web:
         self.root = root
         self.faults: dict[str, int] = {}  # regular expression on the path -> status to answer
         self.s3_words = False  # answer a fault as S3 does (an XML <Error> body, an x-amz-request-id header)
+        self.sizeless = ""  # "chunked" or "close": a file's body without Content-Length, framed that way
+        self.soft404 = False  # answer a missing file with 200 and an HTML page, as some servers and CDNs do
         self.log: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self._lock = threading.Lock()
         web = self
@@ -69,7 +71,40 @@ class Web:
                 if status is not None:
                     self.send_error(status)
                     return None
+                path = Path(self.translate_path(self.path))
+                if web.soft404 and not path.exists():
+                    page = b"<!DOCTYPE html>\n<html><body><h1>Welcome</h1></body></html>\n"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    if self.command == "GET":
+                        self.wfile.write(page)
+                    return None
+                if web.sizeless and path.is_file():
+                    self._send_sizeless(path.read_bytes())
+                    return None
                 return super().send_head()
+
+            def _send_sizeless(self, body: bytes) -> None:
+                """200 and the body with no Content-Length: chunked (HTTP/1.1), or ended by closing the connection."""
+                self.send_response(200)
+                if web.sizeless == "chunked":
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                if self.command != "GET":
+                    return
+                framed = body
+                if web.sizeless == "chunked":
+                    pieces = (body[start:start + 1000] for start in range(0, len(body), 1000))
+                    framed = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+                try:
+                    self.wfile.write(framed)
+                except OSError:  # the reader refused the body part way (over its bound) and hung up
+                    self.close_connection = True
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
         self.server.daemon_threads = True
@@ -101,6 +136,8 @@ def web(served):
     served.faults.clear()
     served.log.clear()
     served.s3_words = False
+    served.sizeless = ""
+    served.soft404 = False
     return served
 
 
@@ -175,6 +212,53 @@ def test_metadata_over_its_cap_is_refused_from_its_declared_size(web, monkeypatc
     monkeypatch.setenv("NCZARR_MAX_METADATA", "64")
     with pytest.raises(LimitError, match=r"rich\.file/\.z\w+: \d+ bytes, more than the 64-byte limit"):
         ncz.open(f"{web.url}/rich.file")
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close"])
+def test_a_server_that_sends_no_content_length_is_read_within_the_declared_bound(web, rich_nc, framing, monkeypatch):
+    """obstore refuses a body without Content-Length ("could not get … after 3 attempts", as if the server were
+    down): it is read, streamed, and a body past the caller's bound is refused while it streams."""
+    web.sizeless = framing
+    got = open_dataset(f"{web.url}/rich.file#mode=nczarr")
+    assert diff(read_source(str(rich_nc)), got, ignore=CONTIGUOUS) == []
+    done = cli("dump", "-h", f"{web.url}/rich.file")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    monkeypatch.setenv("NCZARR_MAX_METADATA", "64")
+    with pytest.raises(LimitError, match=r"rich\.file/\.z\w+: more bytes, more than the 64-byte limit"):
+        ncz.open(f"{web.url}/rich.file")
+
+
+def test_a_soft_404_server_reads_pure_zarr_and_names_a_needed_object_it_lacks(web, served, rich_nc, tmp_path):
+    """A server answering 200 and an HTML page for a missing key broke every pure-Zarr read at the optional
+    /.zmetadata probe ("not valid JSON"): a page where an object was probed for is absent; a needed one is
+    one line naming its key and the page."""
+    web.soft404 = True
+    pure = served.root / "pure.file"
+    if not pure.exists():
+        ncz.convert(str(rich_nc), str(pure), flavor="zarr", consolidate=False)
+    assert not (pure / ".zmetadata").exists()
+    local, remote = str(pure), f"{web.url}/pure.file"
+    want, got = cli("dump", "-h", local), cli("dump", "-h", remote)  # -h: a missing chunk's page is no fill
+    assert (got.returncode, got.stderr) == (0, ""), got.stderr
+    assert got.stdout.replace(remote, local) == want.stdout
+    assert web.gets(r"/pure\.file/\.zmetadata$")  # probed, and the page read as absent
+    damaged = served.root / "damaged.file"
+    shutil.rmtree(damaged, ignore_errors=True)
+    shutil.copytree(served.root / "plain.file", damaged)
+    (damaged / "v_f8" / ".zarray").unlink()
+    line = _one_line(cli("dump", f"{web.url}/damaged.file"))
+    assert line.endswith("/v_f8/.zarray: an HTML page, not JSON (a web server answering 200 for a missing "
+                         "object?) (listed in its group)"), line
+
+
+def test_a_zmetadata_that_is_not_json_is_read_around_with_a_warning(tmp_path, served, rich_nc):
+    """/.zmetadata only summarises the objects: one that is not JSON is a warning, the objects are read."""
+    store = tmp_path / "rich.file"
+    shutil.copytree(served.root / "rich.file", store)
+    (store / ".zmetadata").write_bytes(b"garbage")
+    with pytest.warns(UserWarning, match=r"^/\.zmetadata: not valid JSON .*; read as absent"):
+        got = open_dataset(str(store))
+    assert diff(read_source(str(rich_nc)), got, ignore=CONTIGUOUS) == []
 
 
 @pytest.mark.parametrize("name", ["rich.file", "plain.file"])
@@ -669,3 +753,24 @@ def test_a_stalled_read_times_out_at_the_storage_option_and_a_bad_one_is_refused
     for bad in ("soon", 0, -1):
         with pytest.raises(UsageError, match=f"timeout must be a positive number of seconds, not {bad!r}"):
             ncz.open(f"{stall.url}/ds", storage_options={"timeout": bad})
+
+
+@pytest.mark.parametrize("command", ["check", "convert"])
+def test_sigint_ends_nczarr_check_and_nc2nczarr_waiting_on_a_stalled_server(stall, rich_nc, tmp_path, command):
+    """Beyond nczarr-dump: nczarr-check reading a stalled HTTP store, and nc2nczarr writing to S3 at a stalled
+    endpoint (opening a store for writing is a critical section: its listing held Ctrl-C for botocore's
+    timeouts and retries, minutes). Both end at once: exit 130, docs/guarantees.md's one line."""
+    tool = {"check": "nczarr-check", "convert": "nc2nczarr"}[command]
+    args = [f"{stall.url}/ds"] if command == "check" else [str(rich_nc), "s3://bucket/out.file"]
+    env = {**os.environ, "AWS_ENDPOINT_URL": stall.url, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+           "AWS_REGION": "us-east-1"}
+    proc = subprocess.Popen([sys.executable, "-m", f"nczarr_conformance.cli.{command}", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert stall.asked.wait(60), "the command never sent its request"
+        proc.send_signal(2)
+        _, err = proc.communicate(timeout=20)  # a bound for the failure only: the stall lasts for minutes
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, err) == (130, f"{tool}: interrupted\n")
