@@ -7,7 +7,7 @@ the peer says it can do: the matrix picks the cases and the spec rules for it by
 never by its id; ``model`` and ``attributes`` (what a comparison looks at) follow from them.
 
 Peers come from three places, each recorded in ``source`` so that a clash names both sides:
-this package (peers/implementations.py), an entry point of group ``nczarr_conformance.peers``
+this package (one module per implementation, registered by peers/implementations.py), an entry point of group ``nczarr_conformance.peers``
 (peers/plugins.py), or a command (peers/command.py: ``--reader``/``--writer``, a TOML file).
 """
 from __future__ import annotations
