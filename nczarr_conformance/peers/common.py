@@ -9,11 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.model import (
-    Attribute,
-    Variable,
-    is_internal_attribute,
-)
+from nczarr_conformance.model import Attribute, Variable, is_internal_attribute
 from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
 from nczarr_conformance.peers.base import Peer

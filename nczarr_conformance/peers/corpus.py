@@ -8,9 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.model import (
-    Dataset,
-)
+from nczarr_conformance.model import Dataset
 from nczarr_conformance.peers.base import CannotExpress, Peer
 from nczarr_conformance.stores import DirectoryStore
 

@@ -6,23 +6,16 @@ import json
 import os
 import subprocess
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.model import (
-    Attribute,
-    Dataset,
-    Group,
-)
+from nczarr_conformance.model import Attribute, Dataset, Group
 from nczarr_conformance.peers.base import Peer
 from nczarr_conformance.peers.capabilities import PURE_ZARR
-from nczarr_conformance.peers.common import (
-    tool_missing,
-    untyped_attributes,
-    variable_from_values,
-)
+from nczarr_conformance.peers.common import tool_missing, untyped_attributes, variable_from_values
 from nczarr_conformance.workers import WorkerPool, WorkerProtocolError
 
 GDAL_TYPES = {"Int8": "i1", "Byte": "u1", "Int16": "i2", "UInt16": "u2", "Int32": "i4", "UInt32": "u4", "Int64": "i8",
@@ -37,6 +30,15 @@ def _system_python_env() -> dict[str, str]:
 
 class Gdal(Peer):
     id, name, reads, capabilities = "gdal", "GDAL Zarr driver (gdalmdiminfo)", True, PURE_ZARR
+    #: its pinned faults (conformance/known.py): GDAL 3.6 has no shuffle filter
+    known: tuple[Mapping[str, Any], ...] = (
+        {"writer": ["ours", "ours-nczarr-2"], "cases": ["shuffle-zlib"],
+         "why": "GDAL 3.6 has no shuffle filter; it drops netcdf-c 4.10's output of this case identically",
+         "evidence": {"kind": "same_errors_as_writer", "writer": "netcdf-c-4.10"}},
+        {"writer": "ours-zarr", "cases": ["shuffle-zlib"],
+         "why": "GDAL 3.6 has no shuffle filter; it drops zarr-python's output of this case identically",
+         "evidence": {"kind": "same_errors_as_writer", "writer": "zarr-python"}},
+    )
 
     def available(self) -> str | None:
         return tool_missing("gdalmdiminfo")

@@ -6,19 +6,10 @@ from typing import Any
 import numpy as np
 
 from nczarr_conformance import keys
-from nczarr_conformance.model import (
-    Attribute,
-    Dataset,
-    Dimension,
-    Group,
-    Variable,
-    attribute_from_python,
-)
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, attribute_from_python
 from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
 from nczarr_conformance.peers.capabilities import ALL
-from nczarr_conformance.peers.common import (
-    PythonPackagePeer,
-)
+from nczarr_conformance.peers.common import PythonPackagePeer
 
 
 class NczarrEngine(PythonPackagePeer):

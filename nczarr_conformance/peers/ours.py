@@ -6,20 +6,17 @@ from pathlib import Path
 from nczarr_conformance import __version__
 from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.errors import UnsupportedError
-from nczarr_conformance.model import (
-    Dataset,
-)
+from nczarr_conformance.model import Dataset
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers.base import CannotExpress, Peer, reject_options
 from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR, PURE_ZARR_V3
-from nczarr_conformance.peers.common import (
-    writes_v3,
-)
+from nczarr_conformance.peers.common import writes_v3
 from nczarr_conformance.stores import DirectoryStore
 
 
 class Ours(Peer):
     reads = writes = True
+    flavor: str  # always one of ours
 
     def __init__(self, flavor: str, peer_id: str, zarr_format: int = 2) -> None:
         self.flavor = flavor

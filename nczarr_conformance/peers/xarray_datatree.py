@@ -3,24 +3,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from nczarr_conformance.model import (
-    Dataset,
-    Group,
-)
+from nczarr_conformance.model import Dataset, Group
 from nczarr_conformance.peers.capabilities import PURE_ZARR
-from nczarr_conformance.peers.common import (
-    PythonPackagePeer,
-    untyped_attributes,
-    variable_from_values,
-    zarr_store,
-)
-from nczarr_conformance.peers.zarr_python import ZarrPython
+from nczarr_conformance.peers.common import PythonPackagePeer, untyped_attributes, variable_from_values, zarr_store
+from nczarr_conformance.peers.zarr_python import ZARR_PYTHON_CHAR_FAULTS, ZarrPython
 
 
 class XarrayDatatree(PythonPackagePeer):
     """``xarray.open_datatree(engine="zarr")``: every group, where ``open_zarr`` reads one."""
 
     id, name, reads, capabilities, package = "xarray-datatree", "xarray open_datatree", True, PURE_ZARR, "xarray"
+    known = ZARR_PYTHON_CHAR_FAULTS  # it reads through zarr-python
 
     def read(self, url: str) -> Dataset:
         import warnings

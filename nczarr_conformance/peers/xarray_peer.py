@@ -7,10 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.model import (
-    Dataset,
-    Group,
-)
+from nczarr_conformance.model import Dataset, Group
 from nczarr_conformance.peers.base import CannotExpress, reject_options
 from nczarr_conformance.peers.capabilities import PURE_ZARR, PURE_ZARR_V3
 from nczarr_conformance.peers.common import (
@@ -22,11 +19,12 @@ from nczarr_conformance.peers.common import (
     writes_v3,
     zarr_store,
 )
-from nczarr_conformance.peers.zarr_python import ZarrPython
+from nczarr_conformance.peers.zarr_python import ZARR_PYTHON_CHAR_FAULTS, ZarrPython
 
 
 class Xarray(PythonPackagePeer):
     id, name, reads, writes, root_only, package = "xarray", "xarray", True, True, True, "xarray"
+    known = ZARR_PYTHON_CHAR_FAULTS  # it reads through zarr-python
     capabilities = PURE_ZARR
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
@@ -81,6 +79,7 @@ class XarrayV3(Xarray):
     ``dimension_names``, consolidated metadata in the root ``zarr.json``)."""
 
     id, name, reads, capabilities = "xarray-v3", "xarray (to_zarr zarr_format=3)", False, PURE_ZARR_V3
+    known = ()  # a writer only
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import warnings

@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nczarr_conformance.model import (
-    Dataset,
-    Group,
-    Variable,
-)
+from nczarr_conformance.model import Dataset, Group, Variable
 from nczarr_conformance.peers.capabilities import PURE_ZARR, PURE_ZARR_V3
 from nczarr_conformance.peers.common import (
     ZARR_JSON,
@@ -56,11 +53,28 @@ def _v3_codecs(var: Variable, itemsize: int) -> dict[str, Any]:
     return {"compressors": chain} if chain else {}
 
 
+#: zarr-python's pinned faults as a reader (conformance/known.py), which xarray and its DataTree, reading through
+#: it, share: zarr-python 3 refuses >S1 (2.18 reads it), the char dtype nczarr.md Appendix E prescribes and
+#: netcdf-c needs (it reads |S1 as a string): no char dtype serves both, nczarr-check warns
+#: (NCZ-INTEROP-ZARR-CHAR) and nc2nczarr --char-as=S1 writes |S1; our pure-Zarr flavor writes |S1 and passes.
+#: The 4.8-4.9.0 layout's one-byte <U1 is judged against the writer of that layout, by flavor (netcdf-c 4.9.0's
+#: ncgen where nczarr-conformance.toml declares it).
+ZARR_PYTHON_CHAR_FAULTS: tuple[Mapping[str, Any], ...] = (
+    {"writer": ["ours", "ours-nczarr-2"], "cases": ["char-var"],
+     "why": "zarr-python 3.1 has no >S1 dtype (Appendix E's char, which netcdf-c needs); it refuses netcdf-c 4.10's "
+            "output of this case identically", "evidence": {"kind": "same_as_writer", "writer": "netcdf-c-4.10"}},
+    {"writer": "ours-nczarr-2-upper", "cases": ["char-var"],
+     "why": "netcdf-c 4.9.0's <U1 char holds one byte per item, not four: zarr-python refuses netcdf-c 4.9.0's "
+            "output of this case identically", "evidence": {"kind": "same_as_writer", "flavor": "nczarr-2-upper"}},
+)
+
+
 class ZarrPython(PythonPackagePeer):
     """zarr-python 3 in this process: a Zarr v2 writer, and a reader of v2 and v3 (``ZarrPythonV3`` is its
     v3 writer). The format it writes follows its capabilities (``writes-zarr-v3``)."""
 
     id, name, reads, writes, capabilities, package = "zarr-python", "zarr-python", True, True, PURE_ZARR, "zarr"
+    known = ZARR_PYTHON_CHAR_FAULTS
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import warnings
@@ -179,3 +193,4 @@ class ZarrPythonV3(ZarrPython):
     stores are read by the readers that declare ``zarr-v3``, zarr-python itself among them."""
 
     id, name, reads, capabilities = "zarr-python-v3", "zarr-python (zarr_format=3)", False, PURE_ZARR_V3
+    known = ()  # a writer only

@@ -203,8 +203,15 @@ def test_a_bad_declaration_is_one_line_exit_2(args, line, capsys, tmp_path, monk
 
 @pytest.mark.parametrize(("toml", "line"), [
     ("[implementations.t]\nreader = 'tool {url}'\ncolour = 'red'\n",
-     " [implementations.t]: unknown key 'colour'; known: caps, env, name, preload, reader, requires, serve, "
-     "timeout, version, writer"),
+     " [implementations.t]: unknown key 'colour'; known: caps, env, flavor, known, name, preload, reader, requires, "
+     "serve, timeout, version, writer"),
+    ("[implementations.t]\nreader = 'tool {url}'\nknown = 3\n",
+     " [implementations.t]: known must be a file name or an array of tables"),
+    ("[implementations.t]\nreader = 'tool {url}'\nknown = 'gone.toml'\n", " [implementations.t]: known file "),
+    ("[implementations.t]\nwriter = 'tool {model_json} {path}'\nflavor = 'nczarr-9'\n",
+     " [implementations.t]: t: flavor 'nczarr-9' is none of nczarr-4.10, nczarr-2, nczarr-2-upper, zarr"),
+    ("[implementations.t]\nreader = 'tool {url}'\nflavor = 'zarr'\n",
+     " [implementations.t]: t: a flavor says what a writer writes (no writer command)"),
     ("[implementations.t]\nwriter = 'tool {model_json} {path}'\nserve = 'tool serve'\n",
      " [implementations.t]: t serve: a worker needs the reader it stands for (no reader command)"),
     ("[implementations.t]\nreader = 'tool {url}'\nserve = 'tool serve {path}'\n",
