@@ -186,7 +186,7 @@ def test_junit_validates_against_the_jenkins_junit_schema(outside):
     (["--reader", "bad id=tool {url}"], ("the command line: bad id: an implementation id is letters, digits and "
                                         ". _ + - (not 'bad id')")),
     (["--reader", "ours=tool {url}"], ("peer id 'ours' registered twice: first by nczarr_conformance.peers."
-                                      "implementations, again by the command line")),
+                                      "ours, again by the command line")),
     (["--peers", "nosuch*"], "--peers 'nosuch*' matches no implementation; known: "),
     (["--cases", "nosuch"], "--cases 'nosuch' matches no case; known: numeric-types, "),
     (["--rules", "Q.*"], "--rules 'Q.*' matches no spec rule; known: D.write.1, "),
