@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         load_rule_plugins()  # check rules of other distributions: a clash is refused here, naming both
         outside, declared = _outside_peers(args)
         with registered(outside):
+            from nczarr_conformance.conformance.gate import known_entries
+
+            known_entries()  # every declared known fault checked before the run: a bad one is one line, exit 2
             return _report(args, [pid for pid in PEERS if not args.peers or pid in declared
                                   or pid in _chosen(_patterns(args.peers), list(PEERS), "implementation", "--peers")])
 

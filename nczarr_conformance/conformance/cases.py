@@ -194,7 +194,7 @@ def v1_model() -> Dataset:
 
 
 #: no released netcdf-c writes the deprecated v1 format and netcdf-c's test corpus ships no v1 store, so the
-#: matrix's v1 store is built from the text of nczarr.md Appendix C (peers/implementations.py write_v1_store)
+#: matrix's v1 store is built from the text of nczarr.md Appendix C (peers/corpus.py write_v1_store)
 V1_LABEL = ("NCZarr v1 objects (.nczarr/.nczgroup/.nczarray/.nczattr), synthesised from nczarr.md Appendix C: "
             "no released netcdf-c writes v1 and netcdf-c's corpus has no v1 store")
 

@@ -24,7 +24,7 @@ from nczarr_conformance.model import Dataset, diff_json
 from nczarr_conformance.peers import implementations  # noqa: F401  (registers the peers)
 from nczarr_conformance.peers.base import PEERS, CannotExpress, Peer, PeerFailed
 from nczarr_conformance.peers.capabilities import requirements, spelled
-from nczarr_conformance.peers.implementations import CORPUS_CASES
+from nczarr_conformance.peers.corpus import CORPUS_CASES
 
 MAX_DIFFERENCES = 12
 NOT_APPLICABLE = "corpus stores are written by the corpus only"

@@ -27,7 +27,7 @@ from nczarr_conformance.peers.base import PEERS, Peer
 from nczarr_conformance.peers.capabilities import ALL
 from nczarr_conformance.peers.capabilities import parse as parse_caps
 from nczarr_conformance.peers.command import CommandPeer
-from nczarr_conformance.peers.implementations import CORPUS_CASES
+from nczarr_conformance.peers.corpus import CORPUS_CASES
 
 OPTIONS = ("--nczarr-reader", "--nczarr-writer", "--nczarr-caps")
 #: the id the graded implementation has in its tests' names and messages

@@ -136,7 +136,7 @@ def xarray_decoded_differences(url: str, source: str, undefined: frozenset[str] 
     (NOFILL: what no one wrote is undefined)."""
     import xarray as xr
 
-    from nczarr_conformance.peers.implementations import zarr_store
+    from nczarr_conformance.peers.common import zarr_store
 
     mine = xr.open_zarr(zarr_store(url), consolidated=None, chunks=None)
     theirs = xr.open_dataset(source, engine="netcdf4")

@@ -7,15 +7,17 @@ the peer says it can do: the matrix picks the cases and the spec rules for it by
 never by its id; ``model`` and ``attributes`` (what a comparison looks at) follow from them.
 
 Peers come from three places, each recorded in ``source`` so that a clash names both sides:
-this package (peers/implementations.py), an entry point of group ``nczarr_conformance.peers``
-(peers/plugins.py), or a command (peers/command.py: ``--reader``/``--writer``, a TOML file).
+this package (one module per implementation, registered by peers/implementations.py), an entry point
+of group ``nczarr_conformance.peers`` (peers/plugins.py), or a command (peers/command.py:
+``--reader``/``--writer``, a TOML file).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from nczarr_conformance.errors import DuplicateIdError
 from nczarr_conformance.model import Dataset
@@ -43,6 +45,14 @@ class Peer(ABC):
     capabilities: frozenset[str] = ALL
     #: where the peer came from (set by register when empty): a module, an entry point, a command line
     source: str = ""
+    #: the layout its writer writes, by flavor name (flavor_names.WRITE_FLAVORS), when it says: a known fault's
+    #: evidence may name its reference writer by flavor (conformance/evidence.py) instead of by id
+    flavor: str | None = None
+    #: its pinned faults, as data (conformance/known.py says the keys and checks them): the cells where ours does
+    #: worse because of this implementation, each with the evidence re-checked on every run
+    known: tuple[Mapping[str, Any], ...] = ()
+    #: where ``known`` was declared, for errors (default: ``source``): a file, a config table, a module
+    known_source: str = ""
 
     @property
     def model(self) -> str:

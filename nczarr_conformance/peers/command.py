@@ -40,6 +40,13 @@ Many implementations go in a TOML file (``nczarr-conformance.toml`` in the worki
     requires = ["mytool"]                        # programs a wrapper script runs: missing → skipped, named
     preload = ["zarr"]                           # a Python adapter's imports, done once (peers/forkserver.py)
     serve = "mytool serve"                       # a long-lived reader: one JSON request a line (below)
+    known = "known.toml"                         # its pinned faults: a file of [[known]] tables, or inline
+    flavor = "nczarr-2-upper"                    # the layout its writer writes (a known fault's evidence may
+                                                 # name its reference writer by it)
+
+``known`` is the implementation's pinned faults (conformance/known.py says an entry's keys): a path to a TOML
+file of ``[[known]]`` tables, relative to the config's directory (beside the adapter), or an array of inline
+tables. They are checked when a run loads them.
 
 ``serve`` is a command with no placeholders that starts a worker: it reads one request a line on stdin,
 ``{"id": ID, "path": …, "url": …}`` (the ``{path}`` and ``{url}`` the reader would get), and answers each
@@ -78,14 +85,10 @@ from pathlib import Path
 from typing import Any
 
 from nczarr_conformance.errors import UsageError
+from nczarr_conformance.flavor_names import WRITE_FLAVORS
 from nczarr_conformance.limits import MAX_JSON_DEPTH, json_depth
 from nczarr_conformance.model import Dataset
-from nczarr_conformance.peers.base import (
-    CannotExpress,
-    Peer,
-    PeerFailed,
-    reject_options,
-)
+from nczarr_conformance.peers.base import CannotExpress, Peer, PeerFailed, reject_options
 from nczarr_conformance.peers.capabilities import ALL
 from nczarr_conformance.peers.capabilities import parse as parse_caps
 from nczarr_conformance.workers import REPLY_LIMIT, STDERR_TAIL, LineReader, WorkerPool, WorkerProtocolError
@@ -99,7 +102,7 @@ DETAIL_LIMIT = 4000
 STDOUT_LIMIT = REPLY_LIMIT
 CONFIG_NAME = "nczarr-conformance.toml"
 CONFIG_KEYS = frozenset({"name", "reader", "writer", "caps", "env", "timeout", "version", "requires",
-                         "preload", "serve"})
+                         "preload", "serve", "known", "flavor"})
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
 
@@ -182,7 +185,9 @@ class CommandPeer(Peer):
                  caps: frozenset[str] = ALL, env: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, cwd: Path | None = None, version_command: str | None = None,
                  name: str | None = None, source: str = "the command line",
-                 requires: tuple[str, ...] = (), preload: tuple[str, ...] = (), serve: str | None = None) -> None:
+                 requires: tuple[str, ...] = (), preload: tuple[str, ...] = (), serve: str | None = None,
+                 flavor: str | None = None, known: tuple[Mapping[str, Any], ...] = (), known_source: str = "",
+                 ) -> None:
         where = f"{source}: {peer_id}"
         if not ID_PATTERN.match(peer_id):
             raise UsageError(f"{where}: an implementation id is letters, digits and . _ + - (not {peer_id!r})")
@@ -191,6 +196,12 @@ class CommandPeer(Peer):
         if timeout <= 0:
             raise UsageError(f"{where}: timeout must be positive, not {timeout}")
         self.id, self.name, self.source = peer_id, name or peer_id, source
+        if flavor is not None and flavor not in WRITE_FLAVORS:
+            raise UsageError(f"{where}: flavor {flavor!r} is none of {', '.join(WRITE_FLAVORS)}")
+        if flavor is not None and writer is None:
+            raise UsageError(f"{where}: a flavor says what a writer writes (no writer command)")
+        self.flavor = flavor
+        self.known, self.known_source = tuple(known), known_source or source
         self.capabilities = caps
         self.env = dict(env or {})
         self.timeout = float(timeout)
@@ -225,7 +236,7 @@ class CommandPeer(Peer):
 
     def available(self) -> str | None:
         env = self._environment()
-        # a wrapper script (python3 adapters/nco/ncks_read.py) is always there; the tool it runs may not be
+        # a wrapper script (python3 adapters/TOOL/read.py) is always there; the tool it runs may not be
         programs = [t.program for t in (self.reader, self.writer, self.serve) if t is not None] + list(self.requires)
         missing = sorted({p for p in programs if _program_missing(p, env, self.cwd)})
         return f"{', '.join(missing)} not installed" if missing else None
@@ -549,14 +560,42 @@ def load_config(path: Path) -> dict[str, dict[str, Any]]:
         timeout = spec.get("timeout", DEFAULT_TIMEOUT)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
             raise UsageError(f"{where}: timeout must be a number of seconds")
-        specs[name] = {**spec, "timeout": float(timeout), "cwd": path.resolve().parent, "source": where}
+        if "flavor" in spec and not isinstance(spec["flavor"], str):
+            raise UsageError(f"{where}: flavor must be a string")
+        known, known_source = _known(spec.get("known", []), path.resolve().parent, where)
+        specs[name] = {**spec, "timeout": float(timeout), "cwd": path.resolve().parent, "source": where,
+                       "known": known, "known_source": known_source}
     return specs
+
+
+def _known(value: Any, directory: Path, where: str) -> tuple[list[Any], str]:
+    """A declaration's ``known``: (its entries, where they are declared). A string is a file of ``[[known]]``
+    tables relative to the config's directory; a list holds the entries inline. The entries themselves are
+    checked by conformance/known.py when a run loads them."""
+    if isinstance(value, list):
+        return value, where
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: known must be a file name or an array of tables")
+    path = directory / value
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{where}: known file {path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not TOML: {exc}") from None
+    extra = sorted(set(doc) - {"known"})
+    if extra:
+        raise UsageError(f"{path}: unknown table {extra[0]!r} (expected [[known]] entries)")
+    entries = doc.get("known", [])
+    if not isinstance(entries, list):
+        raise UsageError(f"{path}: known must be an array of tables ([[known]])")
+    return entries, str(path)
 
 
 def build(specs: Mapping[str, Mapping[str, Any]], *, overrides: Mapping[str, Mapping[str, Any]] | None = None,
           ) -> list[CommandPeer]:
     """Command peers from declarations (``load_config``), with the command line's (``from_command_line``)
-    taking precedence key by key: ``--caps ncks=…`` narrows a configured ncks. ``--caps`` for an id that
+    taking precedence key by key: ``--caps NAME=…`` narrows a configured NAME. ``--caps`` for an id that
     no command declares is a usage error."""
     merged: dict[str, dict[str, Any]] = {name: dict(spec) for name, spec in specs.items()}
     for name, spec in (overrides or {}).items():
@@ -578,7 +617,9 @@ def build(specs: Mapping[str, Mapping[str, Any]], *, overrides: Mapping[str, Map
                                  env=spec.get("env"), timeout=float(spec.get("timeout", DEFAULT_TIMEOUT)),
                                  cwd=spec.get("cwd"), version_command=spec.get("version"), name=spec.get("name"),
                                  source=where, requires=tuple(spec.get("requires", ())),
-                                 preload=tuple(spec.get("preload", ())), serve=spec.get("serve")))
+                                 preload=tuple(spec.get("preload", ())), serve=spec.get("serve"),
+                                 flavor=spec.get("flavor"), known=tuple(spec.get("known", ())),
+                                 known_source=spec.get("known_source", "")))
     return peers
 
 

@@ -1,5 +1,5 @@
 """``gdalmdiminfo -detailed URL`` as a long-lived worker of GDAL's Python bindings, for the GDAL peer
-(peers/implementations.py): libgdal and its drivers are loaded once, then each store is one request, instead
+(peers/gdal_peer.py): libgdal and its drivers are loaded once, then each store is one request, instead
 of a gdalmdiminfo process per store (about 45 ms of process start each, 218 a report; issue #26).
 
 It makes the tool's own library calls, of the one ``libgdal`` both link (Debian's python3-gdal and gdal-bin

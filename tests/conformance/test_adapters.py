@@ -186,7 +186,7 @@ def test_junit_validates_against_the_jenkins_junit_schema(outside):
     (["--reader", "bad id=tool {url}"], ("the command line: bad id: an implementation id is letters, digits and "
                                         ". _ + - (not 'bad id')")),
     (["--reader", "ours=tool {url}"], ("peer id 'ours' registered twice: first by nczarr_conformance.peers."
-                                      "implementations, again by the command line")),
+                                      "ours, again by the command line")),
     (["--peers", "nosuch*"], "--peers 'nosuch*' matches no implementation; known: "),
     (["--cases", "nosuch"], "--cases 'nosuch' matches no case; known: numeric-types, "),
     (["--rules", "Q.*"], "--rules 'Q.*' matches no spec rule; known: D.write.1, "),
@@ -203,8 +203,15 @@ def test_a_bad_declaration_is_one_line_exit_2(args, line, capsys, tmp_path, monk
 
 @pytest.mark.parametrize(("toml", "line"), [
     ("[implementations.t]\nreader = 'tool {url}'\ncolour = 'red'\n",
-     " [implementations.t]: unknown key 'colour'; known: caps, env, name, preload, reader, requires, serve, "
-     "timeout, version, writer"),
+     " [implementations.t]: unknown key 'colour'; known: caps, env, flavor, known, name, preload, reader, requires, "
+     "serve, timeout, version, writer"),
+    ("[implementations.t]\nreader = 'tool {url}'\nknown = 3\n",
+     " [implementations.t]: known must be a file name or an array of tables"),
+    ("[implementations.t]\nreader = 'tool {url}'\nknown = 'gone.toml'\n", " [implementations.t]: known file "),
+    ("[implementations.t]\nwriter = 'tool {model_json} {path}'\nflavor = 'nczarr-9'\n",
+     " [implementations.t]: t: flavor 'nczarr-9' is none of nczarr-4.10, nczarr-2, nczarr-2-upper, zarr"),
+    ("[implementations.t]\nreader = 'tool {url}'\nflavor = 'zarr'\n",
+     " [implementations.t]: t: a flavor says what a writer writes (no writer command)"),
     ("[implementations.t]\nwriter = 'tool {model_json} {path}'\nserve = 'tool serve'\n",
      " [implementations.t]: t serve: a worker needs the reader it stands for (no reader command)"),
     ("[implementations.t]\nreader = 'tool {url}'\nserve = 'tool serve {path}'\n",

@@ -104,7 +104,7 @@ def test_a_peer_id_claimed_twice_is_refused_naming_both_sources(tmp_path):
     done = cli(site, "report", "report", "--out", "out", cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr == ("nczarr-conformance: peer id 'ours' registered twice: first by nczarr_conformance.peers."
-                           "implementations, again by entry point dup = dupplug:peers of group "
+                           "ours, again by entry point dup = dupplug:peers of group "
                            "nczarr_conformance.peers (distribution dupplug 1.0)\n")
     assert not (tmp_path / "out").exists()
 

@@ -14,7 +14,7 @@ import pytest
 from nczarr_conformance.conformance.cases import CASES
 from nczarr_conformance.conformance.matrix import _write_one
 from nczarr_conformance.peers.base import PEERS
-from nczarr_conformance.peers.implementations import Gdal
+from nczarr_conformance.peers.gdal_peer import Gdal
 from tests.conftest import require_tool
 
 

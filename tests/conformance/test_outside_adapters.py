@@ -169,15 +169,18 @@ def test_gate_evidence_of_a_peer_the_run_does_not_have_is_not_held_against_ours(
 
 def test_the_copied_netcdf_c_entry_grades_the_same_under_another_id_and_the_gate_says_so(tmp_path):
     """docs/plugins.md: the netcdf-c 4.9 entry copied under another id grades the same cells (the id picks no
-    case), and the run exits 1 with the gate's line, since its list of known peer faults names netcdf-c-4.9."""
+    case); its pinned faults follow the entry (its ``known`` file), and without them the run exits 1 with the
+    gate's line: nothing in the package names netcdf-c-4.9."""
     require_tool("ncdump")
     require_tool("ncgen")
     entry = (REPO / CONFIG_NAME).read_text(encoding="utf-8").split('[implementations."netcdf-c-4.9"]', 1)[1]
     entry = entry.split("\n[", 1)[0].replace("adapters/", f"{REPO}/adapters/")
+    assert "\nknown = " in entry
+    unpinned = "\n".join(line for line in entry.split("\n") if not line.startswith("known = "))
     runs = {}
-    for peer_id in ("netcdf-c-4.9", "my-netcdf-c"):
+    for peer_id, declared in (("netcdf-c-4.9", entry), ("my-netcdf-c", unpinned), ("my-pinned-netcdf-c", entry)):
         config = tmp_path / f"{peer_id}.toml"
-        config.write_text(f'[implementations."{peer_id}"]{entry}', encoding="utf-8")
+        config.write_text(f'[implementations."{peer_id}"]{declared}', encoding="utf-8")
         done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.report", "report", "--config",
                                str(config), "--out", str(tmp_path / peer_id), "--peers", f"ours,{peer_id}",
                                "--cases", "numeric-types"], capture_output=True, text=True, timeout=600,
@@ -186,6 +189,7 @@ def test_the_copied_netcdf_c_entry_grades_the_same_under_another_id_and_the_gate
         runs[peer_id] = (done, [{k: (v.replace(peer_id, "ID") if isinstance(v, str) else v) for k, v in c.items()}
                                 for c in cells])
     (same_id, same_cells), (other_id, other_cells) = runs["netcdf-c-4.9"], runs["my-netcdf-c"]
-    assert same_cells == other_cells and len(same_cells) == 4
-    assert (same_id.returncode, other_id.returncode) == (0, 1), other_id.stderr
+    pinned_id, pinned_cells = runs["my-pinned-netcdf-c"]
+    assert same_cells == other_cells == pinned_cells and len(same_cells) == 4
+    assert (same_id.returncode, other_id.returncode, pinned_id.returncode) == (0, 1, 0), other_id.stderr
     assert "ours → my-netcdf-c deviates where writer my-netcdf-c passes" in other_id.stderr

@@ -10,10 +10,8 @@ import pytest
 from nczarr_conformance.conformance.cases import BY_ID, V1_LABEL
 from nczarr_conformance.peers.base import PEERS
 from nczarr_conformance.peers.command import CONFIG_NAME, build, load_config
-from nczarr_conformance.peers.implementations import (
-    CORPUS_CASES,
-    ZarrPython,
-)
+from nczarr_conformance.peers.corpus import CORPUS_CASES
+from nczarr_conformance.peers.zarr_python import ZarrPython
 from tests.conftest import REPO, require_tool
 
 pytestmark = pytest.mark.peer

@@ -8,7 +8,7 @@ from nczarr_conformance.model import Dataset, Dimension, Group, Variable
 from nczarr_conformance.nczarr.reader import read_dataset
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers import netcdf4
-from nczarr_conformance.peers.implementations import ZarrPython
+from nczarr_conformance.peers.zarr_python import ZarrPython
 from nczarr_conformance.stores import DirectoryStore
 from nczarr_conformance.urls import to_file_url
 from tests.conftest import require_module
