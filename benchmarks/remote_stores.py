@@ -122,7 +122,9 @@ class _CountingWriter:
         return getattr(self.raw, name)
 
 
-def serve_directory(root: Path, counter: Counter) -> http.server.ThreadingHTTPServer:
+def serve_directory(root: Path, counter: Counter, port: int = 0) -> http.server.ThreadingHTTPServer:
+    """``root`` over HTTP/1.1 on 127.0.0.1 (``port``, or a free one), each response counted; served by a thread."""
+
     class Handler(http.server.SimpleHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
@@ -140,7 +142,7 @@ def serve_directory(root: Path, counter: Counter) -> http.server.ThreadingHTTPSe
                 if box[0]:
                     counter.add(box[0])
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(Handler, directory=str(root)))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
