@@ -43,6 +43,13 @@ def test_the_site_builds_strictly(tmp_path):
     pages = {p.relative_to(REPO / "docs").with_suffix("").as_posix() for p in (REPO / "docs").rglob("*.md")}
     assert {"index", "commands", "guarantees", "reader", "writer", "api", "rules", "claims"} <= pages
     assert all((tmp_path / "site" / page / "index.html").is_file() or page == "index" for page in pages)
+    # the API reference is generated: every public name, with its signature's parameters
+    import nczarr_conformance
+
+    reference = (tmp_path / "site" / "reference" / "index.html").read_text(encoding="utf-8")
+    public = [name for name in nczarr_conformance.__all__ if not name.startswith("_")]
+    assert [name for name in public if f'id="nczarr_conformance.{name}"' not in reference] == []
+    assert all(param in reference for param in ("max_bytes", "storage_options", "for_readers"))
 
 
 def test_a_page_left_out_of_the_nav_fails_the_build(tmp_path):
