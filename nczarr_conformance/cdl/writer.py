@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from nczarr_conformance.cdl.annotate import AnnotatedData, Annotations
 from nczarr_conformance.cdl.text import (
     KEYWORDS,
     ValueFormatter,
@@ -53,6 +54,7 @@ class CdlOptions:
     double_digits: int | None = None  # None is ncdump's 15
     line_length: int = 80  # -l
     filter_atts: bool = False  # -F: with -s, every filter in one _Filter (HDF5 ids), as ncdump -F
+    annotations: Annotations | None = None  # -b / -f: a comment naming each row / each value
 
 
 def _element_size(nctype: str) -> int:
@@ -352,6 +354,7 @@ class CdlWriter:
             pos = byte_len(vname) + 4 + indent  # ncdump counts the unescaped name
         else:
             self.write(" =\n  ")
+            pos = 2 + indent
         fmt = self._formatter(var)
         info = None
         if self.opt.times and var.type not in ("char", "string"):
@@ -364,7 +367,10 @@ class CdlWriter:
         section = DataSection(self.write, var.shape, unlimited, indent, self.max_len, items, fmt.all_fill)
         with np.errstate(all="ignore"):
             slabs = self.slabs(vpath, var)
-            if var.type == "char":
+            if self.opt.annotations is not None:
+                annotated = AnnotatedData(section, escape_name(vname), self.opt.annotations, pos)
+                annotated.rows(slabs, chars=var.type == "char")
+            elif var.type == "char":
                 section.chars(slabs)
             elif rank <= 1:
                 section.one_row(slabs, pos)
