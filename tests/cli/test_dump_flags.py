@@ -290,6 +290,8 @@ def test_data_streams_one_run_of_chunks_at_a_time(two_vars, monkeypatch):
 
 _DUMP_PEAK = """
 import sys, tracemalloc
+# what the dump imports when it first needs it (codecs, the data section, its thread) is code, not data
+import concurrent.futures, numcodecs, nczarr_conformance.cdl.annotate, nczarr_conformance.cdl.vardata
 from nczarr_conformance.cdl.writer import CdlOptions, CdlWriter
 from nczarr_conformance.sources.dump_source import open_source
 with open_source(sys.argv[1]) as source:
