@@ -3,7 +3,7 @@
 The GitHub Action (action.yml) runs it after the cases: it counts the JUnit file's outcomes (passed, failed,
 xfailed, skipped: conformance/junit.py ``count``), prints them on one line, appends them as ``NAME=N`` lines
 (and ``report=PATH``) to ``--github-output FILE`` (``$GITHUB_OUTPUT``: the step's outputs), and with
-``--fail-on-skip`` exits 3 when a case was skipped. It runs with the interpreter that ran the cases, never
+``--fail-on-skip`` exits 3 when a case was skipped. It runs with the interpreter that ran the cases, not
 the workflow's, so it needs nothing the workflow installed.
 
 Exit codes: 0 counted, 2 the file is missing or not JUnit XML (one line naming it), 3 ``--fail-on-skip``
