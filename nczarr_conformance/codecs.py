@@ -33,11 +33,12 @@ import re
 import struct
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numcodecs
 import numpy as np
-from numcodecs.abc import Codec
+
+if TYPE_CHECKING:  # numcodecs is imported where a chain is built: a header-only dump decodes nothing
+    from numcodecs.abc import Codec
 
 from nczarr_conformance.errors import FormatError, MissingDependencyError, UnsupportedError
 
@@ -107,6 +108,8 @@ def crc32c_codec(where: str | None = None, location: str = "end") -> Codec:
     """numcodecs' CRC32C (Zarr v3's ``crc32c`` codec, a shard index's checksum), or one line naming the package
     to install (and ``where``, the array that needs it): without one numcodecs has no ``CRC32C`` at all, and
     the AttributeError named nothing."""
+    import numcodecs
+
     codec_class = getattr(numcodecs, "CRC32C", None)
     if codec_class is None:
         prefix = f"{where}: " if where else ""
@@ -117,17 +120,33 @@ def crc32c_codec(where: str | None = None, location: str = "end") -> Codec:
     return codec
 
 
+def check_config(config: Any) -> None:
+    """FormatError unless ``config`` is None or a codec configuration with a string ``id``: what
+    :func:`build` refuses before it asks numcodecs anything."""
+    if config is not None and (not isinstance(config, dict) or not isinstance(config.get("id"), str)):
+        raise FormatError(f"codec configuration {config!r} has no string 'id'")
+
+
+def check_chain(compressor: Any, filters: Any) -> None:
+    """FormatError for a ``.zarray`` chain of the wrong shape, without building a codec (numcodecs not imported)."""
+    if filters is not None and not isinstance(filters, list):
+        raise FormatError(f"filters must be a list or null, not {filters!r}")
+    for config in [*(filters or []), compressor]:
+        check_config(config)
+
+
 def build(config: Any, itemsize: int) -> Codec | None:
     """One codec from its JSON configuration (None stays None)."""
+    check_config(config)
     if config is None:
         return None
-    if not isinstance(config, dict) or not isinstance(config.get("id"), str):
-        raise FormatError(f"codec configuration {config!r} has no string 'id'")
     cfg = normalize(config)
     if cfg["id"] == "shuffle" and not cfg.get("elementsize"):
         cfg["elementsize"] = itemsize
     if cfg["id"] == "crc32c":
         return crc32c_codec(location=cfg.get("location", "end"))
+    import numcodecs
+
     try:
         return numcodecs.get_codec(cfg)
     except (ValueError, KeyError, TypeError) as exc:
@@ -138,8 +157,7 @@ class Pipeline:
     """filters (in order) then compressor, as Zarr v2 defines the chain."""
 
     def __init__(self, compressor: Any, filters: Any, itemsize: int) -> None:
-        if filters is not None and not isinstance(filters, list):
-            raise FormatError(f"filters must be a list or null, not {filters!r}")
+        check_chain(compressor, filters)
         self.filters = [c for c in (build(f, itemsize) for f in (filters or [])) if c is not None]
         self.compressor = build(compressor, itemsize)
 

@@ -28,7 +28,6 @@ Why each piece exists:
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import json
@@ -37,7 +36,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import stat
 import sys
 import tempfile
@@ -300,8 +298,17 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
+def _hostname() -> str:
+    """This machine's name, as a lock records it (socket imported here: most commands take no lock)."""
+    import socket
+
+    return socket.gethostname()
+
+
 def exchange(a: Path, b: Path) -> bool:
     """Atomically swap the entries ``a`` and ``b``; False when the system cannot."""
+    import ctypes  # here: only a replace needs it, and it costs every command's start-up
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.renameat2
@@ -346,7 +353,7 @@ def command_line() -> str:
 
 def holder_record(mode: str | None = None) -> dict[str, Any]:
     """What a writer records about itself in its lock file or S3 marker."""
-    record: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid(), "command": command_line()}
+    record: dict[str, Any] = {"host": _hostname(), "pid": os.getpid(), "command": command_line()}
     if mode is not None:
         record["mode"] = mode
     return record
@@ -357,7 +364,7 @@ def describe_holder(record: Any) -> str:
     if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
         return "PID unknown"
     host = record.get("host")
-    where = "" if host in (None, socket.gethostname()) else f" on {host}"
+    where = "" if host in (None, _hostname()) else f" on {host}"
     command = record.get("command")
     return f"PID {record['pid']}{where}" + (f": {command}" if isinstance(command, str) and command else "")
 
@@ -367,7 +374,7 @@ def record_is_live(record: Any) -> bool:
     its PID lives and is not this process (whose own holds :func:`hold` counts); a record without a PID, no."""
     if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
         return False
-    if record.get("host") != socket.gethostname():
+    if record.get("host") != _hostname():
         return True
     return record["pid"] != os.getpid() and pid_alive(record["pid"])
 

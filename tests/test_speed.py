@@ -18,7 +18,7 @@ import pytest
 
 from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.conversion.from_netcdf import _header
-from nczarr_conformance.model import Dataset, diff
+from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable, diff
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.sources import netcdf4
 from nczarr_conformance.sources.hdf5_chunks import DirectChunks
@@ -79,6 +79,19 @@ def test_small_conversion_loads_no_boto3_nor_tqdm(tmp_path):
     loaded = _loaded_after("nczarr_conformance.cli.convert", "--quiet", str(src), str(tmp_path / "out.file"))
     assert (tmp_path / "out.file" / ".zgroup").exists()
     assert not loaded & {"boto3", "botocore", "tqdm", "h5py"}, loaded
+
+
+def test_dump_header_of_a_store_decodes_nothing_so_imports_no_codec_library(tmp_path):
+    """``nczarr-dump -h`` is ncdump's quick look: only metadata is read, so numcodecs (about a third of the
+    imports past numpy, benchmarks/dump.py's start-up row) and the HDF5/S3/progress libraries stay unloaded;
+    numpy is the floor (the model's attributes are numpy values). The data of the same store does load it."""
+    root = Group(dimensions={"x": Dimension(3)}, attributes={"title": Attribute("char", "small")})
+    root.variables["v"] = Variable("float", ["/x"], (3,), {"units": Attribute("char", "m")},
+                                   np.arange(3, dtype="f4"), filters=[{"id": "zlib", "level": 1}])
+    with DirectoryStore(tmp_path / "small.file", "w") as store:
+        write_dataset(Dataset(root), store)
+    assert _loaded_after("nczarr_conformance.cli.dump", "-h", str(tmp_path / "small.file")) == {"numpy"}
+    assert "numcodecs" in _loaded_after("nczarr_conformance.cli.dump", str(tmp_path / "small.file"))
 
 
 # ---- the direct path ----------------------------------------------------------------------------------

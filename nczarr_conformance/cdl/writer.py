@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,11 +26,14 @@ from nczarr_conformance.cdl.text import (
     to_bytes,
 )
 from nczarr_conformance.cdl.time import TimeInfo, iso_time, time_info
-from nczarr_conformance.cdl.vardata import DataSection, Items, MakeItems
 from nczarr_conformance.errors import UsageError
 from nczarr_conformance.model import Attribute, Dataset, Group, Variable
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL
 from nczarr_conformance.sources.dump_source import StorageFacts
+
+if TYPE_CHECKING:  # the data section's modules are imported by the first variable printed: -h needs none
+    from nczarr_conformance.cdl.annotate import Annotations
+    from nczarr_conformance.cdl.vardata import Items, MakeItems
 
 #: A variable's values in C order, as arrays along the first dimension (one 0-d array for a scalar).
 Slabs = Callable[[str, Variable], Iterator[np.ndarray]]
@@ -53,6 +56,7 @@ class CdlOptions:
     double_digits: int | None = None  # None is ncdump's 15
     line_length: int = 80  # -l
     filter_atts: bool = False  # -F: with -s, every filter in one _Filter (HDF5 ids), as ncdump -F
+    annotations: Annotations | None = None  # -b / -f: a comment naming each row / each value
 
 
 def _element_size(nctype: str) -> int:
@@ -344,6 +348,9 @@ class CdlWriter:
 
     def _data(self, indent: int, vpath: str, vname: str, var: Variable) -> None:
         """vardata.c ``vardata``: the name, then the rows (cdl/vardata.py formats and wraps them in bulk)."""
+        from nczarr_conformance.cdl.annotate import AnnotatedData
+        from nczarr_conformance.cdl.vardata import DataSection
+
         assert self.slabs is not None
         rank = len(var.shape)
         self.write("\n" + " " * indent + " " + escape_name(vname))
@@ -352,6 +359,7 @@ class CdlWriter:
             pos = byte_len(vname) + 4 + indent  # ncdump counts the unescaped name
         else:
             self.write(" =\n  ")
+            pos = 2 + indent
         fmt = self._formatter(var)
         info = None
         if self.opt.times and var.type not in ("char", "string"):
@@ -364,7 +372,10 @@ class CdlWriter:
         section = DataSection(self.write, var.shape, unlimited, indent, self.max_len, items, fmt.all_fill)
         with np.errstate(all="ignore"):
             slabs = self.slabs(vpath, var)
-            if var.type == "char":
+            if self.opt.annotations is not None:
+                annotated = AnnotatedData(section, escape_name(vname), self.opt.annotations, pos)
+                annotated.rows(slabs, chars=var.type == "char")
+            elif var.type == "char":
                 section.chars(slabs)
             elif rank <= 1:
                 section.one_row(slabs, pos)
@@ -373,6 +384,8 @@ class CdlWriter:
 
     def _time_items(self, values: np.ndarray, *, fmt: ValueFormatter, info: TimeInfo) -> Items:
         """dumplib.c ``nctime_val_tostring`` (the fill value still prints as ``_``)."""
+        from nczarr_conformance.cdl.vardata import Items
+
         flat = np.asarray(values).reshape(-1)
         mask = fmt.fill_mask(flat).tolist()
         texts = ["_" if m else self._time_text(float(v), info) for v, m in zip(flat.tolist(), mask, strict=True)]

@@ -2,7 +2,8 @@
 
 The flags are ncdump's: -h header only, -c coordinate data, -v/-g chosen
 variables/groups, -s special attributes (-F: filters as ``_Filter``), -t/-i times as
-dates, -p digits, -l line length, -n name, -k kind; -w, -L N and -Xp are accepted and
+dates, -p digits, -l line length, -n name, -k kind, -b c|f and -f c|f comments naming
+each row or each value (C or Fortran indices); -w, -L N and -Xp are accepted and
 change nothing, as in ncdump 4.9.0 on a local file. ``-k`` prints ncdump's one word:
 ``netCDF-4`` for a store (netcdf-c's ``nc_inq_format`` for NCZarr and Zarr) and
 ``netCDF-4``, ``classic`` … for a netCDF file. ``-K`` prints the layout instead:
@@ -25,6 +26,15 @@ if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, ne
     from nczarr_conformance.cdl.writer import CdlOptions
 
 
+class _Annotate(argparse.Action):
+    """``-b``/``-f``: each turns its comments on; the language is the last one's (ncdump.c keeps one)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, True)
+        namespace.annotation_lang = values
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nczarr-dump", description=__doc__.splitlines()[0], add_help=False)
     p.add_argument("url", help="store path or netcdf-c URL (directory, .zip, s3://…), or a netCDF file")
@@ -39,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", dest="kind", action="store_true", help="print the kind of dataset (one word) and stop")
     p.add_argument("-K", dest="layout", action="store_true",
                    help="print a store's mode and flavor (nczarr nczarr-4.10 …) and stop")
+    p.add_argument("-b", dest="brief", action=_Annotate, choices=("c", "f"), metavar="c|f",
+                   help="a comment before each row naming it, with C (0-based) or Fortran (1-based) indices")
+    p.add_argument("-f", dest="full", action=_Annotate, choices=("c", "f"), metavar="c|f",
+                   help="each value on its own line with a comment naming it (C or Fortran indices)")
     p.add_argument("-F", dest="filter_atts", action="store_true",
                    help="with -s: _Filter for every filter instead of _Fletcher32, _Shuffle, _DeflateLevel")
     p.add_argument("-w", dest="cache", action="store_true", help="accepted (ncdump's DAP caching); no effect")
@@ -82,10 +96,15 @@ def options_from(args: argparse.Namespace) -> CdlOptions:
     fd, dd = parse_precision(args.precision) if args.precision else (None, None)
     if args.line_length < 10:
         raise UsageError(f"-l {args.line_length}: line length must be at least 10")
+    annotations = None
+    if args.full or args.brief:
+        from nczarr_conformance.cdl.annotate import Annotations
+
+        annotations = Annotations(brief=bool(args.brief), full=bool(args.full), lang=args.annotation_lang)
     return CdlOptions(header_only=args.header, variables=_names(args.variables), groups=_names(args.groups),
                       coordinates=args.coords, specials=args.specials, times=args.times or args.iso,
                       iso_separator="T" if args.iso else " ", float_digits=fd, double_digits=dd,
-                      line_length=args.line_length, filter_atts=args.filter_atts)
+                      line_length=args.line_length, filter_atts=args.filter_atts, annotations=annotations)
 
 
 def _write(text: str) -> None:

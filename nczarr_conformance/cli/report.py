@@ -5,10 +5,17 @@ Writes interop.{json,md,html} and rules.{json,md,html} (docs/contracts/interop-r
 commands, a TOML file or an entry point (docs/plugins.md). Ends with a summary on stderr: cells run,
 passed, known peer faults, skipped (each missing tool named).
 
-Exit codes: 0 written (whatever the peers did), 1 our own implementation deviates (ours → ours, a rule of
-ours, or ours doing worse than a peer in any cell: conformance/gate.py), 2 could not run (bad usage, a
-plugin that fails to load, a duplicate id), 3 ``--fail-on-skip`` and some cell or rule was skipped because
-a tool is missing.
+Exit codes: 0 written (whatever the peers did, unless ``--fail-on``), 1 our own implementation deviates
+(ours → ours, a rule of ours, or ours doing worse than a peer in any cell: conformance/gate.py), or with
+``--fail-on fail|deviate`` a graded implementation fails (or deviates) against the reference, 2 could not
+run (bad usage, a plugin that fails to load, a duplicate id), 3 ``--fail-on-skip`` and some cell or rule was
+skipped because a tool is missing.
+
+Graded implementations are the ones from outside that run (``--reader``/``--writer``, the TOML file, entry
+points). ``--fail-on`` judges each against the reference, as the pytest plugin does: its cells reading a
+store of ours or netcdf-c's corpus, writing one that ours reads, or both sides its own. ``fail``: such a
+cell fails (the command exits non-zero, times out, or writes nothing); ``deviate``: such a cell fails or
+reads other values, or a spec rule grades it ``deviates``. A listed known fault excuses its cell.
 """
 from __future__ import annotations
 
@@ -29,6 +36,10 @@ if TYPE_CHECKING:  # imported where used: --help loads no numpy
     from nczarr_conformance.peers.base import Peer
 
 EXIT_SKIPPED = 3
+#: --fail-on's levels: the cell statuses (and for deviate, the rule status) that fail a graded implementation
+FAIL_ON = ("fail", "deviate")
+#: writers whose stores are the reference a graded reader is judged on (the pytest plugin's read tests)
+REFERENCE_WRITERS = ("netcdf-c-corpus",)
 
 
 def build_parser() -> Parser:
@@ -60,6 +71,10 @@ def build_parser() -> Parser:
                         help="run N cells at a time (threads; default: one per core)")
     results = report.add_argument_group("results")
     results.add_argument("--junit", metavar="FILE", help="also write the run as JUnit XML")
+    results.add_argument("--fail-on", choices=FAIL_ON, metavar="fail|deviate",
+                         help="exit 1 when an implementation from outside fails (fail) or fails or deviates "
+                              "(deviate) against the reference: a cell with ours or netcdf-c's corpus on the "
+                              "other side, or a spec rule")
     results.add_argument("--fail-on-skip", action="store_true",
                          help=f"exit {EXIT_SKIPPED} when a cell or a rule was skipped because a tool is missing")
     return p
@@ -84,6 +99,27 @@ def own_deviations(run: Any, results: list[Any], *, complete: bool = True) -> li
         bad += [f"{rule}: {impl} is listed as a documented deviation but {listed.get((rule, impl), 'absent')}"
                 for rule, impl in DOCUMENTED_DEVIATIONS if listed.get((rule, impl)) not in ("deviates", "skipped")]
     return bad + explain(run, complete=complete)[0]
+
+
+def graded_failures(run: Any, results: list[Any], graded: set[str], level: str,
+                    known: dict[tuple[str, str, str], str]) -> list[str]:
+    """What fails a graded implementation under ``--fail-on level``, one line each: its cells against the
+    reference (a store of ours or the corpus read, a store read by ours, or itself on both sides) whose status
+    is ``fails`` (or, for ``deviate``, also ``deviates``), and for ``deviate`` its spec rules that deviate."""
+    from nczarr_conformance.conformance.gate import is_ours
+
+    def reference(peer: str, side: str) -> bool:
+        return is_ours(peer) if side == "reader" else is_ours(peer) or peer in REFERENCE_WRITERS
+
+    statuses = ("fails",) if level == "fail" else ("fails", "deviates")
+    bad = [f"{c.case}: {c.writer} → {c.reader} {c.status}" for c in run.cells
+           if c.status in statuses and (c.case, c.writer, c.reader) not in known
+           and ((c.reader in graded and (c.writer == c.reader or reference(c.writer, "writer")))
+                or (c.writer in graded and reference(c.reader, "reader")))]
+    if level == "deviate":
+        bad += [f"{r.rule}: {r.implementation} {r.status}" for r in results
+                if r.implementation in graded and r.status == "deviates"]
+    return bad
 
 
 def _patterns(values: list[str]) -> list[str]:
@@ -179,13 +215,18 @@ def main(argv: list[str] | None = None) -> int:
             from nczarr_conformance.conformance.gate import known_entries
 
             known_entries()  # every declared known fault checked before the run: a bad one is one line, exit 2
-            return _report(args, [pid for pid in PEERS if not args.peers or pid in declared
-                                  or pid in _chosen(_patterns(args.peers), list(PEERS), "implementation", "--peers")])
+            chosen = [pid for pid in PEERS if not args.peers or pid in declared
+                      or pid in _chosen(_patterns(args.peers), list(PEERS), "implementation", "--peers")]
+            graded = {peer.id for peer in outside} & set(chosen)
+            if args.fail_on and not graded:
+                raise UsageError(f"--fail-on {args.fail_on}: no implementation from outside runs to grade "
+                                 "(--reader, --writer, a [implementations.NAME] table or an entry point)")
+            return _report(args, chosen, graded)
 
     return run("nczarr-conformance", body)
 
 
-def _report(args: argparse.Namespace, peer_ids: list[str]) -> int:
+def _report(args: argparse.Namespace, peer_ids: list[str], graded: set[str]) -> int:
     from nczarr_conformance.conformance import matrix as matrix_module
     from nczarr_conformance.conformance.cases import CASES
     from nczarr_conformance.conformance.gate import known_faults
@@ -218,6 +259,7 @@ def _report(args: argparse.Namespace, peer_ids: list[str]) -> int:
             print(args.junit)
         # while the stores exist: some evidence reads them again
         bad = own_deviations(matrix, results, complete=complete)
+        failing = graded_failures(matrix, results, graded, args.fail_on, known) if args.fail_on else []
     finally:
         if args.keep:
             print(f"stores kept in {workdir}", file=sys.stderr)
@@ -233,7 +275,9 @@ def _report(args: argparse.Namespace, peer_ids: list[str]) -> int:
     print(f"nczarr-conformance: rules: {summary.rules_line()}", file=sys.stderr)
     for line in bad:
         print(f"nczarr-conformance: our implementation deviates: {line}", file=sys.stderr)
-    if bad:
+    for line in failing:
+        print(f"nczarr-conformance: --fail-on {args.fail_on}: {line}", file=sys.stderr)
+    if bad or failing:
         return 1
     if args.fail_on_skip and (summary.skipped_missing or summary.rules_missing):
         print(f"nczarr-conformance: --fail-on-skip: {summary.skipped_missing} cells and {summary.rules_missing} "

@@ -95,3 +95,31 @@ def junit_xml(run: MatrixRun, results: list[Result], known: dict[tuple[str, str,
     root.set("time", _seconds(sum(float(s.get("time", "0")) for s in root)))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+#: the outcomes :func:`count` tells apart, in the order the Action's outputs list them
+OUTCOMES = ("passed", "failed", "xfailed", "skipped")
+
+
+def count(text: str) -> dict[str, int]:
+    """Each testcase's outcome in a JUnit document (pytest's ``--junitxml`` or ours), counted.
+
+    ``failure`` or ``error``: failed; ``skipped`` of type ``pytest.xfail`` or ``xfail`` (an expected failure,
+    a known peer fault): xfailed; any other ``skipped``: skipped; nothing of these: passed. Raises ValueError
+    for a document that is not JUnit XML."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise ValueError(f"not XML: {exc}") from None
+    if root.tag not in ("testsuites", "testsuite"):
+        raise ValueError(f"not JUnit XML: the root is <{root.tag}>, not <testsuites> or <testsuite>")
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for case in root.iter("testcase"):
+        skipped = case.find("skipped")
+        if case.find("failure") is not None or case.find("error") is not None:
+            counts["failed"] += 1
+        elif skipped is not None:
+            counts["xfailed" if skipped.get("type") in ("pytest.xfail", "xfail") else "skipped"] += 1
+        else:
+            counts["passed"] += 1
+    return counts

@@ -5,14 +5,16 @@ against every conformance case, one test per case, with no test file of ours in 
 
 ``--nczarr-reader``/``--nczarr-writer`` take a command exactly as ``nczarr-conformance report --reader`` does
 (peers/command.py: placeholders, exit status, the model JSON); ``--nczarr-caps`` declares what it can do, which
-chooses the cases as in the matrix. A reader test reads the store our reference writer made of the case (for a
-corpus case, netcdf-c's own committed store); a writer test's store is read by our reader. Each test is the
+chooses the cases as in the matrix, and ``--nczarr-cases`` picks some by id (globs). A reader test reads the store
+our reference writer made of the case (for a corpus case, netcdf-c's own committed store); a writer test's store
+is read by our reader. Each test is the
 matrix's own cell (``matrix.one_cell``): it passes, is skipped with the matrix's reason, or fails with the
 canonical differences worded by side (``render.sided``) and the command's stderr. Without these options the
 plugin adds nothing, so installing this package changes no other project's test run.
 """
 from __future__ import annotations
 
+import fnmatch
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +31,7 @@ from nczarr_conformance.peers.capabilities import parse as parse_caps
 from nczarr_conformance.peers.command import CommandPeer
 from nczarr_conformance.peers.corpus import CORPUS_CASES
 
-OPTIONS = ("--nczarr-reader", "--nczarr-writer", "--nczarr-caps")
+OPTIONS = ("--nczarr-reader", "--nczarr-writer", "--nczarr-caps", "--nczarr-cases")
 #: the id the graded implementation has in its tests' names and messages
 GRADED = "graded"
 
@@ -40,6 +42,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--nczarr-writer", metavar="CMD", help="a writer command: one test per case it writes")
     group.addoption("--nczarr-caps", metavar="CAP,…", default="all",
                     help="the capabilities it declares (nczarr-conformance report --list-caps)")
+    group.addoption("--nczarr-cases", metavar="GLOB,…", default="",
+                    help="only these cases (ids or glob patterns, as report --cases); default: every case")
+
+
+def chosen_cases(patterns: str) -> list[Case]:
+    """The cases whose id matches one of the comma-separated globs (all for none); a pattern matching no case
+    is a usage error naming the ids, as ``report --cases`` says it."""
+    wanted = [p.strip() for p in patterns.split(",") if p.strip()]
+    if not wanted:
+        return list(CASES)
+    ids = [case.id for case in CASES]
+    for pattern in wanted:
+        if not any(fnmatch.fnmatchcase(i, pattern) for i in ids):
+            raise pytest.UsageError(f"--nczarr-cases {pattern!r} matches no case; known: {', '.join(ids)}")
+    return [case for case in CASES if any(fnmatch.fnmatchcase(case.id, p) for p in wanted)]
 
 
 class CaseFailed(Exception):
@@ -90,13 +107,14 @@ class Cases(pytest.Collector):
             caps = parse_caps(opt("--nczarr-caps"), where="--nczarr-caps") if opt("--nczarr-caps") else ALL
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
+        cases = chosen_cases(opt("--nczarr-cases") or "")
         for option, side in (("--nczarr-reader", "read"), ("--nczarr-writer", "write")):
             command = opt(option)
             if not command:
                 continue
             graded = CommandPeer(GRADED, caps=caps, source=option, reader=command if side == "read" else None,
                                  writer=command if side == "write" else None)
-            for case in CASES:
+            for case in cases:
                 if side == "read":
                     writer = PEERS["netcdf-c-corpus" if case.id in CORPUS_CASES else "ours"]
                     yield CellItem.from_parent(self, name=f"read[{case.id}]", case=case, writer=writer,

@@ -25,14 +25,13 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from nczarr_conformance import keys, limits
-from nczarr_conformance.codecs import InflateError, Pipeline
+from nczarr_conformance.codecs import InflateError, Pipeline, check_chain
 from nczarr_conformance.codecs import build as build_codec
 from nczarr_conformance.errors import FormatError, UnsupportedError
 from nczarr_conformance.model import (
@@ -54,6 +53,9 @@ from nczarr_conformance.nczarr.dtypes import (
 )
 from nczarr_conformance.nczarr.flavors import MetadataSource, detect, find_piece
 from nczarr_conformance.stores.base import Store
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: Slabs handed to consumers are at most this big (bytes, decoded) unless they ask otherwise.
 SLAB_BYTES = 16 * 1024**2
@@ -101,6 +103,8 @@ def run_each(work: Callable[[_T], None], items: Iterable[_T], threads: int) -> N
         for item in itertools.chain(first, items):
             work(item)
         return
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait  # a one-chunk read starts no pool
+
     pool = ThreadPoolExecutor(threads, thread_name_prefix="nczarr-read")
     try:
         for item in itertools.chain(first, items):
@@ -174,7 +178,7 @@ class ArrayInfo:
     def max_stored_bytes(self) -> int:
         """The most bytes one stored chunk of this array may hold: what :meth:`load_chunk` reads at most,
         and what a writer copying the chunk as stored takes (a zip bomb is refused there as here)."""
-        if isinstance(self.pipeline, UnavailablePipeline):  # a codec we lack: no bound of its own
+        if isinstance(resolved(self.pipeline), UnavailablePipeline):  # a codec we lack: no bound of its own
             return limits.max_in_memory_bytes()
         bound = self.pipeline.max_encoded(self.chunk_nbytes)
         return bound if self.zshape else max(bound, OVERLONG_SCALAR_BYTES)
@@ -187,8 +191,9 @@ class ArrayInfo:
         chunk could take, and decoding stops at the declared chunk size.
         """
         ckey = self.chunk_key(index)
-        if isinstance(self.pipeline, UnavailablePipeline):
-            raise UnsupportedError(self.pipeline.message)
+        pipeline = resolved(self.pipeline)
+        if isinstance(pipeline, UnavailablePipeline):
+            raise UnsupportedError(pipeline.message)
         if self.chunk_nbytes > max_bytes:
             raise limits.LimitError(f"{ckey}: declared chunk {list(self.chunks)} needs {self.chunk_nbytes} bytes; "
                                     f"refusing to hold more than {max_bytes} in memory (NCZARR_MAX_IN_MEMORY)")
@@ -238,6 +243,51 @@ class UnavailablePipeline(Pipeline):
 
     def max_encoded(self, limit: int) -> int:
         raise self._refuse()
+
+
+class DeferredPipeline(Pipeline):
+    """A ``.zarray``'s codec chain, built when a chunk is first encoded or decoded.
+
+    Why: building asks numcodecs, whose import costs about half of numpy's, and a header
+    (``nczarr-dump -h``, ``open`` without reading data) decodes nothing. The chain's shape is checked
+    when the array is opened (``check_chain``: a FormatError there, as before); a codec this machine
+    lacks makes the chain an :class:`UnavailablePipeline` when built, which fails the variable's data
+    and not the dataset, as it did when built at open.
+    """
+
+    def __init__(self, akey: str, zarray: dict[str, Any], itemsize: int) -> None:  # no super(): built later
+        self.akey, self.zarray, self.itemsize = akey, zarray, itemsize
+        self._built: Pipeline | None = None
+
+    def resolve(self) -> Pipeline:
+        if self._built is None:
+            try:
+                self._built = Pipeline(self.zarray.get("compressor"), self.zarray.get("filters"), self.itemsize)
+            except UnsupportedError:  # a codec we lack fails the variable's data, not the dataset
+                self._built = UnavailablePipeline(self.akey, _missing_codec(self.zarray))
+        return self._built
+
+    @property
+    def filters(self) -> list[Any]:  # type: ignore[override]
+        return self.resolve().filters
+
+    @property
+    def compressor(self) -> Any:  # type: ignore[override]
+        return self.resolve().compressor
+
+    def encode(self, arr: np.ndarray) -> bytes:
+        return self.resolve().encode(arr)
+
+    def decode(self, raw: bytes, limit: int | None = None) -> bytes:
+        return self.resolve().decode(raw, limit)
+
+    def max_encoded(self, limit: int) -> int:
+        return self.resolve().max_encoded(limit)
+
+
+def resolved(pipeline: Pipeline) -> Pipeline:
+    """The built chain behind ``pipeline`` (itself unless deferred)."""
+    return pipeline.resolve() if isinstance(pipeline, DeferredPipeline) else pipeline
 
 
 def _missing_codec(zarray: dict[str, Any]) -> str:
@@ -574,10 +624,8 @@ class DatasetReader(ChunkReader):
         if sep not in (".", "/"):
             raise FormatError(f"{zkey}: dimension_separator must be '.' or '/', not {sep!r}")
         zattrs = self.meta.get(keys.join(akey, ".zattrs")) or {}
-        try:
-            pipeline = Pipeline(zarray.get("compressor"), zarray.get("filters"), st.numpy.itemsize)
-        except UnsupportedError:  # a codec we lack fails the variable's data, not the dataset
-            pipeline = UnavailablePipeline(akey, _missing_codec(zarray))
+        check_chain(zarray.get("compressor"), zarray.get("filters"))
+        pipeline = DeferredPipeline(akey, zarray, st.numpy.itemsize)
         attributes = self._read_attributes(akey, zattrs)
         scalar = not zshape
         dimensions: list[str] = []

@@ -7,7 +7,6 @@ stays at one slab. A netCDF file is read the same way through netCDF4-python.
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
 import math
 from collections.abc import Iterator
@@ -132,6 +131,8 @@ class NetcdfFileSource(DumpSource):
         self.facts = StorageFacts(nczarr=False, kind=self.kind, hidden=hidden, no_fill=self._no_fill())
 
     def _no_fill(self) -> set[str]:
+        import ctypes  # a netCDF file's dump only, not a store's
+
         from nczarr_conformance.sources.netcdf4 import _libnetcdf
 
         lib = _libnetcdf()

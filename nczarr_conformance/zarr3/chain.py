@@ -18,11 +18,12 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numcodecs
 import numpy as np
-from numcodecs.abc import Codec
+
+if TYPE_CHECKING:  # numcodecs is imported where a chunk is decoded: a header-only dump decodes nothing
+    from numcodecs.abc import Codec
 
 from nczarr_conformance import limits
 from nczarr_conformance.codecs import InflateError, bounded_decode, crc32c_codec, encoded_bound
@@ -149,6 +150,8 @@ class Chain:
     def _array(self, buf: bytes, shape: tuple[int, ...], where: str) -> np.ndarray:
         count = math.prod(shape)
         if self.dtype.vlen:
+            import numcodecs
+
             codec = numcodecs.VLenUTF8() if self.array_to_bytes == "vlen-utf8" else numcodecs.VLenBytes()
             # the chunk's own header says how many items follow, and numcodecs allocates that many objects
             # before reading one (a 12-byte chunk claiming 2**31 items: 16 GiB): refused unless it is the count

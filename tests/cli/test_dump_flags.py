@@ -113,9 +113,12 @@ def body(text: bytes) -> list[bytes]:
 FLAGS = {
     "rich": [[], ["-h"], ["-c"], ["-v", "time,g1/w"], ["-v", "/g1/g2/deep", "-g", "g2"], ["-g", "g1"], ["-t"],
              ["-p", "4,9"], ["-p", "9,17"], ["-p", ",17"], ["-v", "be_float,strings", "-l", "50"],
-             ["-w", "-L", "1", "-Xp", "-c"], ["-L0", "-w", "-h"]],
+             ["-w", "-L", "1", "-Xp", "-c"], ["-L0", "-w", "-h"], ["-b", "f"], ["-f", "c", "-t"],
+             ["-b", "c", "-f", "f", "-v", "chars,strings,partial,g1/w,/g1/g2/deep"]],
     "edge": [[], ["-h"], ["-c"], ["-t"], ["-i"], ["-t", "-v", "time_bnds,g/x,/g/shadow,sub dir/time"],
-             ["-g", "/g/sub dir"], ["-p", "3,5"], ["-p", "12"], ["-l", "40"]],
+             ["-g", "/g/sub dir"], ["-p", "3,5"], ["-p", "12"], ["-l", "40"],
+             ["-b", "c"], ["-b", "f", "-l", "30"], ["-f", "c"], ["-f", "f", "-b", "c"],
+             ["-f", "f", "-v", "multi,chars,floats,dfmt,g/x"]],
 }
 
 
@@ -287,6 +290,8 @@ def test_data_streams_one_run_of_chunks_at_a_time(two_vars, monkeypatch):
 
 _DUMP_PEAK = """
 import sys, tracemalloc
+# what the dump imports when it first needs it (codecs, the data section, its thread) is code, not data
+import concurrent.futures, numcodecs, nczarr_conformance.cdl.annotate, nczarr_conformance.cdl.vardata
 from nczarr_conformance.cdl.writer import CdlOptions, CdlWriter
 from nczarr_conformance.sources.dump_source import open_source
 with open_source(sys.argv[1]) as source:

@@ -50,3 +50,15 @@ def test_collects_every_case_and_nothing_without_the_options(tmp_path):
     assert len(names) == len(CASES), listed.stdout + listed.stderr
     plain = run_pytest(tmp_path, "--collect-only")
     assert "read[" not in plain.stdout and plain.returncode == 5, plain.stdout + plain.stderr  # 5: no tests
+
+
+def test_nczarr_cases_chooses_by_glob_and_refuses_a_pattern_matching_none(tmp_path):
+    (tmp_path / "reader.py").write_text(READER, encoding="utf-8")
+    reader = f"--nczarr-reader={sys.executable} reader.py {{path}}"
+    listed = run_pytest(tmp_path, reader, "--nczarr-cases=scalar,corpus-ref_old*", "--collect-only")
+    names = sorted(line.strip() for line in listed.stdout.splitlines() if "read[" in line)
+    expected = ["corpus-ref_oldformat", "corpus-ref_oldkeys", "scalar"]
+    assert names == [f"::nczarr-conformance::read[{c}]" for c in expected], listed.stdout + listed.stderr
+    refused = run_pytest(tmp_path, reader, "--nczarr-cases=scalar,nope*", "--collect-only")
+    assert refused.returncode == 4, refused.stdout + refused.stderr  # pytest's usage error
+    assert "--nczarr-cases 'nope*' matches no case; known: numeric-types," in refused.stderr, refused.stderr
