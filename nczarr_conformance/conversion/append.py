@@ -20,8 +20,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -221,7 +222,7 @@ class PureZarrAttributes:
         return {k: v for k, v in raw.items() if not is_internal_attribute(k) and k != "_ARRAY_DIMENSIONS"}
 
     def differ(self, key: str, new: Group | Variable) -> bool:
-        from nczarr_conformance.conversion.append_v3 import _same_json, _written_attributes, _xarray_encoding_added
+        from nczarr_conformance.conversion.attribute_json import _same_json, _written_attributes, _xarray_encoding_added
 
         stored = self._stored(key)
         written = _written_attributes(new.attributes, None)  # no type given: _FillValue as a plain JSON value
@@ -292,11 +293,20 @@ def append(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> Ap
     of it is ever committed.
     """
     with lock_for_writing(dst):
-        from nczarr_conformance.conversion import append_v3
-
-        if append_v3.is_v3_store(dst):  # Zarr v3 (xarray's layout): its own chunks and zarr.json, same checks
-            return append_v3.append_v3(src, dst, dim_name, allow_gaps=allow_gaps)
+        for holds, append_to in OTHER_LAYOUTS:  # Zarr v3 (xarray's layout): its own chunks and zarr.json
+            if holds(dst):
+                return append_to(src, dst, dim_name, allow_gaps=allow_gaps)
         return _append_unlocked(src, dst, dim_name, allow_gaps=allow_gaps)
+
+
+class LayoutAppend(Protocol):
+    def __call__(self, srcs: str | list[str], dst: str, dim_name: str, *, allow_gaps: bool = False) -> AppendStats:
+        ...
+
+
+#: (does ``dst`` hold this layout, append to it) for each layout other than Zarr v2, tried first: append_v3.py
+#: adds Zarr v3's when it is imported (the package's ``__init__`` imports it), so this module never imports it
+OTHER_LAYOUTS: list[tuple[Callable[[str], bool], LayoutAppend]] = []
 
 
 def _append_unlocked(src: str, dst: str, dim_name: str, *, allow_gaps: bool) -> AppendStats:

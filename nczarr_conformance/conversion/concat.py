@@ -1234,7 +1234,7 @@ class _Base:
 
         first = ordered[0]
         problems: list[str] = []
-        # no file is open here: a calendar xarray added is kept as a difference (append_v3._from_gregorian_reform)
+        # no file is open here: a calendar xarray added is kept as a difference (attribute_json._from_gregorian_reform)
         pure = PureZarrAttributes(self.reader, {}) if self.reader.flavor == "zarr" else None
         _compare(self.reader.dataset.root, first.dataset.root, "/", self.dim, problems, pure=pure)
         if problems:
