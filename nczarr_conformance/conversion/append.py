@@ -35,8 +35,9 @@ from nczarr_conformance.nczarr.flavors import GROUP_PLACE
 from nczarr_conformance.nczarr.reader import DatasetReader
 from nczarr_conformance.nczarr.writer import _to_storage
 from nczarr_conformance.sources import netcdf4 as nc4
-from nczarr_conformance.stores import ZipStore, lock_for_writing, open_store
+from nczarr_conformance.stores import lock_for_writing, open_store
 from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.staged import rewrite_zip, stage_write
 from nczarr_conformance.urls import parse
 from nczarr_conformance.zarr3.reader import object_limits
 
@@ -502,24 +503,11 @@ def _updated_metadata(reader: DatasetReader, along: dict[str, int], dim: str, to
     return out
 
 
-def rewritten_zip(spec: Any, reader_store: Store, replaced: set[str], *, at_top: bool = False) -> ZipStore:
+def rewritten_zip(spec: Any, reader_store: Store, replaced: set[str], *, at_top: bool = False) -> Store:
     """A zip is write-once: a new one under a temporary name holding every entry of the old one but
-    ``replaced`` (the objects about to be written), copied as stored; ``at_top``: entries at the top
-    of the zip (Zarr v3, as zarr-python reads them), else in the dataset's folder as netcdf-c names it."""
-    target = ZipStore(spec.path, "w", overwrite=True)
-    try:
-        if at_top:
-            target.entries_at_top()
-        limit = object_limits(reader_store)  # the reader's size rule: a zip bomb is refused, not inflated whole
-        for key in reader_store.list_prefix("/"):
-            if key not in replaced:
-                data = reader_store.get(key, limit=limit(key))  # copied as stored, never decoded
-                if data is not None:
-                    target.put(key, data)
-    except BaseException:
-        target.abort()
-        raise
-    return target
+    ``replaced`` (the objects about to be written), copied as stored (stores/staged.py's :func:`rewrite_zip`,
+    held to the reader's size rule: a zip bomb is refused, not inflated whole)."""
+    return rewrite_zip(spec, reader_store, replaced, object_limits(reader_store), at_top=at_top).store
 
 
 def _open_for_append(spec: Any, reader_store: Store, replaced: set[str]) -> Store:
@@ -527,7 +515,7 @@ def _open_for_append(spec: Any, reader_store: Store, replaced: set[str]) -> Stor
     if spec.kind == "zip":
         return rewritten_zip(spec, reader_store, replaced)
     try:
-        return open_store(spec, "a")
+        return stage_write(spec, append=True).store
     except StoreError:
         raise
     except Exception as exc:  # pragma: no cover - defensive

@@ -47,7 +47,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -78,6 +77,7 @@ from nczarr_conformance.nczarr.writer import _all_fill, _to_storage
 from nczarr_conformance.sources import netcdf4 as nc4
 from nczarr_conformance.stores import ZipStore, open_store
 from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.staged import StagedWrite, publish, stage_write
 from nczarr_conformance.urls import StoreSpec, parse
 from nczarr_conformance.zarr3 import nz
 from nczarr_conformance.zarr3.chain import MAX_UINT64, Chain, Sharding
@@ -483,7 +483,7 @@ def _open_for_append(spec: StoreSpec, reader_store: Store, replaced: set[str]) -
     every entry but those about to be written is copied as stored, under the same layout (entries at
     the top of the zip, as zarr-python reads them, or in a folder)."""
     if spec.kind != "zip":
-        return open_store(spec, "a")
+        return stage_write(spec, append=True).store
     at_top = getattr(reader_store, "prefix", None) in ("", "/")  # the reader's "/" is the top of the zip
     return rewritten_zip(spec, reader_store, replaced, at_top=at_top)
 
@@ -513,7 +513,7 @@ def concat_v3(files: list[str], dst: str, dim_name: str, *, overwrite: bool = Fa
         raise StoreError(f"{spec.path}: exists (use --overwrite to replace it)")
     with lock_for_writing(spec):
         # S3: the prefix opened for writing now, so a dataset there without --overwrite is refused before any work
-        target = open_store(spec, "w", overwrite=overwrite) if spec.kind == "s3" else None
+        target = stage_write(spec, overwrite=overwrite) if spec.kind == "s3" else None
         stamps = [(path, Stamp.of(path)) for path in files]
         try:
             ordered = _files_in_order(files, dim_name, allow_gaps)
@@ -532,7 +532,7 @@ def concat_v3(files: list[str], dst: str, dim_name: str, *, overwrite: bool = Fa
             stats.records = _length_of(stage, dim_name)
             for path, stamp in stamps:
                 refuse_if_changed(path, stamp)
-            stats.objects_written = _publish(stage, target or open_store(spec, "w", overwrite=overwrite))
+            stats.objects_written = _publish(stage, target or stage_write(spec, overwrite=overwrite))
         except BaseException:
             if target is not None:
                 target.abort()  # (an abort after a commit or an abort does nothing)
@@ -572,26 +572,16 @@ def _length_of(stage: str, dim_name: str) -> int:
         store.close()
 
 
-def _publish(stage: str, target: Store) -> int:
+def _publish(stage: str, target: StagedWrite) -> int:
     """Every object of the staged store into ``target`` (opened for writing a new store), the ``zarr.json``
     objects last (the root's at the very end); committed, or aborted on any error. Returns the objects written."""
     source = open_store(stage, "r")
     try:
-        if isinstance(target, ZipStore):
-            target.entries_at_top()  # where zarr-python's ZipStore looks, as the v3 writer puts it
-        found = source.list_prefix("/")
-        order = sorted(found, key=lambda k: (keys.basename(k) == ZARR_JSON, k == keys.join("/", ZARR_JSON), k))
-        for key in order:
-            data = source.get(key, limit=sys.maxsize)  # copied as stored, never decoded
-            if data is not None:
-                target.put(key, data)
-        target.commit()
-    except BaseException:
-        target.abort()
-        raise
+        if isinstance(target.store, ZipStore):
+            target.store.entries_at_top()  # where zarr-python's ZipStore looks, as the v3 writer puts it
+        return publish(source, target, lambda k: (keys.basename(k) == ZARR_JSON, k == keys.join("/", ZARR_JSON), k))
     finally:
         source.close()
-    return len(found)
 
 
 OTHER_LAYOUTS.append((is_v3_store, append_v3))  # append.py's append() hands a v3 store over to append_v3()
