@@ -5,6 +5,7 @@ every import in the package (TYPE_CHECKING imports included), so the layout cann
 """
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -73,3 +74,56 @@ def test_public_names_stay_functions_whatever_is_imported() -> None:
                             check=False, cwd=REPO)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["function"] * 4
+
+
+def _imported_modules(path: Path, name: str, is_package: bool, modules: set[str]) -> set[str]:
+    """Every package module ``path`` imports, anywhere in it: at the top, inside a function, under
+    TYPE_CHECKING. ``from P import N`` counts as importing ``P.N`` when that is a module, else ``P``."""
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join([*parts[:len(parts) - node.level + 1], *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.add(full if full in modules else base)
+    return (found & modules) - {name}
+
+
+def two_way_imports(package_dir: Path) -> list[str]:
+    """``A <-> B`` for each pair of the package's modules that import each other (local imports included)."""
+    paths: dict[str, tuple[Path, bool]] = {}
+    for path in package_dir.rglob("*.py"):
+        parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        paths[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    edges = {name: _imported_modules(path, name, is_package, set(paths))
+             for name, (path, is_package) in paths.items()}
+    return sorted({" <-> ".join(sorted((a, b))) for a, targets in edges.items() for b in targets
+                   if a in edges.get(b, set())})
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """One room, one job (issue #37): a module that needs its importer's code means the code shared by both
+    belongs in a lower module (or a registry both sides use), even when one side imports inside a function."""
+    pairs = two_way_imports(REPO / "nczarr_conformance")
+    assert not pairs, "modules that import each other:\n" + "\n".join(pairs)
+
+
+def test_a_planted_two_way_import_is_found(tmp_path: Path) -> None:
+    """The finder sees a function-local import closing a cycle (what the test above would miss if it only
+    read top-level imports)."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "low.py").write_text("def f() -> None:\n    from pkg.high import g\n")
+    (package / "high.py").write_text("from pkg import low\n")
+    (package / "alone.py").write_text("from . import low\n")
+
+    assert two_way_imports(package) == ["pkg.high <-> pkg.low"]

@@ -6,13 +6,25 @@ chunks, attributes, sub-groups), from the metadata already in memory: showing a 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
 from nczarr_conformance import keys
+from nczarr_conformance.model import Group
 
-if TYPE_CHECKING:
-    from nczarr_conformance.access.lazy import LazyGroup
+
+class ShownGroup(Protocol):
+    """What showing needs of a group: ``access/lazy.py``'s ``LazyGroup`` is one. A protocol rather than an
+    import of that class, so this module stays below the one that calls it."""
+
+    @property
+    def model(self) -> Group: ...
+
+    @property
+    def attrs(self) -> Mapping[str, Any]: ...
+
+    @property
+    def groups(self) -> Mapping[str, ShownGroup]: ...
 
 #: an attribute's value longer than this is cut (a repr is for reading, not for copying values out)
 VALUE_WIDTH = 60
@@ -23,19 +35,19 @@ def short_value(value: Any) -> str:
     return text if len(text) <= VALUE_WIDTH else text[:VALUE_WIDTH - 1] + "…"
 
 
-def _dimensions(group: LazyGroup) -> str:
+def _dimensions(group: ShownGroup) -> str:
     return ", ".join(f"{name}={dim.size}" + (" (unlimited)" if dim.unlimited else "")
                      for name, dim in group.model.dimensions.items()) or "(none)"
 
 
-def _variable_line(name: str, group: LazyGroup) -> str:
+def _variable_line(name: str, group: ShownGroup) -> str:
     var = group.model.variables[name]
     dims = ", ".join(keys.basename(d) for d in var.dimensions)
     chunks = f"  chunks {tuple(var.chunks)}" if var.chunks is not None else ""
     return f"{var.type} {name}({dims}){chunks}"
 
 
-def text_lines(group: LazyGroup, indent: str = "") -> Iterator[str]:
+def text_lines(group: ShownGroup, indent: str = "") -> Iterator[str]:
     """The group's contents, one line each, sub-groups indented under ``group NAME:``."""
     yield f"{indent}dimensions: {_dimensions(group)}"
     if group.model.variables:
@@ -52,7 +64,7 @@ def text_lines(group: LazyGroup, indent: str = "") -> Iterator[str]:
         yield from text_lines(sub, indent + "    ")
 
 
-def html_section(group: LazyGroup) -> str:
+def html_section(group: ShownGroup) -> str:
     """The group as nested ``<details>``: self-contained, no script, every name and value escaped."""
     e = html.escape
     rows = [f"<li>dimensions: {e(_dimensions(group))}</li>"]

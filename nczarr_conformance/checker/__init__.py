@@ -11,16 +11,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from nczarr_conformance import reader_needs
-from nczarr_conformance.checker import (  # noqa: F401  (registers the rules)
+from nczarr_conformance.checker import (  # noqa: F401  (registers the rules, then the SARIF and JUnit formats)
     attrs,
     chunks,
     draft,
     interop,
+    junit,
     layout,
     metadata,
     nz,
     readers,
     references,
+    sarif,
     v3,
     zarr3,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from nczarr_conformance.checker.report import RANK, Report, fix_command
+from nczarr_conformance.checker.report import RANK, Report, fix_command, register_format
 
 #: characters XML 1.0 cannot hold (a message may quote any byte of a store)
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -50,3 +50,6 @@ def junit_xml(reports: list[Report]) -> str:
         root.append(_suite(report))
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+register_format("junit", junit_xml)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 import json
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,20 +142,37 @@ def html_page(title: str, body: str) -> str:
             f"<style>{STYLE}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>\n{body}</body></html>\n")
 
 
+#: a format's renderer by ``--format`` name; text, JSON and HTML are this module's, SARIF and JUnit XML
+#: register from their own modules (``checker/__init__`` imports them), so neither is imported from here
+RENDERERS: dict[str, Callable[[list[Report]], str]] = {}
+
+
+def register_format(name: str, render: Callable[[list[Report]], str]) -> None:
+    """Add ``--format NAME``; a second renderer for one name is refused, naming it."""
+    if name in RENDERERS:
+        raise ValueError(f"report format {name!r} is registered twice")
+    RENDERERS[name] = render
+
+
+def _json(reports: list[Report]) -> str:
+    doc: Any = reports[0].to_json() if len(reports) == 1 else [r.to_json() for r in reports]
+    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+
+
+def _html(reports: list[Report]) -> str:
+    return html_page(f"nczarr-check {tool_version()} report", "".join(r.to_html_section() for r in reports))
+
+
+def _text(reports: list[Report]) -> str:
+    return "".join(r.to_text() for r in reports)
+
+
+register_format("text", _text)
+register_format("json", _json)
+register_format("html", _html)
+
+
 def render_reports(reports: list[Report], fmt: str) -> str:
     """Reports in one format: text one after another; JSON one object, or an array of them for several URLs;
     HTML one page with a section per report; SARIF 2.1.0 one run; JUnit XML one testsuite per report."""
-    if fmt == "json":
-        doc: Any = reports[0].to_json() if len(reports) == 1 else [r.to_json() for r in reports]
-        return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
-    if fmt == "html":
-        return html_page(f"nczarr-check {tool_version()} report", "".join(r.to_html_section() for r in reports))
-    if fmt == "sarif":
-        from nczarr_conformance.checker.sarif import sarif_log
-
-        return json.dumps(sarif_log(reports), ensure_ascii=False, indent=1) + "\n"
-    if fmt == "junit":
-        from nczarr_conformance.checker.junit import junit_xml
-
-        return junit_xml(reports)
-    return "".join(r.to_text() for r in reports)
+    return RENDERERS.get(fmt, _text)(reports)

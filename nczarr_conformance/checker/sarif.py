@@ -9,10 +9,18 @@ nczarr-fix computes only when it runs, so it is left out rather than filled with
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from nczarr_conformance.checker.report import RULES_DOC, Report, fix_command, rule_help_uri, tool_version
+from nczarr_conformance.checker.report import (
+    RULES_DOC,
+    Report,
+    fix_command,
+    register_format,
+    rule_help_uri,
+    tool_version,
+)
 from nczarr_conformance.checker.rules import RULES, Severity
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -75,3 +83,6 @@ def sarif_log(reports: list[Report]) -> dict[str, Any]:
             "results": results,
         }],
     }
+
+
+register_format("sarif", lambda reports: json.dumps(sarif_log(reports), ensure_ascii=False, indent=1) + "\n")

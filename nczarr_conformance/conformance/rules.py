@@ -12,8 +12,6 @@ from __future__ import annotations
 import fnmatch
 import importlib.util
 import json
-import shutil
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,10 +22,11 @@ import numpy as np
 
 from nczarr_conformance.conformance import rules_v3
 from nczarr_conformance.conformance.matrix import MatrixRun
+from nczarr_conformance.conformance.rule_context import RuleContext
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.peers.base import PEERS, Peer
-from nczarr_conformance.stores import DirectoryStore, open_store
+from nczarr_conformance.stores import DirectoryStore
 
 
 def _speaks_nczarr(peer: Peer) -> bool:
@@ -58,42 +57,6 @@ class Result:
     def to_json(self) -> dict[str, str]:
         return {"rule": self.rule, "implementation": self.implementation, "status": self.status,
                 "evidence": self.evidence}
-
-
-class RuleContext:
-    def __init__(self, run: MatrixRun) -> None:
-        self.run = run
-        self.workdir = run.workdir / "rules"
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self._built: dict[str, Path] = {}
-        self._building = threading.Lock()  # rules evaluated on several threads build each store once
-
-    def store(self, case: str, writer: str) -> Path | None:
-        url = self.run.stores.get((case, writer))
-        return Path(url) if url else None
-
-    def raw(self, case: str, writer: str, key: str) -> Any:
-        """The JSON object ``key`` of what ``writer`` wrote for ``case`` (a directory or, from a command
-        adapter's ``{zip}``, a zip store), or None when there is none."""
-        path = self.store(case, writer)
-        if path is None:
-            return None
-        if path.is_file():
-            with open_store(str(path)) as store:
-                data = store.get(key)
-            return None if data is None else json.loads(data.decode("utf-8"), strict=False)
-        if not (path / key.lstrip("/")).is_file():
-            return None
-        return json.loads((path / key.lstrip("/")).read_text(encoding="utf-8"), strict=False)
-
-    def built(self, name: str, make: Callable[[Path], None]) -> Path:
-        with self._building:
-            if name not in self._built:
-                path = self.workdir / name
-                shutil.rmtree(path, ignore_errors=True)
-                make(path)
-                self._built[name] = path
-            return self._built[name]
 
 
 def _writer_scope(peer: Peer, *, nczarr_only: bool = True) -> tuple[str, str] | None:

@@ -15,16 +15,14 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from nczarr_conformance.conformance.rule_context import RuleContext
 from nczarr_conformance.peers.base import Peer
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.zarr3.chain import ARRAY_TO_ARRAY, ARRAY_TO_BYTES
-
-if TYPE_CHECKING:
-    from nczarr_conformance.conformance.rules import RuleContext
 
 Verdict = tuple[str, str]
 

@@ -4,3 +4,5 @@
 Reads input only through ``sources`` and writes only through ``nczarr``/``stores``: nothing here
 imports the graded implementations or the matrix (tests/test_architecture.py holds it).
 """
+
+from nczarr_conformance.conversion import append_v3  # noqa: F401  (registers --append onto a Zarr v3 store)

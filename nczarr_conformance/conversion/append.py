@@ -20,8 +20,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,8 +35,9 @@ from nczarr_conformance.nczarr.flavors import GROUP_PLACE
 from nczarr_conformance.nczarr.reader import DatasetReader
 from nczarr_conformance.nczarr.writer import _to_storage
 from nczarr_conformance.sources import netcdf4 as nc4
-from nczarr_conformance.stores import ZipStore, lock_for_writing, open_store
+from nczarr_conformance.stores import lock_for_writing, open_store
 from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.staged import rewrite_zip, stage_write
 from nczarr_conformance.urls import parse
 from nczarr_conformance.zarr3.reader import object_limits
 
@@ -221,7 +223,7 @@ class PureZarrAttributes:
         return {k: v for k, v in raw.items() if not is_internal_attribute(k) and k != "_ARRAY_DIMENSIONS"}
 
     def differ(self, key: str, new: Group | Variable) -> bool:
-        from nczarr_conformance.conversion.append_v3 import _same_json, _written_attributes, _xarray_encoding_added
+        from nczarr_conformance.conversion.attribute_json import _same_json, _written_attributes, _xarray_encoding_added
 
         stored = self._stored(key)
         written = _written_attributes(new.attributes, None)  # no type given: _FillValue as a plain JSON value
@@ -292,11 +294,20 @@ def append(src: str, dst: str, dim_name: str, *, allow_gaps: bool = False) -> Ap
     of it is ever committed.
     """
     with lock_for_writing(dst):
-        from nczarr_conformance.conversion import append_v3
-
-        if append_v3.is_v3_store(dst):  # Zarr v3 (xarray's layout): its own chunks and zarr.json, same checks
-            return append_v3.append_v3(src, dst, dim_name, allow_gaps=allow_gaps)
+        for holds, append_to in OTHER_LAYOUTS:  # Zarr v3 (xarray's layout): its own chunks and zarr.json
+            if holds(dst):
+                return append_to(src, dst, dim_name, allow_gaps=allow_gaps)
         return _append_unlocked(src, dst, dim_name, allow_gaps=allow_gaps)
+
+
+class LayoutAppend(Protocol):
+    def __call__(self, srcs: str | list[str], dst: str, dim_name: str, *, allow_gaps: bool = False) -> AppendStats:
+        ...
+
+
+#: (does ``dst`` hold this layout, append to it) for each layout other than Zarr v2, tried first: append_v3.py
+#: adds Zarr v3's when it is imported (the package's ``__init__`` imports it), so this module never imports it
+OTHER_LAYOUTS: list[tuple[Callable[[str], bool], LayoutAppend]] = []
 
 
 def _append_unlocked(src: str, dst: str, dim_name: str, *, allow_gaps: bool) -> AppendStats:
@@ -492,24 +503,11 @@ def _updated_metadata(reader: DatasetReader, along: dict[str, int], dim: str, to
     return out
 
 
-def rewritten_zip(spec: Any, reader_store: Store, replaced: set[str], *, at_top: bool = False) -> ZipStore:
+def rewritten_zip(spec: Any, reader_store: Store, replaced: set[str], *, at_top: bool = False) -> Store:
     """A zip is write-once: a new one under a temporary name holding every entry of the old one but
-    ``replaced`` (the objects about to be written), copied as stored; ``at_top``: entries at the top
-    of the zip (Zarr v3, as zarr-python reads them), else in the dataset's folder as netcdf-c names it."""
-    target = ZipStore(spec.path, "w", overwrite=True)
-    try:
-        if at_top:
-            target.entries_at_top()
-        limit = object_limits(reader_store)  # the reader's size rule: a zip bomb is refused, not inflated whole
-        for key in reader_store.list_prefix("/"):
-            if key not in replaced:
-                data = reader_store.get(key, limit=limit(key))  # copied as stored, never decoded
-                if data is not None:
-                    target.put(key, data)
-    except BaseException:
-        target.abort()
-        raise
-    return target
+    ``replaced`` (the objects about to be written), copied as stored (stores/staged.py's :func:`rewrite_zip`,
+    held to the reader's size rule: a zip bomb is refused, not inflated whole)."""
+    return rewrite_zip(spec, reader_store, replaced, object_limits(reader_store), at_top=at_top).store
 
 
 def _open_for_append(spec: Any, reader_store: Store, replaced: set[str]) -> Store:
@@ -517,7 +515,7 @@ def _open_for_append(spec: Any, reader_store: Store, replaced: set[str]) -> Stor
     if spec.kind == "zip":
         return rewritten_zip(spec, reader_store, replaced)
     try:
-        return open_store(spec, "a")
+        return stage_write(spec, append=True).store
     except StoreError:
         raise
     except Exception as exc:  # pragma: no cover - defensive

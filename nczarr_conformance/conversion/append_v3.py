@@ -46,9 +46,7 @@ import itertools
 import json
 import math
 import os
-import re
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -61,6 +59,7 @@ import numpy as np
 from nczarr_conformance import keys
 from nczarr_conformance.codecs import crc32c_codec
 from nczarr_conformance.conversion.append import (
+    OTHER_LAYOUTS,
     AppendStats,
     InputChanged,
     Stamp,
@@ -70,20 +69,20 @@ from nczarr_conformance.conversion.append import (
     refuse_if_changed,
     rewritten_zip,
 )
+from nczarr_conformance.conversion.attribute_json import _same_json, _written_attributes, _xarray_encoding_added
 from nczarr_conformance.conversion.from_netcdf import _header
 from nczarr_conformance.errors import FormatError, StoreError, UnsupportedError, UsageError
-from nczarr_conformance.model import Attribute, Dataset, Group, is_internal_attribute
-from nczarr_conformance.nczarr import attrs as attr_codec
+from nczarr_conformance.model import Dataset, Group, is_internal_attribute
 from nczarr_conformance.nczarr.writer import _all_fill, _to_storage
 from nczarr_conformance.sources import netcdf4 as nc4
 from nczarr_conformance.stores import ZipStore, open_store
 from nczarr_conformance.stores.base import Store
+from nczarr_conformance.stores.staged import StagedWrite, publish, stage_write
 from nczarr_conformance.urls import StoreSpec, parse
 from nczarr_conformance.zarr3 import nz
 from nczarr_conformance.zarr3.chain import MAX_UINT64, Chain, Sharding
 from nczarr_conformance.zarr3.metadata import ZARR_JSON
 from nczarr_conformance.zarr3.reader import V3ArrayInfo, V3Reader, is_v3
-from nczarr_conformance.zarr3.writer import _fill_attribute
 
 
 def is_v3_store(dst: str) -> bool:
@@ -350,23 +349,6 @@ def _stored_attributes(doc: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if not is_internal_attribute(k) and k != "_ARRAY_DIMENSIONS"}
 
 
-def _written_attributes(attributes: dict[str, Attribute], nctype: str | None) -> dict[str, Any]:
-    """The JSON values a v3 writer stores for these attributes (``_FillValue`` as xarray encodes it)."""
-    out: dict[str, Any] = {}
-    for name, attr in attributes.items():
-        if is_internal_attribute(name):
-            continue
-        if name == "_FillValue" and nctype is not None:
-            out[name] = _fill_attribute(nctype, attr)
-        else:
-            out[name] = attr_codec.encode(attr, json_convention=False)[0]
-    return json.loads(json.dumps(out, allow_nan=True))  # type: ignore[no-any-return]
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True, allow_nan=True) == json.dumps(b, sort_keys=True, allow_nan=True)
-
-
 def _compare(old: Group, new: Group, path: str, name: str, problems: list[str], store: Store,
              variables: dict[str, Any]) -> None:
     """append.py's comparison in v3 terms: dimensions by name, attributes as stored JSON (less what
@@ -399,49 +381,6 @@ def _compare(old: Group, new: Group, path: str, name: str, problems: list[str], 
             problems.append(f"{vkey}: attributes differ")
     for gname in sorted(set(old.groups) & set(new.groups)):
         _compare(old.groups[gname], new.groups[gname], keys.join(path, gname), name, problems, store, variables)
-
-
-#: CF time units ("days since 2000-01-01"): what xarray decodes to dates and writes back with a calendar
-_TIME_UNITS = re.compile(r"^\s*[A-Za-z]+\s+since\s+\S")
-
-
-def _xarray_encoding_added(stored: dict[str, Any], written: dict[str, Any], nctype: str,
-                           variable: Any) -> dict[str, Any]:
-    """``stored`` less the two attributes xarray's ``to_zarr`` adds to a variable that had neither,
-    when they change nothing the appended values mean:
-
-    * ``_FillValue`` NaN on a float variable with no ``_FillValue`` (xarray's default encoding of
-      floats): NaN reads as missing either way, and the file's other values are written as they are,
-      as xarray's own append writes them;
-    * ``calendar: proleptic_gregorian`` on a variable with CF time units and no ``calendar`` (CF's
-      default is ``standard``): xarray writes that name for dates it decoded to numpy datetime64,
-      and the two calendars are the same day for day from 1582-10-15 on, which the new values are
-      checked to be (decoded by cftime in ``standard``); an earlier date keeps the difference.
-    """
-    out = dict(stored)
-    if "_FillValue" not in written and nctype in ("float", "double") and "_FillValue" in out \
-            and out["_FillValue"] == _fill_attribute(nctype, Attribute(nctype, np.array([np.nan]))):
-        del out["_FillValue"]
-    units = written.get("units")
-    if "calendar" not in written and out.get("calendar") == "proleptic_gregorian" and isinstance(units, str) \
-            and _TIME_UNITS.match(units) and variable is not None and _from_gregorian_reform(variable, units):
-        del out["calendar"]
-    return out
-
-
-def _from_gregorian_reform(variable: Any, units: str) -> bool:
-    """Whether every value of the netCDF variable is a date on or after 1582-10-15 in the ``standard`` calendar."""
-    import cftime
-
-    values = np.asarray(nc4.read_values(variable), dtype="f8").ravel()
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return True
-    try:
-        reform = cftime.date2num(cftime.datetime(1582, 10, 15, calendar="standard"), units, calendar="standard")
-    except ValueError:
-        return False
-    return bool(values.min() >= reform)
 
 
 # ---- the chunks ---------------------------------------------------------------------------------------
@@ -544,7 +483,7 @@ def _open_for_append(spec: StoreSpec, reader_store: Store, replaced: set[str]) -
     every entry but those about to be written is copied as stored, under the same layout (entries at
     the top of the zip, as zarr-python reads them, or in a folder)."""
     if spec.kind != "zip":
-        return open_store(spec, "a")
+        return stage_write(spec, append=True).store
     at_top = getattr(reader_store, "prefix", None) in ("", "/")  # the reader's "/" is the top of the zip
     return rewritten_zip(spec, reader_store, replaced, at_top=at_top)
 
@@ -574,7 +513,7 @@ def concat_v3(files: list[str], dst: str, dim_name: str, *, overwrite: bool = Fa
         raise StoreError(f"{spec.path}: exists (use --overwrite to replace it)")
     with lock_for_writing(spec):
         # S3: the prefix opened for writing now, so a dataset there without --overwrite is refused before any work
-        target = open_store(spec, "w", overwrite=overwrite) if spec.kind == "s3" else None
+        target = stage_write(spec, overwrite=overwrite) if spec.kind == "s3" else None
         stamps = [(path, Stamp.of(path)) for path in files]
         try:
             ordered = _files_in_order(files, dim_name, allow_gaps)
@@ -593,7 +532,7 @@ def concat_v3(files: list[str], dst: str, dim_name: str, *, overwrite: bool = Fa
             stats.records = _length_of(stage, dim_name)
             for path, stamp in stamps:
                 refuse_if_changed(path, stamp)
-            stats.objects_written = _publish(stage, target or open_store(spec, "w", overwrite=overwrite))
+            stats.objects_written = _publish(stage, target or stage_write(spec, overwrite=overwrite))
         except BaseException:
             if target is not None:
                 target.abort()  # (an abort after a commit or an abort does nothing)
@@ -633,23 +572,16 @@ def _length_of(stage: str, dim_name: str) -> int:
         store.close()
 
 
-def _publish(stage: str, target: Store) -> int:
+def _publish(stage: str, target: StagedWrite) -> int:
     """Every object of the staged store into ``target`` (opened for writing a new store), the ``zarr.json``
     objects last (the root's at the very end); committed, or aborted on any error. Returns the objects written."""
     source = open_store(stage, "r")
     try:
-        if isinstance(target, ZipStore):
-            target.entries_at_top()  # where zarr-python's ZipStore looks, as the v3 writer puts it
-        found = source.list_prefix("/")
-        order = sorted(found, key=lambda k: (keys.basename(k) == ZARR_JSON, k == keys.join("/", ZARR_JSON), k))
-        for key in order:
-            data = source.get(key, limit=sys.maxsize)  # copied as stored, never decoded
-            if data is not None:
-                target.put(key, data)
-        target.commit()
-    except BaseException:
-        target.abort()
-        raise
+        if isinstance(target.store, ZipStore):
+            target.store.entries_at_top()  # where zarr-python's ZipStore looks, as the v3 writer puts it
+        return publish(source, target, lambda k: (keys.basename(k) == ZARR_JSON, k == keys.join("/", ZARR_JSON), k))
     finally:
         source.close()
-    return len(found)
+
+
+OTHER_LAYOUTS.append((is_v3_store, append_v3))  # append.py's append() hands a v3 store over to append_v3()

@@ -61,7 +61,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -83,6 +82,7 @@ from nczarr_conformance.nczarr.writer import (
 )
 from nczarr_conformance.stores import sniff
 from nczarr_conformance.stores.part import PartSpec, open_part
+from nczarr_conformance.stores.staged import StagedWrite, stage_write
 from nczarr_conformance.urls import StoreSpec, parse
 
 WORKER_THREADS = 2  # copy threads inside one task (a worker process runs one task at a time)
@@ -695,154 +695,6 @@ def _assemble_rows(plan: ArrayPlan, axis: int, k: int, sources: list[Source],
     return done
 
 
-# ---- client side: the transaction ---------------------------------------------------------------
-class Target:
-    """The client's end of the write: what workers write into, metadata, commit, abort."""
-
-    part: PartSpec
-    metadata_written = 0
-
-    def put(self, key: str, data: bytes) -> None:
-        """A metadata object (the writer's ``store.put``), written by the client only."""
-        self.metadata_written += 1
-        self._put(key, data)
-
-    def _put(self, key: str, data: bytes) -> None:
-        raise NotImplementedError
-
-    def adopt(self, written: list[str]) -> None:
-        """Keys workers put (S3 must know them to keep them at commit and remove them on abort)."""
-
-    def commit(self) -> None:
-        raise NotImplementedError
-
-    def abort(self, planned: Callable[[], Iterator[str]]) -> None:
-        raise NotImplementedError
-
-
-class DirectoryTarget(Target):
-    """A tree built aside (an append's from hard links to the old files, which are never written into)."""
-
-    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
-        from nczarr_conformance.stores import DirectoryStore
-
-        self.store = DirectoryStore(spec.path, "a" if append else "w", overwrite)
-        self.part = PartSpec("file", str(self.store.root), in_place=not append, umask=safety.umask())
-
-    def _put(self, key: str, data: bytes) -> None:
-        self.store.put(key, data)
-
-    def commit(self) -> None:
-        self.store.commit()
-
-    def abort(self, planned: Callable[[], Iterator[str]]) -> None:
-        self.store.abort()
-
-
-class ZipTarget(Target):
-    """Built aside as a directory next to the zip, then zipped under a temporary name and renamed."""
-
-    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
-        from nczarr_conformance.stores import ZipStore
-
-        self.spec = spec
-        self.overwrite = overwrite
-        self.old = ZipStore(spec.path, "r") if append else None  # an append rewrites the zip (write-once)
-        real = Path(os.path.realpath(spec.path))
-        self.zip = ZipStore(spec.path, "w", overwrite or append)  # locks, removes leftovers, refuses an existing output
-        try:
-            self.aside = safety.make_temp_dir(real)
-        except BaseException:
-            self.zip.abort()
-            raise
-        self.part = PartSpec("file", str(self.aside), umask=0o077)
-        self.meta: dict[str, bytes] = {}
-
-    def _put(self, key: str, data: bytes) -> None:
-        self.meta[key] = data
-
-    def commit(self) -> None:
-        from nczarr_conformance.stores.part import DirectoryPart
-
-        try:
-            tree = DirectoryPart(self.part)
-            new = sorted(tree.list_prefix("/"))
-            if self.old is not None:  # the old members as stored, but those replaced
-                replaced = set(new) | set(self.meta)
-                for key in self.old.list_prefix("/"):
-                    if key not in replaced:
-                        data = self.old.get(key, limit=2**62)
-                        if data is not None:
-                            self.zip.put(key, data)
-            for key in new:
-                data = tree.get(key, limit=2**62)
-                if data is not None:
-                    self.zip.put(key, data)
-            for key, data in self.meta.items():
-                self.zip.put(key, data)
-            self.zip.commit()
-        except BaseException:
-            self.zip.abort()
-            raise
-        finally:
-            self._close_old()
-            safety.remove_path(self.aside)
-
-    def _close_old(self) -> None:
-        if self.old is not None:
-            self.old.close()
-            self.old = None
-
-    def abort(self, planned: Callable[[], Iterator[str]]) -> None:
-        self.zip.abort()
-        self._close_old()
-        safety.remove_path(self.aside)
-
-
-class S3Target(Target):
-    """Chunks PUT by the workers under the store's marker; metadata held by the store until commit."""
-
-    def __init__(self, spec: StoreSpec, overwrite: bool, append: bool = False) -> None:
-        from nczarr_conformance.stores.s3 import S3Store
-
-        self.store = S3Store.from_spec(spec, "a" if append else "w", overwrite)
-        self.store._begin()  # the marker first (and an overwrite's old metadata gone) before any worker PUT
-        self.part = PartSpec("s3", f"{self.store.bucket}/{self.store.prefix}", endpoint=_s3_endpoint(spec),
-                             profile=spec.params.get("aws.profile") or spec.params.get("awsprofile"),
-                             region=spec.params.get("aws.region"))
-
-    def adopt(self, written: list[str]) -> None:
-        with self.store._lock:
-            self.store._put_keys.extend(written)
-
-    def _put(self, key: str, data: bytes) -> None:
-        self.store.put(key, data)
-
-    def commit(self) -> None:
-        self.store.commit()
-
-    def abort(self, planned: Callable[[], Iterator[str]]) -> None:
-        self.adopt(list(planned()))  # a task cut short put keys nobody reported: remove every planned one
-        self.store.abort()
-
-
-def _s3_endpoint(spec: StoreSpec) -> str | None:
-    endpoint = spec.endpoint
-    if endpoint and endpoint.split("://")[-1].split(":")[0].endswith("amazonaws.com"):
-        return None
-    return endpoint
-
-
-def open_target(spec: StoreSpec, overwrite: bool, append: bool = False) -> Target:
-    if spec.kind == "file":
-        return DirectoryTarget(spec, overwrite, append)
-    if spec.kind == "zip":
-        return ZipTarget(spec, overwrite, append)
-    if spec.kind == "s3":
-        return S3Target(spec, overwrite, append)
-    raise UsageError(f"unknown storage kind {spec.kind!r}")
-
-
 # ---- where the tasks run: a dask cluster, or this process ----------------------------------------------
 class Runner:
     """Runs a task function over a list of items and hands each result to ``consume`` on the client's thread.
@@ -982,7 +834,7 @@ def concat(inputs: list[str], dst: str, dim_name: str, *, flavor: str = "nczarr-
         raise
     finally:
         if held is not None:
-            held.release()  # (a new store's writer lock is its own, from open_target to commit or abort)
+            held.release()  # (a new store's writer lock is its own, from stage_write to commit or abort)
     stats.seconds = time.perf_counter() - started
     return stats
 
@@ -1059,7 +911,7 @@ class _Job:
     append: bool = False
     consolidate: bool | None = None
     char_as: str | None = None
-    target: Target | None = None
+    target: StagedWrite | None = None
     plans: dict[str, ArrayPlan] = field(default_factory=dict)
 
     def run(self, runner: Runner) -> None:
@@ -1096,7 +948,7 @@ class _Job:
                         raise UsageError(f"{info.path}: {vkey}: a string of {longest} bytes, longer than the "
                                          f"{self.plans[vkey].maxstrlen} the {'store' if base else 'first file'} sets")
             stats.records = total - old_len
-            self.target = target = open_target(spec, self.overwrite, append=base is not None)
+            self.target = target = stage_write(spec, overwrite=self.overwrite, append=base is not None, workers=True)
             tasks = plan_tasks(_pieces(ordered, old_len), dim, total, self.plans, along, target.part,
                                flavor=self.flavor, xarray=spec.xarray, direct=self.direct,
                                base=_absolute(spec) if base is not None else None, old_len=old_len)
@@ -1234,7 +1086,7 @@ class _Base:
 
         first = ordered[0]
         problems: list[str] = []
-        # no file is open here: a calendar xarray added is kept as a difference (append_v3._from_gregorian_reform)
+        # no file is open here: a calendar xarray added is kept as a difference (attribute_json._from_gregorian_reform)
         pure = PureZarrAttributes(self.reader, {}) if self.reader.flavor == "zarr" else None
         _compare(self.reader.dataset.root, first.dataset.root, "/", self.dim, problems, pure=pure)
         if problems:

@@ -36,7 +36,8 @@ from nczarr_conformance.model import Dataset, Group, Variable
 from nczarr_conformance.nczarr.writer import DEFAULT_CHAR_AS, FLAVOR_ALIASES, Progress, write_dataset
 from nczarr_conformance.sources import hdf5_types
 from nczarr_conformance.sources import netcdf4 as nc4
-from nczarr_conformance.stores import open_store, sniff
+from nczarr_conformance.stores import sniff
+from nczarr_conformance.stores.staged import stage_write
 from nczarr_conformance.stores.zip import ZipStore
 from nczarr_conformance.urls import parse
 
@@ -301,9 +302,10 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
         # the HDF5 chunk index is used on both paths (unwritten chunks); copying only when asked
         raw = _direct_source(opened.path, copy=direct and flavor != "nczarr-2-upper")
         workers = threads or 2 * (os.cpu_count() or 2)
-        store = None
+        staged = None
         try:
-            store = open_store(spec, "w", overwrite=overwrite)
+            staged = stage_write(spec, overwrite=overwrite)
+            store = staged.store
             if announce is not None:  # the output can be written: say for whom, before the first object is put
                 announce(stats.audience)
             if choice.get("zip_entries") == "top" and isinstance(store, ZipStore):
@@ -321,10 +323,10 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
                                              raw=without_direct_copy(raw, reencode), consolidate=consolidate,
                                              char_as=char_as, default_fill=choice.get("default_fill") != "null")
             stats.objects = store.writes
-            store.commit()
+            staged.commit()
         except BaseException:
-            if store is not None:
-                store.abort()
+            if staged is not None:
+                staged.abort()
             raise
         finally:
             if raw is not None:

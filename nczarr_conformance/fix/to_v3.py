@@ -49,7 +49,7 @@ from nczarr_conformance.stores.base import Store
 from nczarr_conformance.stores.memory import MemoryStore
 from nczarr_conformance.zarr3.metadata import ZARR_JSON, KeyEncoding
 from nczarr_conformance.zarr3.nz_writer import NzWriter
-from nczarr_conformance.zarr3.writer import (
+from nczarr_conformance.zarr3.v3_writer import (
     BLOSC_SHUFFLE,
     DATA_TYPES,
     V3Plan,

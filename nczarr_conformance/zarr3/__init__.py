@@ -11,3 +11,6 @@ and ``nczarr-check`` all read v3 through it.
   codecs, ``sharding_indexed`` with ranged reads of one inner chunk), decoded within bounds;
 * ``reader.py``: the store → canonical model reader.
 """
+from __future__ import annotations
+
+from nczarr_conformance.zarr3 import draft  # noqa: F401  (registers the draft NCZarr v3 layout with open_reader)

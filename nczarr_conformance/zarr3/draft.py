@@ -39,7 +39,7 @@ from nczarr_conformance.zarr3.metadata import (
     parse_fill,
     regular_chunk_shape,
 )
-from nczarr_conformance.zarr3.reader import V3ArrayInfo, V3Pipeline, V3Reader
+from nczarr_conformance.zarr3.reader import V3ArrayInfo, V3Pipeline, V3Reader, register_v3_layout
 
 #: the flavor name nczarr-dump -k and nczarr-check show for this layout
 DRAFT_FLAVOR = "nczarr-v3-draft"
@@ -293,10 +293,20 @@ class DraftReader(V3Reader):
 
 
 
-def open_v3(store: Store, *, xarray: bool = True, max_bytes: int | None = None, root: bytes | None = None) -> V3Reader:
-    """The reader for a v3 store: :class:`DraftReader` when the root carries ``_nczarr_superblock``."""
+def draft_reader(store: Store, *, xarray: bool = True, max_bytes: int | None = None,
+                 root: bytes | None = None) -> DraftReader | None:
+    """:class:`DraftReader` when the root ``zarr.json`` carries ``_nczarr_superblock``, else None."""
     raw = store.get("/" + ZARR_JSON) if root is None else root
     doc = load_json(raw, "/" + ZARR_JSON) if raw is not None and SUPERBLOCK.encode() in raw else None
     if isinstance(doc, dict) and is_draft(doc):
         return DraftReader(store, xarray=xarray, max_bytes=max_bytes)
-    return V3Reader(store, xarray=xarray, max_bytes=max_bytes)
+    return None
+
+
+def open_v3(store: Store, *, xarray: bool = True, max_bytes: int | None = None, root: bytes | None = None) -> V3Reader:
+    """The reader for a v3 store: :class:`DraftReader` when the root carries ``_nczarr_superblock``."""
+    draft = draft_reader(store, xarray=xarray, max_bytes=max_bytes, root=root)
+    return draft if draft is not None else V3Reader(store, xarray=xarray, max_bytes=max_bytes)
+
+
+register_v3_layout(draft_reader)  # open_reader reads a draft store as such

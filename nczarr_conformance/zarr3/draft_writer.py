@@ -36,7 +36,7 @@ from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, DEFAULT_MAXSTRLEN
 from nczarr_conformance.nczarr.writer import ArrayPlan, ChunkEncoder, _to_storage
 from nczarr_conformance.zarr3.draft import ARRAY, ATTRS, GROUP, SUPERBLOCK
-from nczarr_conformance.zarr3.writer import DATA_TYPES, ChunkCodec, V3Plan, V3Writer, fill_json
+from nczarr_conformance.zarr3.v3_writer import DATA_TYPES, ChunkCodec, V3Plan, V3Writer, fill_json
 
 #: zformat3.c ZF3_encode_superblock: ``"%d.0.0"`` of the NCZarr format 3
 SUPERBLOCK_VALUE = {"version": "3.0.0"}

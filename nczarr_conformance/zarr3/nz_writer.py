@@ -39,7 +39,7 @@ from nczarr_conformance.errors import UnsupportedError
 from nczarr_conformance.model import Attribute, is_internal_attribute
 from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.zarr3 import nz
-from nczarr_conformance.zarr3.writer import DATA_TYPES, V3Plan, V3Writer, fill_json
+from nczarr_conformance.zarr3.v3_writer import DATA_TYPES, V3Plan, V3Writer, fill_json
 
 
 class NzWriter(V3Writer):

@@ -26,7 +26,7 @@ import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -367,9 +367,30 @@ def open_reader(store: Store, *, pure_zarr: bool = False, xarray: bool = True,
     except FormatError:
         if not is_v3(store):
             raise
-    from nczarr_conformance.zarr3.draft import open_v3  # draft.py builds on this module
+    for layout in V3_LAYOUTS:
+        reader = layout(store, xarray=xarray, max_bytes=max_bytes)
+        if reader is not None:
+            return reader
+    return V3Reader(store, xarray=xarray, max_bytes=max_bytes)
 
-    return open_v3(store, xarray=xarray, max_bytes=max_bytes)
+
+class V3Layout(Protocol):
+    """A layout on top of plain Zarr v3: its reader when ``store`` holds that layout, else None."""
+
+    def __call__(self, store: Store, *, xarray: bool, max_bytes: int | None) -> V3Reader | None: ...
+
+
+#: the layouts :func:`open_reader` asks, in turn, before reading a v3 store as plain Zarr v3: draft.py adds
+#: netcdf-c's draft NCZarr v3 when imported (``zarr3/__init__`` imports it). A registry, so this module,
+#: which the layouts build on, never imports them.
+V3_LAYOUTS: list[V3Layout] = []
+
+
+def register_v3_layout(layout: V3Layout) -> None:
+    """Add a layout :func:`open_reader` asks; one registered twice is refused, naming it."""
+    if layout in V3_LAYOUTS:
+        raise ValueError(f"v3 layout {getattr(layout, '__qualname__', layout)} is registered twice")
+    V3_LAYOUTS.append(layout)
 
 
 def object_limits(store: Store) -> Callable[[str], int]:
