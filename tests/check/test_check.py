@@ -233,27 +233,71 @@ def test_every_error_rule_has_a_corruption_test():
     assert error_rules - special == set(CORRUPTIONS) - {"NCZ-XARRAY-DIMS"}
 
 
+@dataclasses.dataclass
+class _Corrupted:
+    """Every corruption planted in a base store of its own, and what one ``nczarr-check`` run over all of them
+    said per format: the CLI checks many URLs in one process, so 45 stores cost one interpreter per format, not
+    one per store (one URL's exit code, and the worst of several: tests/check/test_check_cli.py)."""
+
+    stores: dict[str, Path]
+    before: dict[str, dict[Path, bytes]]
+    runs: dict[str, subprocess.CompletedProcess[str]]
+
+    def run(self, fmt: str) -> subprocess.CompletedProcess[str]:
+        if fmt not in self.runs:
+            self.runs[fmt] = run_cli("--deep", "--format", fmt, *(str(p) for p in self.stores.values()))
+        return self.runs[fmt]
+
+
+@pytest.fixture(scope="module")
+def corrupted(tmp_path_factory: pytest.TempPathFactory) -> _Corrupted:
+    stores, before = {}, {}
+    for rule_id in sorted(CORRUPTIONS):
+        path = _base(tmp_path_factory.mktemp(rule_id))
+        assert errors(check(str(path), deep=True)) == []
+        CORRUPTIONS[rule_id][1](path)
+        stores[rule_id] = path
+        before[rule_id] = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
+    return _Corrupted(stores, before, {})
+
+
+def _text_reports(stdout: str, stores: dict[str, Path]) -> dict[str, list[str]]:
+    """The text format's reports, one after another, each ending in its summary line (which names the URL)."""
+    reports: dict[str, list[str]] = {}
+    lines: list[str] = []
+    for line in stdout.splitlines():
+        lines.append(line)
+        for rule_id, path in stores.items():
+            if line.startswith(f"{path}: flavor "):
+                reports[rule_id], lines = lines, []
+    return reports
+
+
 @pytest.mark.parametrize("rule_id", sorted(CORRUPTIONS))
 @pytest.mark.parametrize("fmt", ["text", "json"])
-def test_corruption_is_caught_on_its_key(rule_id, fmt, tmp_path):
-    path = _base(tmp_path)
-    assert errors(check(str(path), deep=True)) == []
-    key, corrupt = CORRUPTIONS[rule_id]
-    corrupt(path)
-    before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
-    result = run_cli("--deep", "--format", fmt, str(path))
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "Traceback" not in result.stderr
+def test_corruption_is_caught_on_its_key(rule_id, fmt, corrupted):
+    key = CORRUPTIONS[rule_id][0]
+    path = corrupted.stores[rule_id]
+    result = corrupted.run(fmt)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr
+    assert result.stderr == ""  # no URL refused (each is reported) and no traceback
     if fmt == "json":
-        doc = json.loads(result.stdout)
+        docs = {d["url"]: d for d in json.loads(result.stdout)}
+        assert len(docs) == len(corrupted.stores)
+        doc = docs[str(path)]
         jsonschema.validate(doc, REPORT_SCHEMA)
         found = {(f["rule"], f["key"]) for f in doc["findings"] if f["severity"] == "error"}
         assert doc["summary"]["errors"] >= 1
+        report = json.dumps(doc)
     else:
-        found = {tuple(line.split(" ", 3)[1:3]) for line in result.stdout.splitlines() if line.startswith("error ")}
+        reports = _text_reports(result.stdout, corrupted.stores)
+        assert reports.keys() == corrupted.stores.keys()
+        lines = reports[rule_id]
+        found = {tuple(line.split(" ", 3)[1:3]) for line in lines if line.startswith("error ")}
         found = {(r, k.rstrip(":")) for r, k in found}
-    assert (rule_id, key) in found, result.stdout
-    assert before == {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}  # never modified
+        report = "\n".join(lines)
+    assert (rule_id, key) in found, report
+    assert corrupted.before[rule_id] == {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}  # unmodified
 
 
 # ---- an attribute named "" (issue 39: it passed nczarr-check and nczarr-dump printed `v: = 1 ;`) ---------------
