@@ -207,3 +207,15 @@ def test_an_existing_output_is_refused_before_any_file_is_read(days: list[Path],
     with pytest.raises(Exception, match="already exists"):
         concat_references([str(p) for p in days], str(out), "time", workers=1)
     assert out.read_text() == "{}"
+
+
+def test_on_a_dask_cluster_the_references_are_the_in_process_ones(days: list[Path], tmp_path: Path):
+    """The tasks run on a distributed.Client (threads, to stay fast) give exactly the references made in process."""
+    distributed = pytest.importorskip("distributed")
+    here, there = tmp_path / "here.json", tmp_path / "there.json"
+    concat_references([str(p) for p in days], str(here), "time", workers=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        concat_references([str(p) for p in days], str(there), "time", client=client)
+    assert _refs(there) == _refs(here)
+    assert len(_refs(there)["nczarr:targets"]) == DAYS
