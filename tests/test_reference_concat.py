@@ -148,6 +148,10 @@ def test_every_chunk_is_its_files_hdf5_chunk_and_every_target_is_recorded(days: 
     assert zarray["compressor"]["level"] == 4
     assert sorted(k for k in refs if k.startswith("tas/") and not k.endswith(".zarray") and "/." not in k) == [
         f"tas/{k}.0.0" for k in range(DAYS)]
+    from nczarr_conformance.access.api import check
+
+    report = check(str(out), deep=True, select=["NCZ-REF"])  # ranges, targets, codecs, every chunk decoded
+    assert report.exit_code == 0 and not report.findings, report.findings
 
 
 # ---- refusals: nothing written -------------------------------------------------------------------------------
