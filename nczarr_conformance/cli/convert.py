@@ -352,7 +352,7 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
     """``--reference``: kerchunk references instead of a store (conversion/references.py)."""
     if args.concat:
         return _reference_concat(parser, args, transforms)
-    taken = [name for name, given in (("--append/--concat", args.append or args.concat), ("transforms", transforms),
+    taken = [name for name, given in (("--append", args.append), ("transforms", transforms),
                                       ("--zarr-format 3", args.zarr_format == 3), ("--for", args.for_readers),
                                       ("--no-direct-copy", args.no_direct_copy)) if given]
     if taken:
