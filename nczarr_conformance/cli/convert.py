@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", action="store_true",
                    help="write no chunk: OUTPUT (.json: kerchunk JSON, .parq: kerchunk Parquet) holds the NCZarr "
                         "metadata with each chunk a reference into INPUT (docs/references.md); what cannot be "
-                        "referenced is inlined up to a bound or refused by name")
+                        "referenced is inlined up to a bound or refused by name; with --concat DIM, one reference "
+                        "store over every INPUT file")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal")
     return p
@@ -349,7 +350,9 @@ def _main(argv: list[str] | None) -> int:
 
 def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transforms: Transforms | None) -> int:
     """``--reference``: kerchunk references instead of a store (conversion/references.py)."""
-    taken = [name for name, given in (("--append/--concat", args.append or args.concat), ("transforms", transforms),
+    if args.concat:
+        return _reference_concat(parser, args, transforms)
+    taken = [name for name, given in (("--append", args.append), ("transforms", transforms),
                                       ("--zarr-format 3", args.zarr_format == 3), ("--for", args.for_readers),
                                       ("--no-direct-copy", args.no_direct_copy)) if given]
     if taken:
@@ -366,6 +369,30 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
     if not args.quiet:
         print(f"nc2nczarr: {stats.objects} objects ({stats.copied} chunks referenced in {args.input}, "
               f"{stats.bytes_out} bytes of chunks inline), {stats.seconds:.2f} s", file=sys.stderr)
+    return 0
+
+
+def _reference_concat(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                      transforms: Transforms | None) -> int:
+    """``--concat DIM --reference``: one reference store over many files (conversion/reference_concat.py)."""
+    taken = [name for name, given in (("transforms", transforms), ("--zarr-format 3", args.zarr_format == 3),
+                                      ("--no-direct-copy", args.no_direct_copy)) if given]
+    if taken:
+        parser.error(f"--concat --reference references the files as they are stored: it takes no {', '.join(taken)}")
+    from nczarr_conformance import safety
+    from nczarr_conformance.conversion.reference_concat import concat_references
+
+    stats = concat_references(args.input, args.output, args.concat, flavor=args.flavor, overwrite=args.overwrite,
+                              char_as=args.char_as, consolidate=args.consolidate,
+                              skip_unsupported=args.skip_unsupported, allow_gaps=args.allow_gaps,
+                              scheduler=args.scheduler, workers=args.workers)
+    safety.raise_if_interrupted()
+    for warning in stats.warnings:
+        print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
+    if not args.quiet:
+        print(f"nc2nczarr: {stats.files} files, {stats.records} records along {args.concat}: {stats.objects} objects "
+              f"({stats.referenced} chunks referenced, {stats.inline_bytes} bytes of chunks inline), "
+              f"{stats.seconds:.2f} s", file=sys.stderr)
     return 0
 
 

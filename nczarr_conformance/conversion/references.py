@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from nczarr_conformance import keys
 from nczarr_conformance.conversion.from_netcdf import ConvertStats, _opened, _prepare
 from nczarr_conformance.errors import StoreError, UnsupportedError, UsageError
 from nczarr_conformance.model import Dataset, Variable
-from nczarr_conformance.nczarr.writer import DEFAULT_CHAR_AS, FLAVOR_ALIASES, ArrayPlan, write_dataset
+from nczarr_conformance.nczarr.writer import DEFAULT_CHAR_AS, FLAVOR_ALIASES, ArrayPlan, DatasetWriter
 from nczarr_conformance.sources import hdf5_types
 from nczarr_conformance.sources import netcdf4 as nc4
 from nczarr_conformance.sources.hdf5_chunks import DirectChunks, Stored, _Reader
@@ -137,15 +138,43 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
                          ".parq directory (kerchunk Parquet)")
     if os.path.abspath(dst) == os.path.abspath(src):
         raise UsageError(f"{dst}: the output would replace its own input")
+    flavor, char_as = reference_layout(flavor, char_as)
+    collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)
+    try:
+        stats = collect_file(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
+                             skip_unsupported=skip_unsupported)
+        collector.commit()
+    except BaseException:
+        collector.abort()
+        raise
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def reference_layout(flavor: str | None, char_as: str | None) -> tuple[str, str | None]:
+    """The flavor (an alias resolved; nczarr-4.10 by default) and char dtype (:data:`REFERENCE_CHAR_AS` where the
+    flavor takes one) references are written with."""
+    resolved = FLAVOR_ALIASES.get(flavor or "nczarr-4.10")
+    if resolved is None:
+        raise UsageError(f"unknown flavor (one of {', '.join(sorted(FLAVOR_ALIASES))})")
+    if char_as is None and resolved in DEFAULT_CHAR_AS:
+        char_as = REFERENCE_CHAR_AS
+    return resolved, char_as
+
+
+def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_as: str | None,
+                 consolidate: bool | None, skip_unsupported: bool = False,
+                 then: Callable[[DatasetWriter], None] | None = None) -> ConvertStats:
+    """The references of ``src`` put into ``collector`` (not committed: the caller commits or aborts).
+
+    ``then`` is handed the writer once its chunks and metadata are written (``--concat --reference``
+    stretches the first file's arrays along DIM and writes their metadata again: conversion/reference_concat.py).
+    """
     if not hdf5_types.is_hdf5(src):
         raise UnsupportedError(f"{src}: not a netCDF-4 (HDF5) file; only HDF5 chunks can be referenced "
                                "(convert it without --reference)")
-    flavor = FLAVOR_ALIASES.get(flavor or "nczarr-4.10")
-    if flavor is None:
-        raise UsageError(f"unknown flavor (one of {', '.join(sorted(FLAVOR_ALIASES))})")
-    if char_as is None and flavor in DEFAULT_CHAR_AS:
-        char_as = REFERENCE_CHAR_AS
     stats = ConvertStats()
+    inline_limit = collector.inline_limit
     with _opened(src, skip_unsupported) as opened:
         variables: dict[str, Any] = {}
         dataset, reencode, stats.warnings = _prepare(opened, src, variables, skip_unsupported, None)
@@ -169,7 +198,8 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
             stats.bytes_in += raw_bytes
             stats.bytes_out += written
 
-        collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit, refuse=refuse)
+        collector.refuse = refuse
+        inlined_before, referenced_before = sum(collector.inlined.values()), collector.referenced
         try:
             if raw.fd < 0:
                 raise UnsupportedError(f"{src}: has an HDF5 user block; its chunk addresses are not file offsets "
@@ -177,18 +207,16 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
             collector.register(raw.fd, src)
             from nczarr_conformance.conversion.transforms import without_direct_copy
 
-            write_dataset(dataset, collector, flavor=flavor, source=source, progress=counting, threads=1,
-                          raw=without_direct_copy(raw, reencode), consolidate=consolidate, char_as=char_as)
+            writer = DatasetWriter(dataset, collector, flavor=flavor, source=source, progress=counting, threads=1,
+                                   raw=without_direct_copy(raw, reencode), consolidate=consolidate, char_as=char_as)
+            writer.write()
+            if then is not None:
+                then(writer)
             stats.objects = len(collector.refs)
             stats.warnings += [f"{src}: {array}: written inline, {size} bytes: {raw.why.get(array, 'not referenced')}"
                                for array, size in sorted(collector.inlined.items())]
-            stats.copied = collector.referenced
-            stats.bytes_out = sum(collector.inlined.values())
-            collector.commit()
-        except BaseException:
-            collector.abort()
-            raise
+            stats.copied = collector.referenced - referenced_before
+            stats.bytes_out = sum(collector.inlined.values()) - inlined_before
         finally:
             raw.close()
-    stats.seconds = time.perf_counter() - started
     return stats

@@ -272,9 +272,19 @@ class ReferenceCollector(Store):
     kind = "reference-writer"
     writable = True
 
-    def __init__(self, dst: str, *, overwrite: bool = False, inline_limit: int = sys.maxsize,
+    def __init__(self, dst: str | None, *, overwrite: bool = False, inline_limit: int = sys.maxsize,
                  refuse: Callable[[str, int], Exception] | None = None) -> None:
         super().__init__()
+        self.dst = dst  # None: gathered in memory only (one file's share of ``--concat --reference``), never committed
+        self.refs: dict[str, Any] = {}
+        self.fds: dict[int, str] = {}
+        self.targets: dict[str, Target] = {}
+        self.inline_limit = inline_limit
+        self.refuse = refuse
+        self.inlined: dict[str, int] = {}
+        self.referenced = 0
+        if dst is None:
+            return
         if not is_reference_path(dst):
             raise UsageError(f"{dst}: references are written to a .json file (kerchunk JSON) or a .parq directory "
                              "(kerchunk Parquet)")
@@ -283,14 +293,6 @@ class ReferenceCollector(Store):
         parent = os.path.dirname(os.path.abspath(dst))
         if not os.path.isdir(parent):
             raise StoreError(f"{dst}: no such directory {parent}")
-        self.dst = dst
-        self.refs: dict[str, Any] = {}
-        self.fds: dict[int, str] = {}
-        self.targets: dict[str, Target] = {}
-        self.inline_limit = inline_limit
-        self.refuse = refuse
-        self.inlined: dict[str, int] = {}
-        self.referenced = 0
 
     def __repr__(self) -> str:
         return f"ReferenceCollector({self.dst!r})"
@@ -354,6 +356,8 @@ class ReferenceCollector(Store):
 
     def commit(self) -> None:
         """Write the references at ``dst`` under a temporary name, then rename it into place."""
+        if self.dst is None:
+            raise StoreError("references gathered in memory have no output to commit to")
         self._quiesce()
         safety.raise_if_interrupted()
         self.check_targets_unchanged()

@@ -1,0 +1,310 @@
+"""``nc2nczarr --concat DIM --reference A.nc B.nc … OUT.json``: one reference store over many files, no chunk copied.
+
+The files are described, ordered by their coordinate along DIM and checked exactly as
+``--concat`` does (conversion/concat.py's :func:`~nczarr_conformance.conversion.concat.describe_batch`
+and :func:`~nczarr_conformance.conversion.concat.order_and_check`, imported, not copied: the
+coordinate rules are append.py's, variables without DIM must hold the same values in every file).
+Then each file's references are made as ``--reference`` makes them for one file
+(:func:`~nczarr_conformance.conversion.references.collect_file`, one task per file, on
+dask.distributed as ``--concat`` runs, or in this process for small work) and merged on the
+client: a chunk of a variable along DIM keeps its key with its index along DIM moved by the
+file's offset in chunks; variables without DIM come from the first file. The metadata is the
+first file's, written by the same writer with its arrays stretched to the total length (as
+``--concat`` plans its target).
+
+What cannot be merged without copying is refused before anything is written, naming the file
+and the variable: a file (but the last) whose length along DIM is not a multiple of a variable's
+chunk size along DIM (its chunks would straddle two files' chunks), and a file whose array
+differs from the first file's in chunk shape, dtype, fill or codecs (one Zarr array has one of
+each). Every file's size and mtime is recorded under ``nczarr:targets`` as for one file, and the
+output is written under a temporary name and renamed into place: a refused or failed run leaves
+nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from nczarr_conformance import keys, safety
+from nczarr_conformance.conversion.append import Stamp, refuse_if_changed
+from nczarr_conformance.conversion.concat import (
+    BATCH_BYTES,
+    TASKS_PER_WORKER,
+    FileInfo,
+    InProcess,
+    OnCluster,
+    Runner,
+    batches,
+    describe_batch,
+    expand_inputs,
+    in_process,
+    order_and_check,
+)
+from nczarr_conformance.conversion.references import INLINE_LIMIT, collect_file, reference_layout
+from nczarr_conformance.errors import UnsupportedError, UsageError
+from nczarr_conformance.nczarr.writer import DatasetWriter
+from nczarr_conformance.stores.references import ReferenceCollector, Target, is_reference_path
+
+#: the .zarray fields one Zarr array has once: a file whose array differs in one of them cannot share its chunks
+SHARED_FIELDS = ("chunks", "dtype", "fill_value", "compressor", "filters", "order", "dimension_separator")
+
+
+@dataclass
+class ReferenceConcatStats:
+    files: int = 0
+    records: int = 0
+    referenced: int = 0  # chunks that are references into the files
+    inline_bytes: int = 0  # bytes of chunks written inline
+    objects: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """One file's share: its references, and (the first file) the metadata stretched to ``total`` along ``dim``."""
+
+    path: str
+    stamp: Stamp
+    dim: str
+    total: int
+    first: bool
+    flavor: str
+    char_as: str | None
+    consolidate: bool | None
+    skip_unsupported: bool
+    inline_limit: int
+
+
+@dataclass
+class FileRefs:
+    """What a task hands back: the file's references as kerchunk has them, its target record, its .zarray docs."""
+
+    path: str
+    refs: dict[str, Any]
+    target: dict[str, Target]
+    zarrays: dict[str, dict[str, Any]]  # array key (no leading /) -> the file's own .zarray, before any stretch
+    referenced: int
+    inline_bytes: int
+    warnings: list[str]
+
+
+def reference_file(job: FileJob) -> FileRefs:
+    """:func:`collect_file` of one input (a worker task), refused if it changed since it was described."""
+    refuse_if_changed(job.path, job.stamp, device=False)
+    collector = ReferenceCollector(None, inline_limit=job.inline_limit)
+    own: dict[str, dict[str, Any]] = {}
+
+    def stretch(writer: DatasetWriter) -> None:
+        """The first file's metadata again, its arrays along DIM as long as every file together."""
+        for name, value in collector.refs.items():
+            if name.endswith("/.zarray") or name == ".zarray":
+                own[keys.parent("/" + name).lstrip("/")] = json.loads(value)
+        if not job.first:
+            return
+        writer.ds.find_dimension(job.dim).size = job.total
+        for plan in writer.plans.values():
+            if job.dim in plan.var.dimensions:
+                axis = plan.var.dimensions.index(job.dim)
+                shape = list(plan.zshape)
+                shape[axis] = job.total
+                plan.zshape = tuple(shape)
+                plan.var.shape = tuple(shape)
+        writer.metadata.clear()
+        writer.write_metadata()
+
+    stats = collect_file(job.path, collector, flavor=job.flavor, char_as=job.char_as, consolidate=job.consolidate,
+                         skip_unsupported=job.skip_unsupported, then=stretch)
+    refuse_if_changed(job.path, job.stamp, device=False)
+    return FileRefs(job.path, collector.refs, collector.targets, own, collector.referenced,
+                    stats.bytes_out, stats.warnings)
+
+
+def reference_batch(jobs: list[FileJob]) -> list[FileRefs]:
+    """:func:`reference_file` of several inputs in one task (one scheduling round trip for a batch of files)."""
+    out = []
+    for job in jobs:
+        safety.raise_if_interrupted()
+        out.append(reference_file(job))
+    return out
+
+
+def refuse_misaligned(ordered: list[FileInfo]) -> None:
+    """Refuse a file (but the last) whose length along DIM is not a multiple of a variable's chunk size along DIM.
+
+    Its last chunk would hold the first rows of the next file's chunk: only a copy can make that chunk.
+    The chunk size is the file's HDF5 chunking (a contiguous variable's: its whole length, one reference).
+    """
+    for info in ordered[:-1]:
+        for gkey, group in info.dataset.root.walk():
+            for vname, var in group.variables.items():
+                if info.dim not in var.dimensions:
+                    continue
+                axis = var.dimensions.index(info.dim)
+                chunk = int(var.chunks[axis]) if var.chunks else int(var.shape[axis])
+                if info.length % chunk:
+                    raise UnsupportedError(
+                        f"{info.path}: {keys.join(gkey, vname)}: {info.length} records along {info.dim} are not a "
+                        f"multiple of its chunk size {chunk} along {info.dim}, so its last chunk would straddle the "
+                        "next file's: cannot be referenced without copying (convert without --reference)")
+
+
+def _refuse_other_arrays(first: FileRefs, other: FileRefs) -> None:
+    """One Zarr array has one chunk shape, dtype, fill and codec chain: refuse a file whose array differs."""
+    for array, mine in first.zarrays.items():
+        theirs = other.zarrays.get(array)
+        if theirs is None:
+            raise UnsupportedError(f"{other.path}: /{array}: not an array there, as in {first.path}")
+        differ = [name for name in SHARED_FIELDS if mine.get(name) != theirs.get(name)]
+        if differ:
+            what = "; ".join(f"{name} {json.dumps(theirs.get(name))} (first file: {json.dumps(mine.get(name))})"
+                             for name in differ)
+            raise UnsupportedError(f"{other.path}: /{array}: {what}, differs from {first.path}: one array cannot "
+                                   "reference both (convert without --reference)")
+
+
+def _shifted(name: str, axis: int, shift: int) -> str:
+    """The chunk key ``name`` (``array/i.j.k``) with its index along ``axis`` moved by ``shift`` chunks."""
+    array, _, index = name.rpartition("/")
+    parts = index.split(".")
+    parts[axis] = str(int(parts[axis]) + shift)
+    return f"{array}/{'.'.join(parts)}" if array else ".".join(parts)
+
+
+def merge(ordered: list[FileInfo], done: dict[str, FileRefs], dim: str) -> tuple[dict[str, Any], dict[str, Target]]:
+    """The references of every file as one store: the first file's metadata (stretched) and variables without DIM,
+    each file's chunks along DIM at their index offset by the rows before it (in chunks)."""
+    first = done[ordered[0].path]
+    along = {array: _axis(ordered[0], array, dim) for array in first.zarrays}
+    refs: dict[str, Any] = {}
+    targets: dict[str, Target] = {}
+    offset = 0
+    for n, info in enumerate(ordered):
+        got = done[info.path]
+        if n:
+            _refuse_other_arrays(first, got)
+        targets.update(got.target)
+        for name, ref in got.refs.items():
+            array, _, leaf = name.rpartition("/")
+            if leaf.startswith("."):  # metadata: the first file's, stretched
+                if n == 0:
+                    refs[name] = ref
+                continue
+            axis = along.get(array)
+            if axis is None:
+                if n == 0:  # without DIM: the first file's (order_and_check compared their values)
+                    refs[name] = ref
+                continue
+            chunk = int(first.zarrays[array]["chunks"][axis])
+            refs[_shifted(name, axis, offset // chunk)] = ref
+        offset += info.length
+    return refs, targets
+
+
+def _axis(info: FileInfo, array: str, dim: str) -> int | None:
+    """The axis of DIM in the variable ``array`` (no leading /), None when it does not use DIM."""
+    for gkey, group in info.dataset.root.walk():
+        for vname, var in group.variables.items():
+            if keys.join(gkey, vname) == "/" + array:
+                return var.dimensions.index(dim) if dim in var.dimensions else None
+    return None
+
+
+def concat_references(inputs: list[str], dst: str, dim_name: str, *, flavor: str | None = None,
+                      overwrite: bool = False, char_as: str | None = None, consolidate: bool | None = None,
+                      skip_unsupported: bool = False, allow_gaps: bool = False, scheduler: str | None = None,
+                      workers: int | None = None, client: Any = None,
+                      inline_limit: int = INLINE_LIMIT) -> ReferenceConcatStats:
+    """Kerchunk references (``dst``: ``.json`` or ``.parq``) of the files ``inputs`` concatenated along ``dim_name``.
+
+    The files are ordered and checked as :func:`~nczarr_conformance.conversion.concat.concat` does
+    (``allow_gaps`` as there), each referenced as
+    :func:`~nczarr_conformance.conversion.references.convert_references` does (``flavor``, ``char_as``,
+    ``consolidate``, ``skip_unsupported``, ``inline_limit`` as there), on ``client``, a cluster on
+    ``scheduler`` or of ``workers`` processes, or in this process for small work
+    (:func:`~nczarr_conformance.conversion.concat.in_process`).
+    """
+    from nczarr_conformance.conversion.cluster import open_client
+
+    started = time.perf_counter()
+    files = expand_inputs(inputs)
+    if not is_reference_path(dst):
+        raise UsageError(f"{dst}: --reference writes kerchunk references: name a .json file (kerchunk JSON) or a "
+                         ".parq directory (kerchunk Parquet)")
+    real_dst = os.path.realpath(dst)
+    for path in files:
+        if os.path.realpath(path) == real_dst:
+            raise UsageError(f"{dst}: the output would replace its own input")
+    flavor, char_as = reference_layout(flavor, char_as)
+    collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)  # refuses an existing dst now
+    stats = ReferenceConcatStats(files=len(files))
+    try:
+        if client is not None:
+            _run(OnCluster(client, own=False), files, collector, dim_name, stats, flavor=flavor, char_as=char_as,
+                 consolidate=consolidate, skip_unsupported=skip_unsupported, allow_gaps=allow_gaps)
+        elif in_process(files, scheduler, workers):
+            _run(InProcess(), files, collector, dim_name, stats, flavor=flavor, char_as=char_as,
+                 consolidate=consolidate, skip_unsupported=skip_unsupported, allow_gaps=allow_gaps)
+        else:
+            with open_client(scheduler, workers) as own:
+                _run(OnCluster(own, own=True), files, collector, dim_name, stats, flavor=flavor, char_as=char_as,
+                     consolidate=consolidate, skip_unsupported=skip_unsupported, allow_gaps=allow_gaps)
+    except BaseException:
+        collector.abort()
+        raise
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _in_batches(runner: Runner, items: list[Any], sizes: list[int]) -> list[list[Any]]:
+    """One item per batch in this process; on a cluster, by bytes (concat.py's ``_Job._batches``, copied: private)."""
+    if isinstance(runner, InProcess):
+        return [[item] for item in items]
+    return batches(items, sizes, target=BATCH_BYTES, least=TASKS_PER_WORKER * runner.workers)
+
+
+def _run(runner: Runner, files: list[str], collector: ReferenceCollector, dim_name: str,
+         stats: ReferenceConcatStats, *, flavor: str, char_as: str | None, consolidate: bool | None,
+         skip_unsupported: bool, allow_gaps: bool) -> None:
+    stamps = {path: Stamp.of(path) for path in files}
+    sizes = [stamps[path].size for path in files]
+    found: dict[str, FileInfo] = {}
+
+    def described(infos: list[FileInfo]) -> None:
+        found.update((info.path, info) for info in infos)
+
+    runner.each(partial(describe_batch, dim_name=dim_name), _in_batches(runner, files, sizes), described)
+    for path in files:  # changed between our stamp and the worker's read
+        seen = found[path].stamp
+        if seen is not None and stamps[path].changes(seen, device=False):
+            refuse_if_changed(path, stamps[path])
+    ordered = order_and_check([found[path] for path in files], allow_gaps=allow_gaps, store=str(collector.dst))
+    refuse_misaligned(ordered)
+    dim = ordered[0].dim
+    total = sum(info.length for info in ordered)
+    jobs = [FileJob(info.path, stamps[info.path], dim, total, n == 0, flavor, char_as, consolidate,
+                    skip_unsupported, collector.inline_limit) for n, info in enumerate(ordered)]
+    done: dict[str, FileRefs] = {}
+
+    def referenced(results: list[FileRefs]) -> None:
+        done.update((result.path, result) for result in results)
+
+    runner.each(reference_batch, _in_batches(runner, jobs, [stamps[j.path].size for j in jobs]), referenced)
+    safety.raise_if_interrupted()
+    refs, targets = merge(ordered, done, dim)
+    collector.refs = refs
+    collector.targets = {path: targets[path] for path in sorted(targets)}
+    for info in ordered:  # the files referenced are the ones checked, or no commit
+        refuse_if_changed(info.path, stamps[info.path])
+        got = done[info.path]
+        stats.referenced += got.referenced
+        stats.inline_bytes += got.inline_bytes
+        stats.warnings += got.warnings
+    stats.records = total
+    stats.objects = len(refs)
+    collector.commit()
+

@@ -1,0 +1,225 @@
+"""``nc2nczarr --concat DIM --reference``: one kerchunk reference store over many daily files.
+
+Expected values come from the files through netCDF4-python (``netCDF4.MFDataset``) and xarray's netCDF4
+backend (``open_mfdataset``), the expected byte ranges from h5py's chunk index of each file: never from
+the writer under test.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nczarr_conformance.access.dataset import open_dataset
+from nczarr_conformance.conversion.reference_concat import concat_references
+from nczarr_conformance.errors import UnsupportedError, UsageError
+
+netCDF4 = pytest.importorskip("netCDF4")
+h5py = pytest.importorskip("h5py")
+pytest.importorskip("fsspec")
+
+DAYS = 4
+
+
+def _day(path: Path, day: int, *, records: int = 1, time_chunk: int = 1, complevel: int = 4,
+         lat: tuple[float, ...] = (-10.0, 0.0, 10.0), start: int | None = None) -> Path:
+    """A daily file: time unlimited (chunk ``time_chunk``), a lat coordinate, packed attributes, a char variable."""
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.title = "daily means"
+        ds.createDimension("time", None)
+        ds.createDimension("lat", len(lat))
+        ds.createDimension("lon", 4)
+        ds.createDimension("nchar", 4)
+        t = ds.createVariable("time", "f8", ("time",), chunksizes=(time_chunk,))
+        t.units, t.calendar = "days since 2000-01-01", "noleap"
+        la = ds.createVariable("lat", "f4", ("lat",))
+        la.units = "degrees_north"
+        la[:] = np.asarray(lat, dtype="f4")
+        tas = ds.createVariable("tas", "f4", ("time", "lat", "lon"), zlib=True, shuffle=True, complevel=complevel,
+                                chunksizes=(time_chunk, len(lat), 4), fill_value=-999.0)
+        tas.units, tas.long_name = "K", "air temperature"
+        label = ds.createVariable("label", "S1", ("time", "nchar"), chunksizes=(time_chunk, 4))
+        for r in range(records):
+            step = (day * records if start is None else start) + r
+            t[r] = float(step)
+            values = (np.arange(len(lat) * 4, dtype="f4").reshape(len(lat), 4) + 100 * step)
+            values[0, 0] = -999.0 if step % 3 == 1 else values[0, 0]  # a missing value now and then
+            tas[r] = values
+            label[r] = netCDF4.stringtochar(np.array([f"d{step}"], dtype="S4"))[0]
+    return path
+
+
+@pytest.fixture
+def days(tmp_path: Path) -> list[Path]:
+    return [_day(tmp_path / f"day{d}.nc", d) for d in range(DAYS)]
+
+
+def _xr_refs(out: Path) -> Any:
+    import xarray as xr
+
+    return xr.open_dataset("reference://", engine="zarr",
+                           backend_kwargs={"storage_options": {"fo": str(out)}, "consolidated": False})
+
+
+def _netcdf4(files: list[Path], name: str) -> np.ndarray:
+    """``name`` as netCDF4-python reads it from ``files`` (in time order), concatenated along time (what
+    ``netCDF4.MFDataset`` does, which takes only classic-model files); ``lat``: the first file's."""
+    parts = []
+    for path in files:
+        with netCDF4.Dataset(path) as ds:
+            ds.set_auto_maskandscale(False)
+            parts.append(np.asarray(ds[name][:]))
+    return parts[0] if name == "lat" else np.concatenate(parts)
+
+
+def _refs(out: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(out.read_text())
+    return doc
+
+
+# ---- values: xarray and our reader against netCDF4-python ---------------------------------------------------
+@pytest.mark.parametrize("suffix", [".json", ".parq"])
+def test_xarray_reads_the_references_as_open_mfdataset_reads_the_files(days: list[Path], tmp_path: Path,
+                                                                       suffix: str):
+    xr = pytest.importorskip("xarray")
+    out = tmp_path / f"all{suffix}"
+    concat_references([str(p) for p in reversed(days)], str(out), "time", workers=1)  # ordered by time, not args
+    with xr.open_mfdataset(days, engine="netcdf4", combine="nested", concat_dim="time") as files, \
+            _xr_refs(out) as refs:
+        files = files.load()
+        assert refs.identical(files), (refs, files)
+        assert refs["time"].dt.calendar == "noleap"
+        assert int(refs["tas"].isnull().sum()) == int(files["tas"].isnull().sum()) > 0
+        assert refs["tas"].encoding["chunks"] == (1, 3, 4)
+
+
+def test_our_reader_reads_the_references_as_netcdf4_reads_the_files(days: list[Path], tmp_path: Path):
+    out = tmp_path / "all.json"
+    concat_references([str(p) for p in days[::-1]], str(out), "time", char_as=">S1", workers=1)
+    read = open_dataset(str(out))
+    for name in ("time", "lat", "tas", "label"):
+        expected = _netcdf4(days, name)
+        got = read.root.variables[name].data
+        assert got is not None and got.shape == expected.shape, name
+        assert np.array_equal(got, expected), name
+        assert got.dtype == expected.dtype, name
+    assert read.root.dimensions["time"].size == DAYS and read.root.dimensions["time"].unlimited
+    assert read.root.attributes["title"].value == "daily means"
+    assert read.root.variables["tas"].attributes["long_name"].value == "air temperature"
+
+
+def test_chunks_of_several_records_are_offset_in_chunks_and_the_last_file_may_be_short(tmp_path: Path):
+    """Two records per chunk: file n's chunk k is the store's chunk k + 2n/2; the last file's one record is an
+    edge chunk HDF5 stores whole, as Zarr does."""
+    files = [_day(tmp_path / f"two{d}.nc", d, records=2, time_chunk=2) for d in range(3)]
+    files.append(_day(tmp_path / "last.nc", 3, records=1, time_chunk=2, start=6))
+    out = tmp_path / "all.json"
+    concat_references([str(p) for p in files], str(out), "time", char_as=">S1", workers=1)
+    read = open_dataset(str(out))
+    assert np.array_equal(read.root.variables["tas"].data, _netcdf4(files, "tas"))
+    assert np.array_equal(read.root.variables["label"].data, _netcdf4(files, "label"))
+    assert read.root.variables["time"].data.tolist() == [0, 1, 2, 3, 4, 5, 6]
+
+
+# ---- storage: h5py's chunk index of each file ------------------------------------------------------------------
+def test_every_chunk_is_its_files_hdf5_chunk_and_every_target_is_recorded(days: list[Path], tmp_path: Path):
+    out = tmp_path / "all.json"
+    concat_references([str(p) for p in days], str(out), "time", workers=1)
+    doc = _refs(out)
+    refs = doc["refs"]
+    for k, path in enumerate(days):
+        with h5py.File(path, "r") as f:
+            for name in ("tas", "time", "label"):
+                info = f[name].id.get_chunk_info(0)
+                assert refs[f"{name}/{k}" + ".0" * (f[name].ndim - 1)] == [str(path), info.byte_offset, info.size]
+        st = path.stat()
+        assert doc["nczarr:targets"][str(path)] == {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    with h5py.File(days[0], "r") as f:  # without DIM: the first file's
+        assert refs["lat/0"] == [str(days[0]), f["lat"].id.get_offset(), 12]
+    zarray = json.loads(refs["tas/.zarray"])
+    assert zarray["shape"] == [DAYS, 3, 4] and zarray["chunks"] == [1, 3, 4]
+    assert [c["id"] for c in zarray["filters"]] + [zarray["compressor"]["id"]] == ["shuffle", "zlib"]
+    assert zarray["compressor"]["level"] == 4
+    assert sorted(k for k in refs if k.startswith("tas/") and not k.endswith(".zarray") and "/." not in k) == [
+        f"tas/{k}.0.0" for k in range(DAYS)]
+    from nczarr_conformance.access.api import check
+
+    report = check(str(out), deep=True, select=["NCZ-REF"])  # ranges, targets, codecs, every chunk decoded
+    assert report.exit_code == 0 and not report.findings, report.findings
+
+
+# ---- refusals: nothing written -------------------------------------------------------------------------------
+def _nothing_written(tmp_path: Path, files: list[Path]) -> None:
+    assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in files)
+
+
+def test_a_file_whose_length_is_not_a_multiple_of_the_chunk_is_refused_naming_it(tmp_path: Path):
+    files = [_day(tmp_path / "a.nc", 0, records=3, time_chunk=2), _day(tmp_path / "b.nc", 1, records=3, time_chunk=2)]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "--concat", "time", "--reference",
+                           *map(str, files), str(tmp_path / "all.json")], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert (f"{files[0]}: /time: 3 records along /time are not a multiple of its chunk size 2" in done.stderr
+            and "convert without --reference" in done.stderr), done.stderr
+    _nothing_written(tmp_path, files)
+
+
+def test_the_last_file_may_have_any_length_but_no_other(tmp_path: Path):
+    files = [_day(tmp_path / "a.nc", 0, records=2, time_chunk=2),
+             _day(tmp_path / "b.nc", 1, records=3, time_chunk=2, start=2)]
+    concat_references([str(p) for p in files], str(tmp_path / "ok.json"), "time", workers=1)  # b is last: fine
+    files.append(_day(tmp_path / "c.nc", 2, records=2, time_chunk=2, start=5))
+    with pytest.raises(UnsupportedError, match=f"{files[1]}: /time: 3 records along /time are not a multiple"):
+        concat_references([str(p) for p in files], str(tmp_path / "all.json"), "time", workers=1)
+    assert not (tmp_path / "all.json").exists()
+
+
+def test_other_codecs_in_one_file_are_refused_naming_the_file_and_the_variable(tmp_path: Path):
+    files = [_day(tmp_path / "a.nc", 0), _day(tmp_path / "b.nc", 1, complevel=6)]
+    with pytest.raises(UnsupportedError, match=f"{files[1]}: /tas: compressor .*\"level\": 6.*\"level\": 4"):
+        concat_references([str(p) for p in files], str(tmp_path / "all.json"), "time", workers=1)
+    _nothing_written(tmp_path, files)
+
+
+def test_other_chunk_shapes_in_one_file_are_refused_naming_them(tmp_path: Path):
+    files = [_day(tmp_path / "a.nc", 0, records=2, time_chunk=2), _day(tmp_path / "b.nc", 1, records=2, time_chunk=1)]
+    with pytest.raises(UsageError, match=f"{files[1]}: differs from {files[0]}: .*chunks \\[2"):
+        concat_references([str(p) for p in files], str(tmp_path / "all.json"), "time", workers=1)
+    _nothing_written(tmp_path, files)
+
+
+def test_coordinates_and_variables_without_dim_follow_concats_rules(tmp_path: Path):
+    files = [_day(tmp_path / "a.nc", 0), _day(tmp_path / "b.nc", 1, lat=(-10.0, 0.0, 11.0))]
+    with pytest.raises(UsageError, match=f"{files[1]}: /lat does not use /time but its values differ"):
+        concat_references([str(p) for p in files], str(tmp_path / "all.json"), "time", workers=1)
+    overlap = [_day(tmp_path / "c.nc", 0), _day(tmp_path / "d.nc", 0)]
+    with pytest.raises(UsageError, match=r"overlap|not increasing|same"):
+        concat_references([str(p) for p in overlap], str(tmp_path / "all.json"), "time", workers=1)
+    assert not (tmp_path / "all.json").exists()
+
+
+def test_an_existing_output_is_refused_before_any_file_is_read(days: list[Path], tmp_path: Path):
+    out = tmp_path / "all.json"
+    out.write_text("{}")
+    with pytest.raises(Exception, match="already exists"):
+        concat_references([str(p) for p in days], str(out), "time", workers=1)
+    assert out.read_text() == "{}"
+
+
+def test_on_a_dask_cluster_the_references_are_the_in_process_ones(days: list[Path], tmp_path: Path):
+    """The tasks run on a distributed.Client (threads, to stay fast) give exactly the references made in process."""
+    distributed = pytest.importorskip("distributed")
+    here, there = tmp_path / "here.json", tmp_path / "there.json"
+    concat_references([str(p) for p in days], str(here), "time", workers=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        concat_references([str(p) for p in days], str(there), "time", client=client)
+    assert _refs(there) == _refs(here)
+    assert len(_refs(there)["nczarr:targets"]) == DAYS
