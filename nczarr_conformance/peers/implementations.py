@@ -33,6 +33,7 @@ from nczarr_conformance.peers import netcdf4 as nc4
 from nczarr_conformance.peers.base import CannotExpress, Peer, register, reject_options
 from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR, PURE_ZARR_V3
 from nczarr_conformance.stores import DirectoryStore
+from nczarr_conformance.stores.references import is_reference_path
 from nczarr_conformance.urls import to_file_url
 from nczarr_conformance.workers import WorkerPool, WorkerProtocolError
 
@@ -73,6 +74,8 @@ class Ours(Peer):
         self.capabilities = PURE_ZARR_V3 if zarr_format == 3 else {
             "zarr": PURE_ZARR | {"netcdf-fill"}, "nczarr-2-upper": ALL - {"appendix-d"}}.get(flavor, ALL)
         self.reads = flavor == "nczarr-4.10" and zarr_format == 2
+        if self.reads:  # our reader opens kerchunk references too (stores/references.py)
+            self.capabilities = self.capabilities | {"references"}
 
     def version(self) -> str:
         return __version__
@@ -203,11 +206,18 @@ def _with_zarr_storage(var: Variable, arr: Any) -> Variable:
 
 def zarr_store(url: str) -> Any:
     """What a zarr-python user opens ``url`` with: a ``.zip`` file through ``zarr.storage.ZipStore`` (zarr-python
-    takes a path as a directory), anything else as it is."""
+    takes a path as a directory), kerchunk references (``.json``, ``.parq``) through ``zarr.storage.FsspecStore``
+    over fsspec's reference filesystem (what xarray's and zarr-python's documentation open them with), anything
+    else as it is."""
     if url.endswith(".zip") and Path(url).is_file():
         import zarr.storage
 
         return zarr.storage.ZipStore(url, mode="r")
+    if is_reference_path(url) and Path(url).exists():
+        import zarr.storage
+
+        return zarr.storage.FsspecStore.from_url("reference://", read_only=True,
+                                                 storage_options={"fo": url, "remote_protocol": "file"})
     return url
 
 
@@ -257,7 +267,8 @@ class ZarrPython(PythonPackagePeer):
     """zarr-python 3 in this process: a Zarr v2 writer, and a reader of v2 and v3 (``ZarrPythonV3`` is its
     v3 writer). The format it writes follows its capabilities (``writes-zarr-v3``)."""
 
-    id, name, reads, writes, capabilities, package = "zarr-python", "zarr-python", True, True, PURE_ZARR, "zarr"
+    id, name, reads, writes, package = "zarr-python", "zarr-python", True, True, "zarr"
+    capabilities = PURE_ZARR | {"references"}  # references through FsspecStore (zarr_store)
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import warnings
@@ -370,6 +381,37 @@ class ZarrPython(PythonPackagePeer):
         return kind if kind in ("array", "group") else None
 
 
+class OursReferences(Peer):
+    """``nc2nczarr IN.nc OUT.json --reference``: the case written as a netCDF-4 file by netCDF4-python (as every
+    reference writer of nczarr-conformance.toml gets it), then our NCZarr store of it as kerchunk JSON, every
+    chunk a byte range of that file (conversion/references.py)."""
+
+    id, name, writes = "ours-references", "nczarr_conformance (nc2nczarr --reference, kerchunk JSON)", True
+    capabilities = ALL | {"references", "writes-references"}
+
+    def available(self) -> str | None:
+        return None if nc4.available() else "netCDF4-python not installed"
+
+    def version(self) -> str:
+        return __version__
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        from nczarr_conformance.conversion.references import convert_references
+
+        reject_options(options, self.id)
+        target.mkdir(parents=True)
+        source, refs = target / "case.nc", target.parent / f"{target.name}.json"
+        nc4.write(dataset, str(source))
+        try:
+            convert_references(str(source), str(refs))
+        except UnsupportedError as exc:
+            raise CannotExpress(str(exc)) from exc
+        return str(refs)
+
+    def read(self, url: str) -> Dataset:
+        raise NotImplementedError("ours-references writes only")
+
+
 class ZarrPythonV3(ZarrPython):
     """zarr-python 3's Zarr v3 writer (``zarr_format=3``): ``dimension_names``, zarr-python's default codecs
     (``bytes`` + ``zstd``), ``string`` for text, numcodecs' shuffle and zlib for netCDF's filters. Its
@@ -388,7 +430,7 @@ def _plain(attr: Attribute) -> Any:
 
 class Xarray(PythonPackagePeer):
     id, name, reads, writes, root_only, package = "xarray", "xarray", True, True, True, "xarray"
-    capabilities = PURE_ZARR
+    capabilities = PURE_ZARR | {"references"}  # references: the zarr engine over fsspec's reference filesystem
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import xarray as xr
@@ -747,8 +789,8 @@ class TensorStoreV3(TensorStore):
 
 for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2", "ours-nczarr-2"),
               Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
-              Ours("zarr", "ours-zarr-v3", zarr_format=3), NetCDFC410(), NetCDFC410Fixed(), ZarrPython(),
-              ZarrPythonV3(), Xarray(), XarrayV3(), XarrayDatatree(), NczarrEngine(), Gdal(), TensorStore(),
+              Ours("zarr", "ours-zarr-v3", zarr_format=3), OursReferences(), NetCDFC410(), NetCDFC410Fixed(),
+              ZarrPython(), ZarrPythonV3(), Xarray(), XarrayV3(), XarrayDatatree(), NczarrEngine(), Gdal(), TensorStore(),
               TensorStoreV3()):
     register(_peer)
 
