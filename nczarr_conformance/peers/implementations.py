@@ -790,8 +790,8 @@ class TensorStoreV3(TensorStore):
 for _peer in (Ours("nczarr-4.10", "ours"), Ours("nczarr-2", "ours-nczarr-2"),
               Ours("nczarr-2-upper", "ours-nczarr-2-upper"), Ours("zarr", "ours-zarr"),
               Ours("zarr", "ours-zarr-v3", zarr_format=3), OursReferences(), NetCDFC410(), NetCDFC410Fixed(),
-              ZarrPython(), ZarrPythonV3(), Xarray(), XarrayV3(), XarrayDatatree(), NczarrEngine(), Gdal(), TensorStore(),
-              TensorStoreV3()):
+              ZarrPython(), ZarrPythonV3(), Xarray(), XarrayV3(), XarrayDatatree(), NczarrEngine(), Gdal(),
+              TensorStore(), TensorStoreV3()):
     register(_peer)
 
 
