@@ -4,7 +4,7 @@ Each entry names the cells it covers (a writer, a case, the readers) and what th
 the canonical differences, or the one-line message of a failing call. A test grades them strictly
 (tests/conformance/test_reference_writers.py): a listed cell that shows anything else, a pass included (the
 peer fixed it: drop the entry), fails; so the list cannot outlive the behaviour it records. They describe
-cells where the *peer* is wrong against the case (values, attributes, a crash), never our code: ours has no
+cells where the *peer* is wrong against the case (values, attributes, a crash), not our code: ours has no
 known faults, only fixes to make.
 
 File format (TOML)::
@@ -19,7 +19,7 @@ File format (TOML)::
     why = "what the peer does wrong, and the evidence"
 
 Kept in a loader of its own (the standard library's ``tomllib``) so that the gate's ``KNOWN`` list, moving
-into data beside each implementation's declaration, can read the same files.
+into data beside each implementation's declaration, can read these files too.
 """
 from __future__ import annotations
 
