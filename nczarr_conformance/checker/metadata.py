@@ -10,7 +10,7 @@ from nczarr_conformance.checker.context import ArrayRecord, CheckContext, parse_
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
 from nczarr_conformance.codecs import build
 from nczarr_conformance.errors import NczarrError
-from nczarr_conformance.nczarr.dtypes import parse_dtype
+from nczarr_conformance.nczarr.dtypes import array_storage
 from nczarr_conformance.nczarr.reader import decode_fill
 
 REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order", "filters")
@@ -90,11 +90,12 @@ def array_chunks(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("NCZ-ARRAY-DTYPE", Severity.ERROR, source="nczarr.md App. E")
 def array_dtype(ctx: CheckContext) -> Iterator[Finding]:
-    """dtype is a Zarr v2 dtype with a netCDF type: [<>|]i/u 1-8, f4/f8, S/U strings."""
+    """dtype is a Zarr v2 dtype with a netCDF type: [<>|]i/u 1-8, f4/f8, S/U strings, |O with a vlen-utf8 or
+    vlen-bytes first filter (string)."""
     for akey, _, z in _arrays(ctx):
         if "dtype" in z:
             try:
-                parse_dtype(z["dtype"], u1_is_char=ctx.nczarr)
+                array_storage(z, u1_is_char=ctx.nczarr)
             except NczarrError as exc:
                 yield get("NCZ-ARRAY-DTYPE").finding(_zkey(akey), str(exc))
 
