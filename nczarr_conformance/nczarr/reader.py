@@ -70,6 +70,39 @@ def dim_placeholder(group: str, name: str) -> str:
     return f"\x00{group}\x00{name}"
 
 
+def scale_path(name: str) -> tuple[str, str]:
+    """(group key, netCDF name) of a pure-Zarr dimension name holding ``/``: a path from the root group.
+
+    kerchunk's ``SingleHdf5ToZarr`` writes each axis's HDF5 dimension scale by its full path without the
+    leading ``/`` (``g1/y`` for the dimension ``y`` of group ``/g1``; a root dimension stays ``x``), where
+    xarray keeps the text as a name of its own (``"g1/y"``, which no netCDF name may be). Read as the
+    netCDF dimension it names; a leading ``/`` is taken too. FormatError for an empty or invalid segment."""
+    parts = name.removeprefix("/").split("/")
+    for part in parts:
+        if not part:
+            raise FormatError(f"empty segment in {name!r}")
+        keys.validate(part)
+    return keys.join("/", *parts[:-1]), parts[-1]
+
+
+def dimension_home(where: str, name: str, groups: Iterable[str], vkey: str) -> tuple[str, str]:
+    """(group key, netCDF name) of the dimension an ``_ARRAY_DIMENSIONS`` name of an array of group ``where``
+    means, among the dataset's ``groups``: a plain name is ``where``'s own; one holding ``/`` a path from the
+    root (:func:`scale_path`) to ``where`` or an ancestor, the groups a netCDF variable sees dimensions in.
+    One FormatError line naming ``vkey`` otherwise (the reader's and ``nczarr-check``'s alike)."""
+    home, base = where, name
+    try:
+        if "/" in name:
+            home, base = scale_path(name)
+        keys.validate(base)
+    except FormatError:
+        raise FormatError(f"{vkey}: dimension name {name!r} is not a valid netCDF name") from None
+    if home != where and (home not in groups or not where.startswith(home.rstrip("/") + "/")):
+        raise FormatError(f"{vkey}: dimension {name!r} names group {home}, which is neither the array's group "
+                          f"{where} nor one of its ancestors")
+    return home, base
+
+
 _T = TypeVar("_T")
 
 
@@ -687,20 +720,17 @@ class DatasetReader(ChunkReader):
 
         A name from ``_ARRAY_DIMENSIONS`` is local to the array's group, as netcdf-c 4.10
         reads it (``/g/x`` even when the root has an ``x`` of the same size; netcdf-c PR
-        #3218); anonymous dimensions live in the root group.
+        #3218); anonymous dimensions live in the root group. A name holding ``/`` is a path
+        from the root (:func:`scale_path`: kerchunk's ``g1/y`` for the dimension ``y`` of ``/g1``),
+        of the array's group or an ancestor, the groups a netCDF variable sees dimensions in.
         """
-        try:
-            if "/" in name:  # a netCDF name never holds one; as a key it would name a dimension of another group
-                raise FormatError(name)
-            keys.validate(name)
-        except FormatError:
-            raise FormatError(f"{vkey}: dimension name {name!r} is not a valid netCDF name") from None
-        dim = groups[where].dimensions.get(name)
+        home, base = dimension_home(where, name, groups, vkey)
+        dim = groups[home].dimensions.get(base)
         if dim is None:
-            groups[where].dimensions[name] = Dimension(size, False)
+            groups[home].dimensions[base] = Dimension(size, False)
         elif dim.size != size:
-            raise FormatError(f"{vkey}: dimension {name!r} has size {size} here but {dim.size} elsewhere in {where}")
-        return keys.join(where, name)
+            raise FormatError(f"{vkey}: dimension {base!r} has size {size} here but {dim.size} elsewhere in {home}")
+        return keys.join(home, base)
 
     def load_data(self) -> Dataset:
         """Every variable's values, refused up front if together they exceed the in-memory budget."""
