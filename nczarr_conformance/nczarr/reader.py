@@ -637,6 +637,8 @@ class DatasetReader(ChunkReader):
             if not scalar and len(refs) != len(zshape):
                 raise FormatError(f"{akey}: {len(refs)} dimension references for a {len(zshape)}-d array")
             dimensions = [r if r.startswith("/") else "/" + r for r in ([] if scalar else refs)]
+            if st.nctype == "string" and st.maxstrlen == 1 and info.get("nczarr_type") == "char":
+                st = StorageType("char", np.dtype("S1"))  # our |S1 char (nczarr/writer.py NCZARR_TYPE_KEY)
         shape = () if scalar else zshape
         fill_attr = attributes.get("_FillValue")
         if fill_attr is not None and st.nctype == "char" and fill_attr.type == "char" and fill_attr.value == "":
