@@ -32,8 +32,9 @@ from tests.peers.known import PeerStillWrong, still_wrong
 VIRTUALIZARR_PYTHON = Path(os.path.expanduser("~/.cache/nczarr-virtualizarr/bin/python"))
 WRITERS = ("virtualizarr-json", "virtualizarr-parquet", "kerchunk-hdf5", "ours-references")
 READERS = ("ours", "zarr-python", "xarray")
-#: few and small: a scalar (VirtualiZarr's faults), float attributes (every peer's), fill and a zlib chunk
-CASES = ("scalar", "double-attr-precision", "fill-partial", "shuffle-zlib")
+#: few and small: a scalar (VirtualiZarr's faults), float attributes (every peer's), fill and a zlib chunk; a
+#: variable-length string (|O + vlen-utf8 from kerchunk and VirtualiZarr) and a char variable (our |S1, marked char)
+CASES = ("scalar", "double-attr-precision", "fill-partial", "shuffle-zlib", "string-var", "char-var")
 KNOWN = load_all(sorted(REPO.glob("adapters/*/known.toml")))
 PASS = ("pass", (), "")
 
