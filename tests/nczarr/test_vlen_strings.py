@@ -72,6 +72,19 @@ def test_hostile_vlen_chunk_is_one_line(tmp_path):
         read_dataset(DirectoryStore(str(tmp_path / "h.zarr")))
 
 
+def test_deep_check_counts_the_items_of_a_hostile_vlen_chunk_before_decoding(tmp_path):
+    """nczarr-check --deep decodes each chunk as our reader does: a header claiming 2**31 items is a finding, not
+    16 GiB of objects numcodecs allocates first; an honest chunk of long strings (more stored bytes than 8 per
+    item) is none."""
+    _zarr_python_strings(tmp_path / "h.zarr", str, ["a" * 300, "b", "c"], compressors=None)
+    assert not [f for f in check(str(tmp_path / "h.zarr"), deep=True).findings if f.severity.name == "ERROR"]
+    (tmp_path / "h.zarr" / "s" / "0").write_bytes((2**31).to_bytes(4, "little") + b"\x01\x00\x00\x00a")
+    found = [(f.rule, f.key, f.message) for f in check(str(tmp_path / "h.zarr"), deep=True).findings
+             if f.severity.name == "ERROR"]
+    assert found == [("NCZ-CHUNK-DECODE", "/s/0", "does not decode: /s/0: vlen-utf8 chunk header declares "
+                                                  "2147483648 values in a chunk of 3")]
+
+
 def test_object_dtype_without_vlen_filter_is_refused(tmp_path):
     path = tmp_path / "o.zarr"
     _zarr_python_strings(path, str, ["a", "b", "c"], compressors=None)
