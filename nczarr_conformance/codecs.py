@@ -379,6 +379,31 @@ def decode_stage(codec: Codec, buf: Any, cap: int) -> bytes | np.ndarray:
     return data
 
 
+#: the numcodecs ids of Zarr's variable-length codecs (a v2 ``|O`` array's first filter, a v3 array→bytes codec)
+VLEN_CODECS = ("vlen-utf8", "vlen-bytes")
+
+
+def decode_vlen(codec_id: str, buf: bytes, count: int, where: str) -> np.ndarray:
+    """A ``vlen-utf8``/``vlen-bytes`` chunk (numcodecs' VLenUTF8/VLenBytes layout: a 4-byte item count, then
+    each item as a 4-byte length and its bytes) → a flat object array of ``count`` values, or one line.
+
+    The chunk's own header says how many items follow, and numcodecs allocates that many objects before
+    reading one (a 12-byte chunk claiming 2**31 items: 16 GiB): refused unless it is the declared count;
+    each item's bytes then come out of ``buf``, itself bounded by the caller's decompression cap."""
+    import numcodecs  # where a chunk is decoded (see the TYPE_CHECKING import above)
+
+    codec = numcodecs.VLenUTF8() if codec_id == "vlen-utf8" else numcodecs.VLenBytes()
+    if len(buf) >= 4 and (declared := int.from_bytes(buf[:4], "little")) != count:
+        raise FormatError(f"{where}: {codec_id} chunk header declares {declared} values in a chunk of {count}")
+    try:
+        values = codec.decode(buf)
+    except Exception as exc:  # numcodecs raises ValueError, TypeError, …: each a corrupt chunk here
+        raise FormatError(f"{where}: {codec_id} chunk does not decode: {exc}") from exc
+    if len(values) != count:
+        raise FormatError(f"{where}: {len(values)} values in a chunk of {count}")
+    return np.asarray(values, dtype=object)
+
+
 def zlib_config(level: int) -> dict[str, Any]:
     return {"id": "zlib", "level": int(level)}
 

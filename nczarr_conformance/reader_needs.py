@@ -330,9 +330,12 @@ register(Reader("gdal", "GDAL 3.6 (Zarr driver)", (
 ), how="gdalmdiminfo PATH"))
 
 register(Reader("ours", "nczarr_conformance (this package)", (
-    Need("ours-char-s1", lambda lay: lay.zarr_format == 2 and lay.nczarr and lay.char_dtype == "|S1",
-         "reads char variables as strings of length 1 (in NCZarr, |S1 is nczarr.md Appendix E's string, as "
-         "netcdf-c reads it)", {"char_as": ">S1"}, None, EVIDENCE, fatal=False),
+    # the nczarr-4.10 layout marks a |S1 char (_nczarr_array.nczarr_type: char), which ours reads as char; the
+    # 4.9.1–4.9.2 layout's .zarray _nczarr_array is not written with it (netcdf-c 4.9's parser is not tried)
+    Need("ours-char-s1", lambda lay: lay.zarr_format == 2 and lay.flavor == "nczarr-2" and lay.char_dtype == "|S1",
+         "reads char variables of the 4.9.1–4.9.2 layout as strings of length 1 (in NCZarr, |S1 is nczarr.md "
+         "Appendix E's string, as netcdf-c reads it; the nczarr-4.10 layout marks it char)", {"char_as": ">S1"}, None,
+         EVIDENCE, fatal=False),
     Need("ours-zarr-unlimited", lambda lay: lay.zarr_format == 2 and not lay.nczarr and lay.source.unlimited,
          "reads unlimited dimensions as fixed: pure Zarr has none", {"flavor": "nczarr-4.10"}, None, EVIDENCE,
          fatal=False),

@@ -126,7 +126,7 @@ RECIPES: dict[str, Recipe] = {
     "c490-unlimited": Recipe("unlimited", {"compression": "none", "flavor": "zarr", "chunks": "capped"}),
     "c410-zarr-unlimited": Recipe("unlimited", {"flavor": "zarr"}),
     "ours-zarr-unlimited": Recipe("unlimited", {"flavor": "zarr"}),
-    "ours-char-s1": Recipe("char", {"char_as": "S1"}),
+    "ours-char-s1": Recipe("char", {"char_as": "S1", "flavor": "nczarr-2"}),
     "xarray-default-fill": Recipe("ints", {}),
     "xarray-nczarr-scalar": Recipe("scalar", {"default_fill": "null"}),
     "xarray-char-fill": Recipe("charrow", {"char_as": "S1"}),

@@ -90,14 +90,16 @@ def test_our_reader_reads_rich_references_as_netcdf4_reads_the_source(rich: Path
     assert diff(nc4.read(str(rich)), open_dataset(str(out)), ignore=CONTIGUOUS) == []
 
 
-def test_by_default_char_is_S1_for_xarray_and_read_back_as_netcdf_c_reads_it(rich: Path, tmp_path: Path):
-    """|S1 by default (xarray and zarr-python 3 refuse >S1): only the char variable reads differently,
-    as strings, as netcdf-c reads |S1 (docs/references.md)."""
+def test_by_default_char_is_S1_for_xarray_marked_char_and_read_back_as_netcdf4_reads_it(rich: Path, tmp_path: Path):
+    """|S1 by default (xarray and zarr-python 3 refuse >S1), marked char in _nczarr_array (|S1 alone is NCZarr's
+    string of length 1): our reader reads the references as netCDF4-python reads the file (docs/references.md)."""
     out = tmp_path / "rich.json"
     assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
     assert json.loads(_refs(out)["chars/.zarray"])["dtype"] == "|S1"
-    differences = diff(nc4.read(str(rich)), open_dataset(str(out)), ignore=CONTIGUOUS)
-    assert differences and all(d.startswith("/root/variables/chars/") for d in differences), differences
+    assert json.loads(_refs(out)["chars/.zattrs"])["_nczarr_array"]["nczarr_type"] == "char"
+    source = nc4.read(str(rich))
+    assert source.root.variables["chars"].type == "char"
+    assert diff(source, open_dataset(str(out)), ignore=CONTIGUOUS) == []
 
 
 # ---- storage: h5py's chunk index -----------------------------------------------------------------------------
@@ -234,6 +236,42 @@ def test_zarr_python_reads_references_through_fsspec_store(cf_file: Path, tmp_pa
             expected = np.asarray(ds[name][:])
             got = group[name][:]
             assert got.dtype == expected.dtype and np.array_equal(got, expected), name
+
+
+@pytest.fixture
+def nested_refs(tmp_path: Path) -> Path:
+    """``nc2nczarr --reference`` of a netCDF-4 file with an array in a sub-group (/g1/w)."""
+    import netCDF4
+
+    source, out = tmp_path / "nested.nc", tmp_path / "nested.json"
+    with netCDF4.Dataset(source, "w") as nc:
+        nc.createDimension("x", 2)
+        nc.createGroup("g1").createVariable("w", "i2", ("x",))[...] = [1, 2]
+    assert _nc2nczarr(str(source), str(out), "--reference").returncode == 0
+    return out
+
+
+def _zarr_python_group(out: Path) -> Any:
+    zarr = pytest.importorskip("zarr")
+    from zarr.storage import FsspecStore
+
+    fs = fsspec.filesystem("reference", fo=str(out), asynchronous=True)
+    return zarr.open_group(FsspecStore(fs, read_only=True, path=""), mode="r", use_consolidated=False)
+
+
+def test_zarr_python_reads_a_sub_group_array_of_references_by_its_path(nested_refs: Path):
+    """The precondition of the xfail below: the references hold /g1/w, fsspec lists it, zarr-python reads it."""
+    fs = fsspec.filesystem("reference", fo=str(nested_refs))
+    assert "g1/w" in fs.ls("g1", detail=False)
+    assert _zarr_python_group(nested_refs)["g1/w"][...].tolist() == [1, 2]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "zarr-python 3.1 FsspecStore.list_dir joins a store path of '' as '/g1', which fsspec's reference filesystem "
+    "does not know: a sub-group of references lists no members (3.4's list_dir strips the root; the matrix's "
+    "ours-references/kerchunk-hdf5 -> zarr-python groups-nested cells miss /g1's arrays for it)"))
+def test_zarr_python_lists_the_members_of_a_sub_group_of_references(nested_refs: Path):
+    assert [name for name, _ in _zarr_python_group(nested_refs)["g1"].members()] == ["w"]
 
 
 # ---- a target changed or gone ---------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ from typing import Any
 from nczarr_conformance import keys, limits
 from nczarr_conformance.checker.context import METADATA_NAMES, CheckContext, parse_array
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
-from nczarr_conformance.codecs import InflateError, Pipeline
-from nczarr_conformance.errors import NczarrError, StoreUnavailableError
+from nczarr_conformance.codecs import InflateError, Pipeline, decode_vlen
+from nczarr_conformance.errors import FormatError, NczarrError, StoreUnavailableError
+from nczarr_conformance.nczarr.dtypes import vlen_codec
 from nczarr_conformance.stores.base import Store
 
 
@@ -117,6 +118,10 @@ class DecodeJob:
     filters: list[dict[str, Any]] | None
     itemsize: int
     label: str  # "4x90x180 <f4", for messages
+    #: an |O array's variable-length codec (``vlen-utf8``/``vlen-bytes``, its first filter, left out of
+    #: ``filters``): the rest of the chain is undone within the in-memory budget, then the items are counted
+    vlen: str | None = None
+    count: int = 0  # the items a vlen chunk holds (its declared shape's)
 
 
 #: what decoding one chunk found: None (fine or missing), ("read-error", key, message),
@@ -146,6 +151,11 @@ def _jobs(ctx: CheckContext) -> list[DecodeJob]:
         if not pipelines[akey]:
             continue
         shape = "x".join(str(c) for c in parsed.chunks) or "scalar"  # type: ignore[attr-defined]
+        vlen = vlen_codec(z) if storage.numpy.kind == "O" else None
+        if vlen is not None:  # decoded as the reader does (nczarr/reader.py VlenArrayInfo), never by numcodecs alone
+            jobs.append(DecodeJob(key, limits.max_in_memory_bytes(), z.get("compressor"), (z.get("filters") or [])[1:],
+                                  1, f"{shape} {z.get('dtype')}", vlen, expected // storage.numpy.itemsize))
+            continue
         jobs.append(DecodeJob(key, expected, z.get("compressor"), z.get("filters"), storage.numpy.itemsize,
                               f"{shape} {z.get('dtype')}"))
     return jobs
@@ -176,6 +186,12 @@ def decode_one(store: Store, job: DecodeJob) -> Outcome:
         return "NCZ-CHUNK-SIZE", job.key, f"chunk {exc} for {job.label}"
     except Exception as exc:  # any codec failure is a corrupt chunk
         return "NCZ-CHUNK-DECODE", job.key, f"does not decode: {type(exc).__name__}: {exc}"
+    if job.vlen is not None:  # the item count held to the chunk's before numcodecs allocates an item
+        try:
+            decode_vlen(job.vlen, decoded, job.count, job.key)
+        except FormatError as exc:
+            return "NCZ-CHUNK-DECODE", job.key, f"does not decode: {exc}"
+        return None
     if len(decoded) != job.expected:
         return "NCZ-CHUNK-SIZE", job.key, (f"chunk holds {len(decoded)} bytes after decoding; {job.expected} "
                                            f"expected for {job.label}")

@@ -303,7 +303,7 @@ class ParsedArray:
 
 
 def parse_array(ctx: CheckContext, rec: ArrayRecord) -> ParsedArray:
-    from nczarr_conformance.nczarr.dtypes import parse_dtype
+    from nczarr_conformance.nczarr.dtypes import array_storage
 
     z = rec.zarray or {}
 
@@ -317,7 +317,7 @@ def parse_array(ctx: CheckContext, rec: ArrayRecord) -> ParsedArray:
     if shape is not None and chunks is not None and len(shape) != len(chunks):
         chunks = None
     try:
-        storage = parse_dtype(z.get("dtype"), u1_is_char=ctx.nczarr)
+        storage = array_storage(z, u1_is_char=ctx.nczarr)
     except NczarrError:
         storage = None
     order = z.get("order", "C") if z.get("order", "C") in ("C", "F") else None

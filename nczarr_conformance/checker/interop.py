@@ -199,6 +199,8 @@ C410_CODECS = frozenset({"zlib", "shuffle", "fletcher32", "szip", "zstd", "blosc
 
 def _refused_by_c410(dtype: str, ctx: CheckContext) -> str | None:
     """Why netcdf-c 4.10.1 cannot open a dataset holding this dtype, or None."""
+    if dtype == "|O":  # zarr-python's, kerchunk's and VirtualiZarr's variable-length strings
+        return "object, variable-length strings"
     if len(dtype) < 3 or dtype[0] not in "<>|":
         return None
     kind, size = dtype[1], dtype[2:]
@@ -214,7 +216,7 @@ def _refused_by_c410(dtype: str, ctx: CheckContext) -> str | None:
 @rule("NCZ-INTEROP-C410-DTYPE", Severity.WARNING,
        source="netcdf-c 4.10.1 (netCDF4-python); tests/check/test_interop.py")
 def c410_dtype(ctx: CheckContext) -> Iterator[Finding]:
-    """netcdf-c 4.10.1 cannot open a dataset holding a <U*, |b1, <f2 or complex array, in any flavor
+    """netcdf-c 4.10.1 cannot open a dataset holding a <U*, |b1, <f2, complex or |O array, in any flavor
     ("NetCDF: NCZarr error"): one such array hides every other variable."""
     for akey in sorted(ctx.arrays):
         why = _refused_by_c410(_dtype(ctx, akey), ctx)

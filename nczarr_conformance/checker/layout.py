@@ -206,13 +206,13 @@ def _differing_keys(consolidated: Any, stored: Any, nczarr: bool) -> str:
 def _same_fill(consolidated: dict[str, Any], stored: dict[str, Any], nczarr: bool) -> bool:
     """Whether two .zarray fill_values of one dtype mean the same fill (NaN as NaN, sign of zero kept)."""
     from nczarr_conformance.errors import NczarrError
-    from nczarr_conformance.nczarr.dtypes import parse_dtype
+    from nczarr_conformance.nczarr.dtypes import array_storage
     from nczarr_conformance.nczarr.reader import decode_fill
 
     if _canonical(consolidated.get("dtype")) != _canonical(stored.get("dtype")):
         return False
     try:
-        storage = parse_dtype(stored.get("dtype"), u1_is_char=nczarr)
+        storage = array_storage(stored, u1_is_char=nczarr)
         a, b = (decode_fill(doc["fill_value"], storage, base64_strings=not nczarr) for doc in (consolidated, stored))
     except NczarrError:
         return False  # a fill that does not decode is compared by its spelling (NCZ-ARRAY-FILL reports it)

@@ -10,7 +10,7 @@ from nczarr_conformance.checker.context import ArrayRecord, CheckContext, parse_
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
 from nczarr_conformance.codecs import build
 from nczarr_conformance.errors import NczarrError
-from nczarr_conformance.nczarr.dtypes import parse_dtype
+from nczarr_conformance.nczarr.dtypes import array_storage
 from nczarr_conformance.nczarr.reader import decode_fill
 
 REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order", "filters")
@@ -90,11 +90,12 @@ def array_chunks(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("NCZ-ARRAY-DTYPE", Severity.ERROR, source="nczarr.md App. E")
 def array_dtype(ctx: CheckContext) -> Iterator[Finding]:
-    """dtype is a Zarr v2 dtype with a netCDF type: [<>|]i/u 1-8, f4/f8, S/U strings."""
+    """dtype is a Zarr v2 dtype with a netCDF type: [<>|]i/u 1-8, f4/f8, S/U strings, |O with a vlen-utf8 or
+    vlen-bytes first filter (string)."""
     for akey, _, z in _arrays(ctx):
         if "dtype" in z:
             try:
-                parse_dtype(z["dtype"], u1_is_char=ctx.nczarr)
+                array_storage(z, u1_is_char=ctx.nczarr)
             except NczarrError as exc:
                 yield get("NCZ-ARRAY-DTYPE").finding(_zkey(akey), str(exc))
 
@@ -298,7 +299,10 @@ def fill_attr(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("NCZ-XARRAY-DIMSIZE", Severity.ERROR, source="xarray data model; our reader and xarray refuse the group")
 def xarray_dimsize(ctx: CheckContext) -> Iterator[Finding]:
-    """In a pure Zarr dataset, a name in _ARRAY_DIMENSIONS has one size across the arrays of a group."""
+    """In a pure Zarr dataset, a name in _ARRAY_DIMENSIONS has one size across the arrays of a group, and a name
+    holding "/" (kerchunk's path from the root, "g1/y") names the array's group or an ancestor."""
+    from nczarr_conformance.nczarr.reader import dimension_home
+
     if ctx.flavor != "zarr":
         return  # NCZarr readers take dimensions from _nczarr_group; NCZ-XARRAY-DIMS compares the two
     seen: dict[tuple[str, str], tuple[int, str]] = {}
@@ -306,11 +310,16 @@ def xarray_dimsize(ctx: CheckContext) -> Iterator[Finding]:
         names, shape = rec.zattrs.get("_ARRAY_DIMENSIONS"), parse_array(ctx, rec).shape
         if shape is None or not isinstance(names, list) or len(names) != len(shape):
             continue
-        group = keys.parent(akey)
         for name, extent in zip(names, shape, strict=True):
-            if not isinstance(name, str):
+            if not isinstance(name, str) or not name:
                 continue
-            first = seen.setdefault((group, name), (extent, akey))
+            try:
+                home = dimension_home(keys.parent(akey), name, ctx.groups, akey)
+            except NczarrError as exc:
+                yield get("NCZ-XARRAY-DIMSIZE").finding(keys.join(akey, ".zattrs"), f"{exc}; nczarr-dump refuses "
+                                                        "the dataset")
+                continue
+            first = seen.setdefault(home, (extent, akey))
             if first[0] != extent:
                 yield get("NCZ-XARRAY-DIMSIZE").finding(keys.join(akey, ".zattrs"), (
                     f"dimension {name!r} is {extent} long here but {first[0]} in {first[1]}; xarray and "

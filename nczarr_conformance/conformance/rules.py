@@ -402,6 +402,21 @@ DOCUMENTED_DEVIATIONS: dict[tuple[str, str], str] = {
         "case 3 is `nc2nczarr --json-attributes=spec`. netcdf-c 4.10.1 reads case-3 numbers and booleans back "
         "as one character (_Unsigned=\"true\" -> \"1\": ubyte data read as signed; "
         "test_known_deviation_netcdf_c_reads_json_atomic_char_as_one_character, tests/test_attr_lossless.py)"),
+    # nc2nczarr --reference writes the metadata nc2nczarr writes (nczarr/writer.py, the plan a copy makes: its
+    # store equals the copy but for where the chunks are), so ours' choices hold there, for the same reasons
+    ("X.dims", "ours-references"): (
+        "by choice, as for ours (the same writer): _ARRAY_DIMENSIONS on the variables of every group, which xarray's "
+        "open_datatree and open_zarr(group=...) over the references need (docs/references.md)"),
+    ("E.maxstrlen", "ours-references"): (
+        "by choice, as for ours (the same writer): |Sn with n the longest value, lossless, no _nczarr_maxstrlen"),
+    ("D.write.3", "ours-references"): (
+        "by choice, as for ours (the same writer): char text as a JSON string; Appendix D case 3 is "
+        "`nc2nczarr --reference --json-attributes=spec`"),
+    ("E.char", "ours-references"): (
+        "by choice: char as |S1 (`--char-as S1`, the --reference default), because the readers of references besides "
+        "ours, xarray and zarr-python 3, refuse >S1 (netcdf-c reads no references); marked char by "
+        "_nczarr_array.nczarr_type, so our reader reads it as char (docs/references.md; "
+        "tests/test_references.py::test_by_default_char_is_S1_for_xarray_marked_char_and_read_back_as_netcdf4_reads_it)"),
 }
 
 

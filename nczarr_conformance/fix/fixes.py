@@ -21,6 +21,7 @@ from nczarr_conformance.nczarr.attrs import float_json, unparse
 from nczarr_conformance.nczarr.consolidated import refused_by_zarr_python
 from nczarr_conformance.nczarr.dtypes import DEFAULT_FILL, parse_dtype
 from nczarr_conformance.nczarr.reader import ANONYMOUS_DIM
+from nczarr_conformance.nczarr.writer import NCZARR_TYPE_KEY
 
 _ONE_BYTE_ORDERED = {"<i1": "|i1", ">i1": "|i1", "<u1": "|u1", ">u1": "|u1"}
 
@@ -68,7 +69,7 @@ _S1_READERS = ("zarr-python", "xarray")
 
 @fix("NCZ-FIX-CHAR-S1", readers=_S1_READERS, cures=("NCZ-INTEROP-ZARR-CHAR",))
 def char_s1(ctx: FixContext) -> Iterator[Change]:
-    """A char array stored as >S1 (App. E's char) is stored as |S1, one byte per character as before: zarr-python and xarray refuse >S1. netcdf-c and our reader then read it as string (printed as a loss); not with netcdf-c-4.9 among the readers. Metadata only: the chunk bytes stay."""  # noqa: E501  (one line: --list-fixes prints the first)
+    """A char array stored as >S1 (App. E's char) is stored as |S1, one byte per character as before, marked char for our reader (_nczarr_array.nczarr_type, the nczarr-4.10 layout): zarr-python and xarray refuse >S1. netcdf-c then reads it as string (printed as a loss); not with netcdf-c-4.9 among the readers. Metadata only: the chunk bytes stay."""  # noqa: E501  (one line: --list-fixes prints the first)
     me = FIXES["NCZ-FIX-CHAR-S1"]
     nodes = [node for node in ctx.arrays() if ctx.zarray(node).get("dtype") == ">S1"]
     if not nodes:
@@ -89,10 +90,16 @@ def char_s1(ctx: FixContext) -> Iterator[Change]:
         ctx.zarray(node)["dtype"] = "|S1"
         yield me.change(keys.join(node, ".zarray"), "dtype >S1 → |S1 (one byte per character either way: "
                                                     "the chunks are not rewritten)")
+        piece = ctx.nczarr_array(node) if ctx.flavor == "nczarr-4.10" else None
+        if piece is not None:  # as nc2nczarr --char-as S1 marks it: our reader keeps reading char
+            piece[NCZARR_TYPE_KEY] = "char"
+            yield me.change(keys.join(node, ".zattrs"), f"_nczarr_array.{NCZARR_TYPE_KEY} = \"char\" (|S1 alone is "
+                                                        "NCZarr's string of length 1)")
         if ctx.flavor != "zarr":  # in pure Zarr netcdf-c reads both as string already, we both as char
-            ctx.losses[node] = ("netcdf-c (4.10.1, 4.9) and nczarr-conformance now read this char variable as "
-                                "string, one string per character (NCZarr's |S1 is a string of length 1); the "
-                                "text is the same. nc2nczarr --char-as S1 writes the same dtype")
+            who = "netcdf-c (4.10.1, 4.9)" if piece is not None else "netcdf-c (4.10.1, 4.9) and nczarr-conformance"
+            ctx.losses[node] = (f"{who} now read this char variable as string, one string per character (NCZarr's "
+                                "|S1 is a string of length 1); the text is the same. nc2nczarr --char-as S1 writes "
+                                "the same dtype")
 
 
 def _fill_attribute(ctx: FixContext, node: str) -> Any:

@@ -4,7 +4,10 @@ Write mapping: byte ``|i1``, ubyte ``|u1`` (zarr-python 3.1 rejects the ``<i1`` 
 writes; every reader takes ``|``), other numbers ``<``/``>`` by endianness, char ``>S1``
 (``|S1`` in pure Zarr, see nczarr/writer.py),
 string ``|Sn`` with n the maximum string length. Reading accepts every spelling
-seen in the wild, including netcdf-c 4.9.0's ``<U1`` for char (one byte per element).
+seen in the wild, including netcdf-c 4.9.0's ``<U1`` for char (one byte per element), and
+numpy's object dtype ``|O`` whose first filter is ``vlen-utf8`` or ``vlen-bytes`` (zarr-python's
+variable-length strings, what kerchunk and VirtualiZarr write for a netCDF-4 string variable) as
+string (:func:`array_storage`).
 """
 from __future__ import annotations
 
@@ -82,6 +85,33 @@ def parse_dtype(text: object, *, u1_is_char: bool = False, s1_is_char: bool = Fa
     if kind == "b":
         raise UnsupportedError(f"dtype {text!r} (boolean) has no netCDF type")
     raise UnsupportedError(f"dtype {text!r} has no netCDF type (complex, datetime and object are not netCDF)")
+
+
+#: the object dtype of Zarr v2: only with a variable-length codec as its first filter (:func:`array_storage`)
+OBJECT_DTYPE = "|O"
+
+
+def vlen_codec(zarray: dict[str, object]) -> str | None:
+    """The variable-length codec (``vlen-utf8``/``vlen-bytes``) that decodes an ``|O`` array's chunks last:
+    its first filter (Zarr v2 encodes through the filters in order, so ``filters[0]`` decodes last), or None."""
+    filters = zarray.get("filters")
+    first = filters[0] if isinstance(filters, list) and filters else None
+    codec_id = first.get("id") if isinstance(first, dict) else None
+    return codec_id if codec_id in ("vlen-utf8", "vlen-bytes") else None
+
+
+def array_storage(zarray: dict[str, object], *, u1_is_char: bool = False, s1_is_char: bool = False) -> StorageType:
+    """A ``.zarray``'s netCDF storage type: :func:`parse_dtype` of its dtype, and ``|O`` read as netCDF string
+    when its first filter is ``vlen-utf8`` or ``vlen-bytes`` (numcodecs' VLenUTF8/VLenBytes: a legal Zarr v2
+    object array, and netCDF-4's variable-length string as kerchunk, VirtualiZarr and zarr-python write it).
+    An ``|O`` array with any other object codec (``json2``, ``pickle``, ``msgpack2``) has no netCDF type."""
+    text = zarray.get("dtype")
+    if text != OBJECT_DTYPE:
+        return parse_dtype(text, u1_is_char=u1_is_char, s1_is_char=s1_is_char)
+    if vlen_codec(zarray) is None:
+        raise UnsupportedError(f"dtype {OBJECT_DTYPE!r} (object) is netCDF string only with a vlen-utf8 or vlen-bytes "
+                               f"first filter; filters are {zarray.get('filters')!r}")
+    return StorageType("string", np.dtype(object))
 
 
 def dtype_string(nctype: str, endianness: str | None = None, maxstrlen: int = DEFAULT_MAXSTRLEN) -> str:

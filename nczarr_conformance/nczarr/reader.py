@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from nczarr_conformance import keys, limits
-from nczarr_conformance.codecs import InflateError, Pipeline, check_chain
+from nczarr_conformance.codecs import InflateError, Pipeline, check_chain, decode_vlen
 from nczarr_conformance.codecs import build as build_codec
 from nczarr_conformance.errors import FormatError, UnsupportedError
 from nczarr_conformance.model import (
@@ -48,8 +48,9 @@ from nczarr_conformance.nczarr.dtypes import (
     DEFAULT_FILL,
     DEFAULT_MAXSTRLEN,
     StorageType,
+    array_storage,
     attr_type_string,
-    parse_dtype,
+    vlen_codec,
 )
 from nczarr_conformance.nczarr.flavors import MetadataSource, detect, find_piece
 from nczarr_conformance.stores.base import Store
@@ -70,6 +71,39 @@ def dim_placeholder(group: str, name: str) -> str:
     NUL, because keys.validate refuses it in a group key while a netCDF name may hold any other
     character: with '@' a group named ``g@1`` split at the wrong '@' (KeyError, a traceback line)."""
     return f"\x00{group}\x00{name}"
+
+
+def scale_path(name: str) -> tuple[str, str]:
+    """(group key, netCDF name) of a pure-Zarr dimension name holding ``/``: a path from the root group.
+
+    kerchunk's ``SingleHdf5ToZarr`` writes each axis's HDF5 dimension scale by its full path without the
+    leading ``/`` (``g1/y`` for the dimension ``y`` of group ``/g1``; a root dimension stays ``x``), where
+    xarray keeps the text as a name of its own (``"g1/y"``, which no netCDF name may be). Read as the
+    netCDF dimension it names; a leading ``/`` is taken too. FormatError for an empty or invalid segment."""
+    parts = name.removeprefix("/").split("/")
+    for part in parts:
+        if not part:
+            raise FormatError(f"empty segment in {name!r}")
+        keys.validate(part)
+    return keys.join("/", *parts[:-1]), parts[-1]
+
+
+def dimension_home(where: str, name: str, groups: Iterable[str], vkey: str) -> tuple[str, str]:
+    """(group key, netCDF name) of the dimension an ``_ARRAY_DIMENSIONS`` name of an array of group ``where``
+    means, among the dataset's ``groups``: a plain name is ``where``'s own; one holding ``/`` a path from the
+    root (:func:`scale_path`) to ``where`` or an ancestor, the groups a netCDF variable sees dimensions in.
+    One FormatError line naming ``vkey`` otherwise (the reader's and ``nczarr-check``'s alike)."""
+    home, base = where, name
+    try:
+        if "/" in name:
+            home, base = scale_path(name)
+        keys.validate(base)
+    except FormatError:
+        raise FormatError(f"{vkey}: dimension name {name!r} is not a valid netCDF name") from None
+    if home != where and (home not in groups or not where.startswith(home.rstrip("/") + "/")):
+        raise FormatError(f"{vkey}: dimension {name!r} names group {home}, which is neither the array's group "
+                          f"{where} nor one of its ancestors")
+    return home, base
 
 
 _T = TypeVar("_T")
@@ -202,7 +236,7 @@ class ArrayInfo:
         if raw is None:
             return None
         try:
-            decoded = self.pipeline.decode_buffer(raw, self.chunk_nbytes)
+            decoded = pipeline.decode_buffer(raw, self.chunk_nbytes)
         except InflateError as exc:
             if self.zshape or exc.head is None:
                 raise FormatError(f"{ckey}: chunk {exc}") from exc
@@ -217,6 +251,41 @@ class ArrayInfo:
         arr = np.frombuffer(decoded, dtype=self.storage.numpy)
         chunk_shape = self.chunks or (1,)
         return arr.reshape(chunk_shape, order="F" if self.order == "F" else "C")
+
+
+@dataclass
+class VlenArrayInfo(ArrayInfo):
+    """An ``|O`` array whose first filter is ``vlen-utf8``/``vlen-bytes`` (netCDF string, as kerchunk and
+    VirtualiZarr write it): ``pipeline`` is the rest of its chain (the later filters and the compressor), undone
+    within the in-memory budget (variable-length items have no declared size), then the vlen codec's items,
+    their count held to the chunk's (:func:`nczarr_conformance.codecs.decode_vlen`)."""
+
+    vlen: str = "vlen-utf8"
+
+    def max_stored_bytes(self) -> int:
+        pipeline = resolved(self.pipeline)
+        if isinstance(pipeline, UnavailablePipeline):
+            return limits.max_in_memory_bytes()
+        return pipeline.max_encoded(limits.max_in_memory_bytes())
+
+    def load_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int,
+                   scope: ReadScope | None = None) -> np.ndarray | None:
+        ckey = self.chunk_key(index)
+        pipeline = resolved(self.pipeline)
+        if isinstance(pipeline, UnavailablePipeline):
+            raise UnsupportedError(pipeline.message)
+        raw = store.get(ckey, limit=self.max_stored_bytes())
+        if raw is None:
+            return None
+        try:
+            encoded = pipeline.decode(raw, max_bytes)
+        except InflateError as exc:
+            raise FormatError(f"{ckey}: chunk {exc}") from exc
+        except Exception as exc:  # codecs raise many types; each is a corrupt chunk here
+            raise FormatError(f"{ckey}: chunk does not decode: {exc}") from exc
+        chunk_shape = self.chunks or (1,)
+        values = decode_vlen(self.vlen, encoded, math.prod(chunk_shape), ckey)
+        return values.reshape(chunk_shape, order="F" if self.order == "F" else "C")
 
 
 class UnavailablePipeline(Pipeline):
@@ -239,6 +308,9 @@ class UnavailablePipeline(Pipeline):
         raise self._refuse()
 
     def decode(self, raw: bytes, limit: int | None = None) -> bytes:
+        raise self._refuse()
+
+    def decode_buffer(self, raw: bytes, limit: int) -> bytes | np.ndarray:
         raise self._refuse()
 
     def max_encoded(self, limit: int) -> int:
@@ -280,6 +352,9 @@ class DeferredPipeline(Pipeline):
 
     def decode(self, raw: bytes, limit: int | None = None) -> bytes:
         return self.resolve().decode(raw, limit)
+
+    def decode_buffer(self, raw: bytes, limit: int) -> bytes | np.ndarray:
+        return self.resolve().decode_buffer(raw, limit)
 
     def max_encoded(self, limit: int) -> int:
         return self.resolve().max_encoded(limit)
@@ -612,7 +687,8 @@ class DatasetReader(ChunkReader):
             raise FormatError(f"{zkey}: chunks {list(chunks)} do not match shape {list(zshape)}")
         # pure Zarr has no netCDF types: |S1 is numpy's char (zarr-python, xarray, our zarr flavor); in NCZarr it is
         # Appendix E's string of length 1, as netcdf-c reads it
-        st = parse_dtype(zarray.get("dtype"), u1_is_char=self.nczarr, s1_is_char=not self.nczarr)
+        st = array_storage(zarray, u1_is_char=self.nczarr, s1_is_char=not self.nczarr)
+        vlen = vlen_codec(zarray) if st.numpy.kind == "O" else None
         beyond = limits.int64_overflow(zshape, chunks, st.numpy.itemsize)
         if beyond is not None:  # refused here, before numpy meets an extent it cannot hold
             raise UnsupportedError(f"{zkey}: {beyond}, more than int64 ({limits.INT64_MAX}) holds; numpy, and so "
@@ -625,7 +701,9 @@ class DatasetReader(ChunkReader):
             raise FormatError(f"{zkey}: dimension_separator must be '.' or '/', not {sep!r}")
         zattrs = self.meta.get(keys.join(akey, ".zattrs")) or {}
         check_chain(zarray.get("compressor"), zarray.get("filters"))
-        pipeline = DeferredPipeline(akey, zarray, st.numpy.itemsize)
+        # an |O array's first filter (vlen-*) is undone by VlenArrayInfo, after the rest of the chain
+        chain = {**zarray, "filters": (zarray.get("filters") or [])[1:]} if vlen else zarray
+        pipeline = DeferredPipeline(akey, chain, 1 if vlen else st.numpy.itemsize)
         attributes = self._read_attributes(akey, zattrs)
         scalar = not zshape
         dimensions: list[str] = []
@@ -644,6 +722,8 @@ class DatasetReader(ChunkReader):
             if not scalar and len(refs) != len(zshape):
                 raise FormatError(f"{akey}: {len(refs)} dimension references for a {len(zshape)}-d array")
             dimensions = [r if r.startswith("/") else "/" + r for r in ([] if scalar else refs)]
+            if st.nctype == "string" and st.maxstrlen == 1 and info.get("nczarr_type") == "char":
+                st = StorageType("char", np.dtype("S1"))  # our |S1 char (nczarr/writer.py NCZARR_TYPE_KEY)
         shape = () if scalar else zshape
         fill_attr = attributes.get("_FillValue")
         if fill_attr is not None and st.nctype == "char" and fill_attr.type == "char" and fill_attr.value == "":
@@ -658,7 +738,8 @@ class DatasetReader(ChunkReader):
         fill = decode_fill(zarray.get("fill_value"), st, base64_strings=not self.nczarr)
         if fill is None or (st.nctype == "char" and fill == b""):
             fill = self._fill_from_attr(fill_attr, st)
-        info_rec = ArrayInfo(akey, zshape, chunks, st, order, sep, pipeline, fill, scalar, zarray)
+        info_rec = (VlenArrayInfo(akey, zshape, chunks, st, order, sep, pipeline, fill, scalar, zarray, vlen=vlen)
+                    if vlen else ArrayInfo(akey, zshape, chunks, st, order, sep, pipeline, fill, scalar, zarray))
         self.arrays[akey] = info_rec
         filters = list(zarray.get("filters") or [])
         if zarray.get("compressor") is not None:
@@ -726,20 +807,17 @@ class DatasetReader(ChunkReader):
 
         A name from ``_ARRAY_DIMENSIONS`` is local to the array's group, as netcdf-c 4.10
         reads it (``/g/x`` even when the root has an ``x`` of the same size; netcdf-c PR
-        #3218); anonymous dimensions live in the root group.
+        #3218); anonymous dimensions live in the root group. A name holding ``/`` is a path
+        from the root (:func:`scale_path`: kerchunk's ``g1/y`` for the dimension ``y`` of ``/g1``),
+        of the array's group or an ancestor, the groups a netCDF variable sees dimensions in.
         """
-        try:
-            if "/" in name:  # a netCDF name never holds one; as a key it would name a dimension of another group
-                raise FormatError(name)
-            keys.validate(name)
-        except FormatError:
-            raise FormatError(f"{vkey}: dimension name {name!r} is not a valid netCDF name") from None
-        dim = groups[where].dimensions.get(name)
+        home, base = dimension_home(where, name, groups, vkey)
+        dim = groups[home].dimensions.get(base)
         if dim is None:
-            groups[where].dimensions[name] = Dimension(size, False)
+            groups[home].dimensions[base] = Dimension(size, False)
         elif dim.size != size:
-            raise FormatError(f"{vkey}: dimension {name!r} has size {size} here but {dim.size} elsewhere in {where}")
-        return keys.join(where, name)
+            raise FormatError(f"{vkey}: dimension {base!r} has size {size} here but {dim.size} elsewhere in {home}")
+        return keys.join(home, base)
 
     def load_data(self) -> Dataset:
         """Every variable's values, refused up front if together they exceed the in-memory budget."""

@@ -97,6 +97,10 @@ AUTO_CHUNK_BYTES = 4 * 1024**2
 SCALAR_DIM = "_scalar_"
 #: ``char_as`` values → the char dtype written
 CHAR_DTYPES = dict(zip(CHAR_AS_CHOICES, ("|S1", ">S1"), strict=True))
+#: the ``_nczarr_array`` key that says a ``|S1`` array is char (``char_as="S1"``, nc2nczarr --reference's default):
+#: without it, |S1 is nczarr.md Appendix E's string of length 1. The name is the NCZarr v3 draft's (netcdf-c PR
+#: #3068, zformat3.c: ``nczarr_type``, ``char`` or ``string``); netcdf-c 4.10.1 ignores it (reads string, as before)
+NCZARR_TYPE_KEY = "nczarr_type"
 #: the char dtype each flavor writes unless told otherwise
 DEFAULT_CHAR_AS = {"nczarr-4.10": ">S1", "nczarr-2": ">S1", "zarr": "S1"}
 #: the layouts of netcdf-c before 4.9.3 (``_nczarr_*``/``_NCZARR_*`` keys in .zgroup and .zarray, ``dims``,
@@ -620,6 +624,8 @@ class DatasetWriter:
             array_info = {"dimension_references": list(var.dimensions), "storage": "chunked"}
             if var.is_scalar:
                 array_info["scalar"] = 1
+            if var.type == "char" and plan.dtype_text == "|S1":  # |S1 alone is App. E's string of length 1
+                array_info[NCZARR_TYPE_KEY] = "char"
             zattrs["_nczarr_array"] = array_info
             types.update({"_nczarr_array": "|J0", "_nczarr_attr": "|J0"})
             zattrs["_nczarr_attr"] = {"types": types}

@@ -40,6 +40,9 @@ FEATURES: dict[str, str] = {
                "writes-zarr-v3 needs it (no released netcdf-c reads v3: 4.10.1 says \"Unknown file format\")",
     "legacy": "older NCZarr layouts: netcdf-c 4.9.3's keys, lower-case keys, NCZarr v1 (corpus-ref_oldformat, "
               "corpus-ref_oldkeys, nczarr-v1)",
+    "references": "reads kerchunk references (a .json file or a .parq directory whose chunks are byte ranges of "
+                  "other files): every cell of a writer that declares writes-references needs it; not part of all "
+                  "(a reader says it opens them)",
 }
 
 CONVENTIONS: dict[str, str] = {
@@ -52,16 +55,20 @@ CONVENTIONS: dict[str, str] = {
     "netcdf-fill": "writes netCDF's default fill as fill_value when a variable has no _FillValue (rule Z.fill)",
     "writes-zarr-v3": "writes Zarr v3 (zarr.json) rather than v2: each case it writes needs zarr-v3 of the reader "
                       "too; not part of all (a writer that says nothing writes v2)",
+    "writes-references": "writes kerchunk references into the case's netCDF-4 file rather than a store: each case it "
+                         "writes needs references of the reader; not part of all",
 }
 
 #: the conventions that name what a writer writes, which ``all`` does not claim (see the module's text)
-WRITER_FORMATS: frozenset[str] = frozenset({"writes-zarr-v3"})
+WRITER_FORMATS: frozenset[str] = frozenset({"writes-zarr-v3", "writes-references"})
+#: what ``all`` does not claim: the writer formats, and reading references (a reader says it opens them)
+OPT_IN: frozenset[str] = WRITER_FORMATS | {"references"}
 
 CAPABILITIES: dict[str, str] = {**FEATURES, **CONVENTIONS}
 
 #: every capability: what an implementation that says nothing is taken to claim (its cells then show
 #: what it really does, rather than being left out)
-ALL: frozenset[str] = frozenset(CAPABILITIES) - WRITER_FORMATS
+ALL: frozenset[str] = frozenset(CAPABILITIES) - OPT_IN
 #: a pure-Zarr implementation (zarr-python, xarray, GDAL, TensorStore): every feature, no NCZarr convention
 PURE_ZARR: frozenset[str] = ALL - {"nczarr", "appendix-d", "netcdf-fill"}
 #: a pure-Zarr v3 writer (ours-zarr-v3, zarr-python and xarray with zarr_format=3)
@@ -70,8 +77,10 @@ PURE_ZARR_V3: frozenset[str] = PURE_ZARR | {"writes-zarr-v3"}
 
 def requirements(case_needs: frozenset[str], writer_caps: frozenset[str]) -> frozenset[str]:
     """What a cell of a case needing ``case_needs`` asks of its reader (and its writer), given what the
-    writer declares: the case's features, and ``zarr-v3`` when the writer writes Zarr v3."""
-    return case_needs | ({"zarr-v3"} if "writes-zarr-v3" in writer_caps else frozenset())
+    writer declares: the case's features, ``zarr-v3`` when the writer writes Zarr v3, ``references`` when it
+    writes references."""
+    return (case_needs | ({"zarr-v3"} if "writes-zarr-v3" in writer_caps else frozenset())
+            | ({"references"} if "writes-references" in writer_caps else frozenset()))
 
 
 def parse(text: str | list[str] | tuple[str, ...], *, where: str = "--caps") -> frozenset[str]:

@@ -15,6 +15,8 @@ writer (``--writer NAME='CMD'``)
     ``{path}``       the directory to create the store in (it does not exist yet)
     ``{url}``        that directory as a netcdf-c URL (``file:///abs/store#mode=nczarr,file``)
     ``{zip}``        a zip file to create instead: the store is then that zip
+    ``{json}``       a kerchunk JSON file to create instead (``…/STORE.json``): the store is then those references
+    ``{parquet}``    a kerchunk Parquet directory to create instead (``…/STORE.parq``), likewise
     ``{options}``    the case's writer options as a JSON object (``{"separator": "/"}``); a writer
                      without it is not asked to write a case that has options
 
@@ -94,7 +96,10 @@ from nczarr_conformance.peers.capabilities import parse as parse_caps
 from nczarr_conformance.workers import REPLY_LIMIT, STDERR_TAIL, LineReader, WorkerPool, WorkerProtocolError
 
 READ_FIELDS = ("url", "path", "zip", "out_json")
-WRITE_FIELDS = ("model_json", "path", "url", "zip", "options")
+WRITE_FIELDS = ("model_json", "path", "url", "zip", "json", "parquet", "options")
+#: the writer placeholders that name the store to create, each with the suffix it gives the store's name
+#: (``path`` and ``url``: the directory itself); a reference store's suffix is what readers know it by
+STORE_SUFFIXES = {"path": "", "url": "", "zip": ".zip", "json": ".json", "parquet": ".parq"}
 DEFAULT_TIMEOUT = 120.0
 #: how much of a failing command's stderr a cell keeps (the end: where a traceback says what broke)
 DETAIL_LIMIT = 4000
@@ -224,8 +229,9 @@ class CommandPeer(Peer):
             raise UsageError(f"{where} reader: the command names no store: use {{url}}, {{path}} or {{zip}}")
         if self.writer is not None and "model_json" not in self.writer.fields:
             raise UsageError(f"{where} writer: the command has no {{model_json}} to read the model from")
-        if self.writer is not None and not self.writer.fields & {"url", "path", "zip"}:
-            raise UsageError(f"{where} writer: the command names no store: use {{path}}, {{url}} or {{zip}}")
+        if self.writer is not None and not self.writer.fields & set(STORE_SUFFIXES):
+            raise UsageError(f"{where} writer: the command names no store: use {{path}}, {{url}}, {{zip}}, "
+                             f"{{json}} or {{parquet}}")
         self.reads = self.reader is not None
         self.writes = self.writer is not None
 
@@ -371,9 +377,12 @@ class CommandPeer(Peer):
             reject_options(options, f"{self.id} (its writer command has no {{options}})")
         model_json = target.parent / f"{target.name}.model.json"
         model_json.write_text(json.dumps(dataset.to_json(), ensure_ascii=False), encoding="utf-8")
-        store = target.parent / f"{target.name}.zip" if "zip" in self.writer.fields else target
+        suffix = next((STORE_SUFFIXES[f] for f in ("zip", "json", "parquet") if f in self.writer.fields), "")
+        store = target.parent / f"{target.name}{suffix}"
         values = {"model_json": os.path.abspath(model_json), "path": os.path.abspath(target), "url": f"file://{os.path.abspath(target)}#mode=nczarr,file",
-                  "zip": os.path.abspath(store), "options": json.dumps(options, sort_keys=True)}
+                  "options": json.dumps(options, sort_keys=True),
+                  **{f: os.path.abspath(target.parent / f"{target.name}{STORE_SUFFIXES[f]}")
+                     for f in ("zip", "json", "parquet")}}
         _, detail = self._run(self.writer.expand(values), "writer")
         if not store.exists():
             raise PeerFailed(f"writer exit 0 but wrote nothing at {store.name}", detail)

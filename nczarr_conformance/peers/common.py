@@ -13,6 +13,7 @@ from nczarr_conformance.model import Attribute, Variable, is_internal_attribute
 from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
 from nczarr_conformance.peers.base import Peer
+from nczarr_conformance.stores.references import is_reference_path
 
 
 def tool_missing(name: str) -> str | None:
@@ -89,11 +90,18 @@ def variable_from_values(values: np.ndarray, attrs: dict[str, Attribute]) -> Var
 
 def zarr_store(url: str) -> Any:
     """What a zarr-python user opens ``url`` with: a ``.zip`` file through ``zarr.storage.ZipStore`` (zarr-python
-    takes a path as a directory), anything else as it is."""
+    takes a path as a directory), kerchunk references (``.json``, ``.parq``) through ``zarr.storage.FsspecStore``
+    over fsspec's reference filesystem (what xarray's and zarr-python's documentation open them with), anything
+    else as it is."""
     if url.endswith(".zip") and Path(url).is_file():
         import zarr.storage
 
         return zarr.storage.ZipStore(url, mode="r")
+    if is_reference_path(url) and Path(url).exists():
+        import zarr.storage
+
+        return zarr.storage.FsspecStore.from_url("reference://", read_only=True,
+                                                 storage_options={"fo": url, "remote_protocol": "file"})
     return url
 
 

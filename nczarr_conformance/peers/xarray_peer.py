@@ -25,7 +25,7 @@ from nczarr_conformance.peers.zarr_python import ZARR_PYTHON_CHAR_FAULTS, ZarrPy
 class Xarray(PythonPackagePeer):
     id, name, reads, writes, root_only, package = "xarray", "xarray", True, True, True, "xarray"
     known = ZARR_PYTHON_CHAR_FAULTS  # it reads through zarr-python
-    capabilities = PURE_ZARR
+    capabilities = PURE_ZARR | {"references"}  # references: the zarr engine over fsspec's reference filesystem
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import xarray as xr

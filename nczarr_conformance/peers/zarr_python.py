@@ -73,7 +73,8 @@ class ZarrPython(PythonPackagePeer):
     """zarr-python 3 in this process: a Zarr v2 writer, and a reader of v2 and v3 (``ZarrPythonV3`` is its
     v3 writer). The format it writes follows its capabilities (``writes-zarr-v3``)."""
 
-    id, name, reads, writes, capabilities, package = "zarr-python", "zarr-python", True, True, PURE_ZARR, "zarr"
+    id, name, reads, writes, package = "zarr-python", "zarr-python", True, True, "zarr"
+    capabilities = PURE_ZARR | {"references"}  # references through FsspecStore (common.zarr_store)
     known = ZARR_PYTHON_CHAR_FAULTS
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # numcodecs is imported where a chunk is decoded: a header-on
     from numcodecs.abc import Codec
 
 from nczarr_conformance import limits
-from nczarr_conformance.codecs import InflateError, bounded_decode, crc32c_codec, encoded_bound
+from nczarr_conformance.codecs import InflateError, bounded_decode, crc32c_codec, decode_vlen, encoded_bound
 from nczarr_conformance.codecs import build as build_numcodec
 from nczarr_conformance.errors import FormatError, UnsupportedError
 from nczarr_conformance.stores.base import Store
@@ -150,21 +150,7 @@ class Chain:
     def _array(self, buf: bytes, shape: tuple[int, ...], where: str) -> np.ndarray:
         count = math.prod(shape)
         if self.dtype.vlen:
-            import numcodecs
-
-            codec = numcodecs.VLenUTF8() if self.array_to_bytes == "vlen-utf8" else numcodecs.VLenBytes()
-            # the chunk's own header says how many items follow, and numcodecs allocates that many objects
-            # before reading one (a 12-byte chunk claiming 2**31 items: 16 GiB): refused unless it is the count
-            if len(buf) >= 4 and (declared := int.from_bytes(buf[:4], "little")) != count:
-                raise FormatError(f"{where}: {self.array_to_bytes} chunk header declares {declared} values in a "
-                                  f"chunk of {count}")
-            try:
-                values = codec.decode(buf)
-            except Exception as exc:
-                raise FormatError(f"{where}: {self.array_to_bytes} chunk does not decode: {exc}") from exc
-            if len(values) != count:
-                raise FormatError(f"{where}: {len(values)} values in a chunk of {count}")
-            return np.asarray(values, dtype=object).reshape(shape)
+            return decode_vlen(self.array_to_bytes, buf, count, where).reshape(shape)
         nbytes = count * self.dtype.storage.numpy.itemsize
         if len(buf) != nbytes:
             raise FormatError(f"{where}: chunk holds {len(buf)} bytes after decoding; {nbytes} expected")

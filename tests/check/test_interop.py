@@ -337,6 +337,17 @@ def test_c410_dtype_pure_zarr(tmp_path, dtype):
     assert netcdf4.read(_url(silent, "zarr")).root.variables["bad"].data.tolist() == [1, 2, 3]
 
 
+def test_c410_dtype_object_strings(tmp_path):
+    """zarr-python's (and kerchunk's, VirtualiZarr's) variable-length strings, |O + vlen-utf8: our reader takes them
+    as netCDF string (tests/nczarr/test_vlen_strings.py), netcdf-c 4.10.1 does not open the dataset at all."""
+    path = _zarr_python_store(tmp_path / "o.zarr", str, np.array(["ab", "cde", "f"], dtype=object), compressors=None)
+    assert json.loads((path / "bad" / ".zarray").read_text())["dtype"] == "|O"
+    rules = _rules(path)
+    assert "NCZ-INTEROP-C410-DTYPE" in rules and "NCZ-ARRAY-DTYPE" not in rules
+    with pytest.raises(FormatError, match=C410_OPEN_FAILS):
+        netcdf4.read(_url(path, "zarr"))
+
+
 @pytest.mark.parametrize("dtype,raw", [("|b1", b"\x01\x00\x01\x00"), ("<f2", np.arange(4, dtype="<f2").tobytes()),
                                        ("<U1", "abcd".encode("utf-32-le"))])
 def test_c410_dtype_nczarr(tmp_path, dtype, raw):

@@ -210,8 +210,9 @@ def test_a_group_named_with_an_at_sign_reads(tmp_path, zarr_format):
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_a_dimension_name_holding_a_slash_is_one_line(tmp_path, zarr_format):
-    """``dimension_names`` (or ``_ARRAY_DIMENSIONS``) ``["a/b"]``: no netCDF name holds '/', and as a key it named a
-    group 'a' that is not there (KeyError 'a', after the header was printed)."""
+    """``dimension_names`` (or ``_ARRAY_DIMENSIONS``) ``["a/b"]``: no netCDF name holds '/'; read as a path from the
+    root (kerchunk's spelling, docs/reader.md) it names a group 'a' that is not there (once a KeyError 'a', after
+    the header was printed)."""
     g = zarr.open_group(str(tmp_path / "s.zarr"), mode="w", zarr_format=zarr_format)
     a = g.create_array("v", shape=(3,), chunks=(3,), dtype="int32",
                        **({"dimension_names": ["a/b"]} if zarr_format == 3 else {}))
@@ -220,4 +221,5 @@ def test_a_dimension_name_holding_a_slash_is_one_line(tmp_path, zarr_format):
     a[:] = [1, 2, 3]
     dumped = run(str(tmp_path / "s.zarr"), module="dump")
     line = assert_one_line_failure(dumped)
-    assert line.endswith("/v: dimension name 'a/b' is not a valid netCDF name") and dumped.stdout == ""
+    assert line.endswith("/v: dimension 'a/b' names group /a, which is neither the array's group / nor one of its "
+                         "ancestors") and dumped.stdout == ""

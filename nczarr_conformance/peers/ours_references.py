@@ -1,0 +1,42 @@
+"""Our reference writer as a writer of the matrix: ``nc2nczarr IN.nc OUT.json --reference``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nczarr_conformance import __version__
+from nczarr_conformance.errors import UnsupportedError
+from nczarr_conformance.model import Dataset
+from nczarr_conformance.peers import netcdf4 as nc4
+from nczarr_conformance.peers.base import CannotExpress, Peer, reject_options
+from nczarr_conformance.peers.capabilities import ALL
+
+
+class OursReferences(Peer):
+    """``nc2nczarr IN.nc OUT.json --reference``: the case written as a netCDF-4 file by netCDF4-python (as every
+    reference writer of nczarr-conformance.toml gets it), then our NCZarr store of it as kerchunk JSON, every
+    chunk a byte range of that file (conversion/references.py)."""
+
+    id, name, writes = "ours-references", "nczarr_conformance (nc2nczarr --reference, kerchunk JSON)", True
+    capabilities = ALL | {"references", "writes-references"}
+
+    def available(self) -> str | None:
+        return None if nc4.available() else "netCDF4-python not installed"
+
+    def version(self) -> str:
+        return __version__
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        from nczarr_conformance.conversion.references import convert_references
+
+        reject_options(options, self.id)
+        target.mkdir(parents=True)
+        source, refs = target / "case.nc", target.parent / f"{target.name}.json"
+        nc4.write(dataset, str(source))
+        try:
+            convert_references(str(source), str(refs))
+        except UnsupportedError as exc:
+            raise CannotExpress(str(exc)) from exc
+        return str(refs)
+
+    def read(self, url: str) -> Dataset:
+        raise NotImplementedError("ours-references writes only")
