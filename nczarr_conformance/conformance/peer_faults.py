@@ -10,7 +10,7 @@ known faults, only fixes to make.
 File format (TOML)::
 
     [[fault]]
-    writer = "virtualizarr-json"                # the implementation id of nczarr-conformance.toml
+    writer = "mytool-json"                      # the implementation id of nczarr-conformance.toml
     case = "scalar"
     readers = ["ours", "zarr-python", "xarray"] # one entry for every reader that shows it alike
     status = "deviates"                         # deviates | fails
