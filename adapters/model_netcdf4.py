@@ -3,8 +3,7 @@ as given: types, dimensions, attributes, fills, chunks, shuffle/zlib, byte order
 
 The first step of every adapter whose tool starts from a netCDF-4 file rather than from the model (the
 reference writers: adapters/virtualizarr, adapters/kerchunk): what they are graded on is what they make of
-that file, so the file is netCDF4-python's, not ours. The same code as adapters/netcdf-c-4.9/ncgen_write.py's
-first step (that script stays self-contained so it can be copied alone, as docs/plugins.md shows).
+that file, so the file is netCDF4-python's, not ours; adapters/netcdf-c-4.9/ncgen_write.py's first step too.
 
 Standalone on purpose (the standard library, numpy and netCDF4-python; nothing of nczarr_conformance). An
 adapter imports it with its own directory's parent on ``sys.path``.

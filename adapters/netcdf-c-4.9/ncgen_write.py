@@ -8,7 +8,8 @@ given: types, dimensions, attributes, fills, chunks, shuffle/zlib, byte order an
 prints that file, and ncgen builds the store from what it printed: both steps are 4.9.0's. The file and
 the CDL are left beside the store (``STORE.nc``, ``STORE.cdl``) for whoever wants to see them.
 
-Standalone on purpose (the standard library, numpy and netCDF4-python; nothing of nczarr_conformance).
+Standalone on purpose (the standard library, and ../model_netcdf4.py: numpy and netCDF4-python; nothing of
+nczarr_conformance).
 
 Usage: ``ncgen_write.py MODEL_JSON URL`` (URL: ``file:///abs/store#mode=nczarr,file``, the store not there
 yet). Exit 1 with one line on stderr, its last, when a step fails (ncgen 4.9.0 crashes on strings and
@@ -17,126 +18,14 @@ refuses unlimited dimensions in NCZarr: findings, reported as such).
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import netCDF4
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # adapters/: the model's netCDF-4 file
+from model_netcdf4 import write_file
 
-NUMERIC = {"byte": "i1", "ubyte": "u1", "short": "i2", "ushort": "u2", "int": "i4", "uint": "u4", "int64": "i8",
-           "uint64": "u8", "float": "f4", "double": "f8"}
-SPELLED = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 TIMEOUT = 600  # seconds per tool; the conformance run's own timeout ends the whole call first
-
-
-def dtype(nctype: str, endianness: str | None = None) -> Any:
-    """The numpy type a netCDF type is written from (``str`` for string: netCDF4-python's vlen string)."""
-    if nctype == "string":
-        return str
-    if nctype == "char":
-        return np.dtype("S1")
-    code = NUMERIC[nctype]
-    return np.dtype(code if code[1] == "1" else (">" if endianness == "big" else "<") + code)
-
-
-def floats(value: Any) -> Any:
-    """The model's "NaN"/"Infinity"/"-Infinity" back to floats, in nested lists."""
-    if isinstance(value, list):
-        return [floats(v) for v in value]
-    return SPELLED.get(value, value) if isinstance(value, str) else value
-
-
-def values(doc: Any, nctype: str, shape: list[int] | None = None) -> np.ndarray:
-    """A model value list (or a scalar's bare value) as a numpy array of the type."""
-    if nctype == "char":
-        def encode(v: Any) -> Any:
-            return [encode(x) for x in v] if isinstance(v, list) else v.encode("latin-1")
-        arr = np.array(encode(doc), dtype="S1")
-    elif nctype == "string":
-        arr = np.empty(shape if shape is not None else np.shape(doc), dtype=object)
-        if arr.ndim == 0:
-            arr[()] = doc
-        elif arr.size:
-            arr[...] = np.array(doc, dtype=object).reshape(arr.shape)
-        return arr
-    else:
-        arr = np.array(floats(doc), dtype=dtype(nctype))
-    return arr.reshape(shape) if shape is not None else arr
-
-
-def set_attribute(obj: Any, name: str, attr: dict[str, Any]) -> None:
-    if attr["type"] == "char":
-        obj.setncattr(name, attr["value"].encode("utf-8"))  # bytes: NC_CHAR even when not ASCII
-    elif attr["type"] == "string":
-        obj.setncattr_string(name, [str(v) for v in attr["value"]])
-    else:
-        obj.setncattr(name, np.asarray(floats(attr["value"]), dtype=np.dtype(NUMERIC[attr["type"]])))
-
-
-def variable_options(var: dict[str, Any], dims: list[Any]) -> dict[str, Any]:
-    """createVariable's keywords for the model's fill, chunks, codecs and byte order."""
-    kwargs: dict[str, Any] = {}
-    fill = var["attributes"].get("_FillValue")
-    if fill is not None:
-        kwargs["fill_value"] = fill["value"] if fill["type"] == "char" else values(fill["value"], fill["type"])[0]
-    if var["shape"]:
-        if var.get("chunks"):
-            # HDF5 refuses chunks larger than a fixed dimension; Zarr allows them
-            kwargs["chunksizes"] = tuple(c if dim.isunlimited() else max(1, min(c, size))
-                                         for c, dim, size in zip(var["chunks"], dims, var["shape"], strict=True))
-        else:
-            kwargs["contiguous"] = not any(dim.isunlimited() for dim in dims)
-    kwargs["shuffle"] = False  # netCDF4-python shuffles by default whenever zlib is on
-    for codec in var.get("filters") or []:
-        if codec.get("id") == "zlib":
-            kwargs.update(zlib=True, complevel=int(codec.get("level", 4)))
-        elif codec.get("id") == "shuffle":
-            kwargs["shuffle"] = True
-        elif codec.get("id") == "fletcher32":
-            kwargs["fletcher32"] = True
-    if var.get("no_fill") and fill is None:
-        kwargs["fill_value"] = False  # netCDF4-python's spelling of NOFILL
-    if var.get("endianness") in ("big", "little"):
-        kwargs["endian"] = var["endianness"]
-    return kwargs
-
-
-def write_data(ncvar: Any, var: dict[str, Any]) -> None:
-    ncvar.set_auto_maskandscale(False)
-    ncvar.set_auto_chartostring(False)
-    data = values(var["data"], var["type"], var["shape"])
-    if var["type"] == "string":
-        if data.ndim == 0:
-            ncvar[0] = str(data[()])
-        else:
-            ncvar[...] = data
-    elif data.ndim == 0:
-        ncvar.assignValue(data[()])
-    elif data.size:
-        ncvar[...] = data
-
-
-def write_group(nc: Any, group: dict[str, Any], dims: dict[str, Any], path: str) -> None:
-    """One group, then its children: dimensions, attributes, variables (``dims``: every dimension so far by
-    full name, the model's way of naming them)."""
-    for name, dim in group["dimensions"].items():
-        dims[f"{path.rstrip('/')}/{name}"] = nc.createDimension(name, None if dim["unlimited"] else dim["size"])
-    for name, attr in group["attributes"].items():
-        set_attribute(nc, name, attr)
-    for name, var in group["variables"].items():
-        own = [dims[d] for d in var["dimensions"]]
-        ncvar = nc.createVariable(name, dtype(var["type"], var.get("endianness")), tuple(own),
-                                  **variable_options(var, own))
-        for aname, attr in var["attributes"].items():
-            if aname != "_FillValue":
-                set_attribute(ncvar, aname, attr)
-        if "data" in var:
-            write_data(ncvar, var)
-    for name, child in group["groups"].items():
-        write_group(nc.createGroup(name), child, dims, f"{path.rstrip('/')}/{name}")
 
 
 def first_line(text: str, fallback: str) -> str:
@@ -160,11 +49,7 @@ def main(argv: list[str]) -> int:
     store = Path(url.removeprefix("file://").split("#", 1)[0])
     source, cdl = store.parent / f"{store.name}.nc", store.parent / f"{store.name}.cdl"
     try:
-        nc = netCDF4.Dataset(str(source), "w", format="NETCDF4")
-        try:
-            write_group(nc, model["root"], {}, "/")
-        finally:
-            nc.close()
+        write_file(model, str(source))
     except Exception as exc:  # netCDF4-python refusing the case: one line, not a traceback
         return fail("", f"netCDF4-python: {type(exc).__name__}: {exc}")
     printed = subprocess.run(["ncdump", "-p", "9,17", str(source)], check=False, capture_output=True, timeout=TIMEOUT)
