@@ -774,3 +774,21 @@ def test_sigint_ends_nczarr_check_and_nc2nczarr_waiting_on_a_stalled_server(stal
         proc.kill()
         proc.wait()
     assert (proc.returncode, err) == (130, f"{tool}: interrupted\n")
+
+
+@pytest.mark.parametrize("how", ["api", "xarray"])
+def test_ctrl_c_ends_a_python_read_from_a_stalled_server(stall, how):
+    """issue 39: the Python API and the xarray engine, not only the commands: Ctrl-C in a script or a notebook
+    raises KeyboardInterrupt within seconds, not at the request's 5-minute timeout."""
+    call = (f"import nczarr_conformance as ncz; ncz.open({stall.url + '/ds'!r})" if how == "api" else
+            f"import xarray as xr; xr.open_dataset({stall.url + '/ds'!r}, engine='nczarr')")
+    script = f"try:\n    {call}\nexcept KeyboardInterrupt:\n    print('interrupted')\n"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert stall.asked.wait(60), "the script never sent its request"
+        proc.send_signal(2)
+        out, err = proc.communicate(timeout=20)  # a bound for the failure only: the default timeout is 300 s
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, out) == (0, "interrupted\n"), err
