@@ -348,3 +348,17 @@ def test_a_path_ending_json_names_references_unless_it_is_a_zarr_directory(tmp_p
     store.mkdir()
     (store / ".zgroup").write_text('{"zarr_format": 2}')
     assert parse(str(store)).kind == "file"
+
+
+def test_our_reference_writer_is_a_missing_tool_where_fsspec_is(monkeypatch):
+    """A plain install (no [references] extra) has no fsspec to read references: the matrix's ours-references
+    is then a missing tool (its cells skipped, naming the extra), never "ours fails" (tests/packaging/test_wheel.py
+    runs the report so)."""
+    import importlib.util
+
+    from nczarr_conformance.peers.ours_references import OursReferences
+
+    assert OursReferences().available() is None
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "fsspec" else real(name, *a))
+    assert OursReferences().available() == "fsspec not installed (the [references] extra)"

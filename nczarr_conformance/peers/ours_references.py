@@ -1,6 +1,7 @@
 """Our reference writer as a writer of the matrix: ``nc2nczarr IN.nc OUT.json --reference``."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from nczarr_conformance import __version__
@@ -20,7 +21,11 @@ class OursReferences(Peer):
     capabilities = ALL | {"references", "writes-references"}
 
     def available(self) -> str | None:
-        return None if nc4.available() else "netCDF4-python not installed"
+        """netCDF4-python writes the case's file; reading the references needs fsspec, which a plain install
+        lacks (the ``[references]`` extra): a missing tool, not a failure of ours."""
+        if not nc4.available():
+            return "netCDF4-python not installed"
+        return None if importlib.util.find_spec("fsspec") else "fsspec not installed (the [references] extra)"
 
     def version(self) -> str:
         return __version__
