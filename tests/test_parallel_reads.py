@@ -103,3 +103,27 @@ def test_a_corrupt_chunk_fails_the_read_in_one_line(tmp_path: Path, store: Path,
     with ncz.open(copy) as ds, pytest.raises(FormatError, match=r"^/v/3\.2: chunk does not decode") as caught:
         ds["v"][...]
     assert "\n" not in str(caught.value)
+
+
+def test_the_earliest_chunks_failure_is_the_one_raised() -> None:
+    """Two chunks fail, the later one first (item 1 at once, item 0 once item 1 has failed): the read reports
+    item 0's error, as a read one chunk after the other would, whichever thread finishes first; items not
+    started by then never start."""
+    from nczarr_conformance.nczarr.reader import run_each
+
+    second_failed = threading.Event()
+    started: list[int] = []
+
+    def work(item: int) -> None:
+        started.append(item)
+        if item == 0:
+            assert second_failed.wait(10)
+            raise ValueError("chunk 0")
+        if item == 1:
+            second_failed.set()
+            raise KeyError("chunk 1")
+        assert second_failed.wait(10)
+
+    with pytest.raises(ValueError, match="chunk 0"):
+        run_each(work, range(1000), 2)
+    assert len(started) < 10

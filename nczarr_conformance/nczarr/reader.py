@@ -123,14 +123,14 @@ def read_threads(store: Store) -> int:
 
 
 def run_each(work: Callable[[_T], None], items: Iterable[_T], threads: int) -> None:
-    """``work(item)`` for every item, on up to ``threads`` threads; the first failure is raised once the
-    calls already running have returned, and the rest are not started.
+    """``work(item)`` for every item, on up to ``threads`` threads; once one fails the rest are not
+    started, the calls already running return, and the failure of the earliest item among them is
+    raised: the error a read reports follows the order of its chunks, not which thread came first.
 
     Memory stays bounded whatever the number of items: they are drawn lazily, at most ``2 * threads``
     submitted and not yet done, and each thread holds one chunk at a time, so a read holds at most
     ``threads`` decoded chunks besides its output.
     """
-    pending: set[Future[None]] = set()
     items = iter(items)
     first = list(itertools.islice(items, 2))
     if threads <= 1 or len(first) < 2:
@@ -139,18 +139,35 @@ def run_each(work: Callable[[_T], None], items: Iterable[_T], threads: int) -> N
         return
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait  # a one-chunk read starts no pool
 
+    pending: set[Future[None]] = set()
+    order: dict[Future[None], int] = {}
+    failed: list[tuple[int, BaseException]] = []
+
+    def collect(done: Iterable[Future[None]]) -> None:
+        for future in done:
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                failed.append((order[future], error))
+
     pool = ThreadPoolExecutor(threads, thread_name_prefix="nczarr-read")
     try:
-        for item in itertools.chain(first, items):
-            pending.add(pool.submit(work, item))
+        for n, item in enumerate(itertools.chain(first, items)):
+            future = pool.submit(work, item)
+            order[future] = n
+            pending.add(future)
             if len(pending) >= 2 * threads:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    future.result()
-        for future in pending:
-            future.result()
+                collect(done)
+                if failed:
+                    break
+        if failed:
+            for future in pending:
+                future.cancel()  # not started: never will be; the running ones are waited for below
+        collect(wait(pending).done)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    if failed:
+        raise min(failed, key=lambda pair: pair[0])[1]
 
 
 class ReadScope:
