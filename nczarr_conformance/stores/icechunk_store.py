@@ -14,16 +14,27 @@ HTTP) is refused by icechunk in one line: it needs credentials we do not guess.
 
 Every read is bounded like every store's: the object's size (for a virtual chunk, the length its reference
 declares) is asked before anything is fetched, and an object over the limit is refused unread.
+
+Writing (:class:`IcechunkCollector`, behind ``nc2nczarr IN.nc icechunk://PATH --reference``) gathers what a
+writer puts as :class:`~nczarr_conformance.stores.references.ReferenceCollector` does, and makes it one commit
+of a new repository, published only once committed.
 """
 from __future__ import annotations
 
+import base64
 import os
-from collections.abc import Coroutine, Iterator
+import shutil
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
+from nczarr_conformance import keys, safety
 from nczarr_conformance.errors import MissingDependencyError, StoreError, UsageError
 from nczarr_conformance.limits import too_big
 from nczarr_conformance.stores.base import Pin, Store, replaced, resolve_range
+from nczarr_conformance.stores.references import ReferenceCollector
 
 #: the fragment parameters naming one version of a repository (at most one of them)
 VERSION_PARAMS = ("branch", "tag", "snapshot")
@@ -212,3 +223,88 @@ def _version(path: str, params: dict[str, str]) -> tuple[str, str]:
     if given and not given[0][1]:
         raise UsageError(f"{path}: #{given[0][0]}= names nothing")
     return given[0] if given else ("branch", "main")
+
+
+class IcechunkCollector(ReferenceCollector):
+    """A writable store that becomes a new Icechunk repository at ``dst`` on :meth:`commit`: one commit on
+    ``main`` holding every metadata object and inline chunk put, and every chunk put from a registered file
+    (:meth:`ReferenceCollector.register`) as a virtual reference ``file://PATH`` at (offset, length), each
+    target's directory one of the repository's virtual chunk containers.
+
+    Nothing exists at ``dst`` until the commit has succeeded: the repository is written into a temporary
+    directory beside it, committed, then renamed into place; a failure removes it (no commit survives).
+    """
+
+    kind = "icechunk-writer"
+
+    def __init__(self, dst: str, *, overwrite: bool = False, inline_limit: int = sys.maxsize,
+                 refuse: Callable[[str, int], Exception] | None = None) -> None:
+        super().__init__(None, inline_limit=inline_limit, refuse=refuse)
+        self.repository = dst
+        self.ice = _icechunk()
+        self._modified: dict[str, datetime] = {}
+        if os.path.lexists(dst) and not overwrite:
+            raise StoreError(f"{dst}: already exists (give --overwrite to replace it)")
+        parent = os.path.dirname(os.path.abspath(dst))
+        if not os.path.isdir(parent):
+            raise StoreError(f"{dst}: no such directory {parent}")
+
+    def __repr__(self) -> str:
+        return f"IcechunkCollector({self.repository!r})"
+
+    @staticmethod
+    def _is_metadata(key: str) -> bool:
+        """Zarr v3's metadata objects (``zarr.json``), kept as text, not counted as inline chunks."""
+        return keys.split(key)[-1] == "zarr.json"
+
+    def commit(self) -> None:
+        """The repository, written and committed under a temporary name, then renamed to ``dst``."""
+        from zarr.core.buffer import default_buffer_prototype
+
+        self._quiesce()
+        safety.raise_if_interrupted()
+        self.check_targets_unchanged()
+        ice = self.ice
+        target = Path(self.repository)
+        temp = safety.make_temp_dir(target)
+        try:
+            config = ice.RepositoryConfig.default()
+            containers: dict[str, Any] = {}
+            for directory in sorted({os.path.dirname(path) for path in self.targets}):
+                prefix = Path(directory).as_uri().rstrip("/") + "/"
+                config.set_virtual_chunk_container(ice.VirtualChunkContainer(
+                    prefix, ice.local_filesystem_store(directory)))
+                containers[prefix] = None
+            # each reference carries its target's modification time: icechunk refuses a chunk of a target
+            # modified after it. icechunk keeps whole seconds: the time is rounded up to the next one, so a
+            # change within that second goes unnoticed there
+            self._modified = {path: datetime.fromtimestamp(-(-t.mtime_ns // 10**9), tz=UTC)
+                              for path, t in self.targets.items()}
+            repo = ice.Repository.create(ice.local_filesystem_storage(str(temp)), config,
+                                         authorize_virtual_chunk_access=containers or None)
+            session = repo.writable_session("main")
+            store = session.store
+            prototype = default_buffer_prototype()
+            # icechunk takes a chunk only of an array it holds: every node's metadata first, parents first
+            for key, ref in sorted(self.refs.items(), key=lambda item: (not self._is_metadata(item[0]),
+                                                                        item[0].count("/"), item[0])):
+                if isinstance(ref, list):
+                    path, offset, length = ref
+                    store.set_virtual_ref(key, Path(path).as_uri(), offset=offset, length=length,
+                                          checksum=self._modified[path])
+                    continue
+                data = base64.b64decode(ref[7:]) if ref.startswith("base64:") else ref.encode("utf-8")
+                _sync(store.set(key, prototype.buffer.from_bytes(data)))
+            safety.raise_if_interrupted()
+            session.commit("nc2nczarr --reference")
+            os.chmod(temp, 0o777 & ~safety.umask())
+            if os.path.lexists(target):
+                safety.swap_in(temp, target)
+            else:
+                os.rename(temp, target)
+        except ice.IcechunkError as exc:
+            raise StoreError(f"{self.repository}: icechunk {ice.__version__} refused the repository: "
+                             f"{_first_line(exc)}; nothing written") from None
+        finally:
+            if temp.exists():
+                shutil.rmtree(temp, ignore_errors=True)
