@@ -215,6 +215,7 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
             if then is not None:
                 then(writer)
             stats.objects = len(collector.refs)
+            stats.warnings += list(getattr(writer, "notes", []))  # what a Zarr v3 layout does not hold (V3Writer)
             stats.warnings += [f"{src}: {array}: written inline, {size} bytes: {raw.why.get(array, 'not referenced')}"
                                for array, size in sorted(collector.inlined.items())]
             stats.copied = collector.referenced - referenced_before
