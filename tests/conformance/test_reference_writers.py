@@ -1,7 +1,8 @@
 """The reference writers in the matrix (issue 36): VirtualiZarr (kerchunk JSON and Parquet, and an Icechunk
 repository of virtual chunks) and kerchunk's SingleHdf5ToZarr through their adapters (nczarr-conformance.toml,
 adapters/virtualizarr, adapters/kerchunk), and ours (``nc2nczarr --reference``), each read by the readers that
-declare ``references`` (``icechunk`` for the repository): xarray, zarr-python 3 and ours.
+declare ``references`` (``icechunk`` for the repositories, VirtualiZarr's and ``ours-icechunk``'s): xarray,
+zarr-python 3 and ours.
 
 Each cell is the matrix's own (``run_matrix``: written once, read by each reader, compared with the case's
 model). The expected values are the case's: netCDF4-python writes the file every writer starts from, and reads
@@ -30,7 +31,8 @@ from tests.conftest import REPO, missing_peer
 from tests.peers.known import PeerStillWrong, still_wrong
 
 VIRTUALIZARR_PYTHON = Path(os.path.expanduser("~/.cache/nczarr-virtualizarr/bin/python"))
-WRITERS = ("virtualizarr-json", "virtualizarr-parquet", "virtualizarr-icechunk", "kerchunk-hdf5", "ours-references")
+WRITERS = ("virtualizarr-json", "virtualizarr-parquet", "virtualizarr-icechunk", "kerchunk-hdf5", "ours-references",
+           "ours-icechunk")
 READERS = ("ours", "zarr-python", "xarray")
 #: few and small: a scalar (VirtualiZarr's faults), float attributes (every peer's), fill and a zlib chunk; a
 #: variable-length string (|O + vlen-utf8 from kerchunk and VirtualiZarr) and a char variable (our |S1, marked char)
