@@ -91,6 +91,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.smoke  # the smoke run's case for this store kind (docs/testing.md)
 @pytest.mark.parametrize("form", ["dir", "icechunk", "file"])
 def test_open_reads_the_repository_as_netcdf4_reads_the_source(written: tuple[Path, Path, dict[str, str]],
                                                                form: str) -> None:
