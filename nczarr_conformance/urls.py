@@ -55,13 +55,16 @@ _AZ_SCHEMES = ("az", "abfs", "abfss", "adl", "azure")
 _TRUE = ("", "1", "true", "yes", "on")
 #: a local path ending so names kerchunk references (JSON file; Parquet directory): kind "reference"
 REFERENCE_SUFFIXES = (".json", ".parq", ".parquet")
+#: what an Icechunk repository on a file system holds: ``snapshots/``, and ``refs/`` (spec v1) or the ``repo``
+#: file (spec v2): kind "icechunk"
+ICECHUNK_SNAPSHOTS, ICECHUNK_MARKS = "snapshots", ("refs", "repo")
 
 
 @dataclass(frozen=True, slots=True)
 class StoreSpec:
     """Where a dataset lives and how the URL asked for it to be read."""
 
-    kind: str  # "file", "zip", "reference", "s3", "http", "gs" or "az"
+    kind: str  # "file", "zip", "reference", "icechunk", "s3", "http", "gs" or "az"
     path: str  # filesystem path for file/zip, "bucket/key" for s3 and gs, "container/key" for az, the URL for http
     modes: tuple[str, ...] = ()
     params: dict[str, str] = field(default_factory=dict)
@@ -133,7 +136,7 @@ def parse(url: str | os.PathLike[str], storage_options: Mapping[str, Any] | None
     spec = _parse(url)
     if not storage_options:
         return spec
-    if spec.kind in ("file", "zip"):
+    if spec.kind in ("file", "zip", "icechunk"):
         raise UsageError(f"{spec.url}: storage_options are for remote stores (s3://, http(s)://, gs://, az://); "
                          f"a {spec.kind} store takes none")
     return dataclasses.replace(spec, options=dict(storage_options))
@@ -159,6 +162,12 @@ def _parse(url: str | os.PathLike[str]) -> StoreSpec:
         if kind == "s3":
             raise UsageError(f"{text}: a file:// URL cannot name s3 storage")
         return StoreSpec(kind, path, modes, params, url=text)
+    if scheme == "icechunk":  # icechunk://PATH: a local Icechunk repository (stores/icechunk_store.py)
+        storage = [m for m in modes if m in STORAGE_MODES]
+        if storage:
+            raise UsageError(f"{text}: mode {storage[-1]!r} names another storage; an icechunk:// URL is a repository")
+        path = unquote(f"{parts.netloc}{parts.path}")
+        return StoreSpec("icechunk", str(Path(path).expanduser()), modes, params, url=text)
     if scheme == "s3":
         bucket = parts.netloc
         key = unquote(parts.path).strip("/")  # %3F is a '?' in the key, as in https:// and file:// URLs
@@ -176,7 +185,7 @@ def _parse(url: str | os.PathLike[str]) -> StoreSpec:
             raise UsageError(f"{text}: no {'bucket' if kind == 'gs' else 'container'} in URL")
         key = unquote(parts.path).strip("/")
         return StoreSpec(kind, f"{container}/{key}".rstrip("/"), modes, params, url=text)
-    raise UsageError(f"{text}: unsupported URL scheme {scheme!r} (file, s3, gs3, http(s), gs, az/abfs)")
+    raise UsageError(f"{text}: unsupported URL scheme {scheme!r} (file, s3, gs3, http(s), gs, az/abfs, icechunk)")
 
 
 def _refuse_local_modes(text: str, modes: tuple[str, ...]) -> None:
@@ -193,7 +202,7 @@ def anonymous_url(url: str) -> str:
     spec = parse(url)
     if spec.anonymous or spec.kind == "http":
         return url
-    if spec.kind in ("file", "zip"):
+    if spec.kind in ("file", "zip", "icechunk"):
         raise UsageError(f"{url}: --anon is for remote stores (s3://, gs://, az://); a {spec.kind} store has no "
                          "credentials")
     if spec.kind == "s3" and ("aws.profile" in spec.params or "awsprofile" in spec.params):
@@ -283,7 +292,15 @@ def _storage_kind(modes: tuple[str, ...], path: str) -> str:
         return "zip"
     if path.lower().rstrip("/").endswith(REFERENCE_SUFFIXES) and not _zarr_directory(path):
         return "reference"  # kerchunk references (stores/references.py)
+    if is_icechunk_directory(path) and not _zarr_directory(path):
+        return "icechunk"  # an Icechunk repository (stores/icechunk_store.py)
     return "file"
+
+
+def is_icechunk_directory(path: str) -> bool:
+    """Whether the local directory ``path`` is an Icechunk repository (``snapshots/`` and ``refs/`` or ``repo``)."""
+    return (os.path.isdir(os.path.join(path, ICECHUNK_SNAPSHOTS))
+            and any(os.path.exists(os.path.join(path, name)) for name in ICECHUNK_MARKS))
 
 
 def _zarr_directory(path: str) -> bool:

@@ -123,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write no chunk: OUTPUT (.json: kerchunk JSON, .parq: kerchunk Parquet) holds the NCZarr "
                         "metadata with each chunk a reference into INPUT (docs/references.md); what cannot be "
                         "referenced is inlined up to a bound or refused by name; with --concat DIM, one reference "
-                        "store over every INPUT file")
+                        "store over every INPUT file; icechunk://PATH: a new Icechunk repository (Zarr v3, "
+                        "virtual chunks, one commit)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal")
     return p
@@ -358,11 +359,22 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
     if taken:
         parser.error(f"--reference writes one file's references as it is stored: it takes no {', '.join(taken)}")
     from nczarr_conformance import safety
+    from nczarr_conformance.conversion.icechunk_references import (
+        convert_icechunk_references,
+        is_icechunk_output,
+    )
     from nczarr_conformance.conversion.references import convert_references
 
-    stats = convert_references(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite,
-                               char_as=args.char_as, consolidate=args.consolidate,
-                               skip_unsupported=args.skip_unsupported)
+    if is_icechunk_output(args.output):  # Zarr v3 with HDF5's codecs: no NCZarr flavor, no char dtype to choose
+        taken = [name for name, given in (("--flavor", args.flavor), ("--char-as", args.char_as)) if given]
+        if taken:
+            parser.error(f"--reference into an Icechunk repository writes Zarr v3: it takes no {', '.join(taken)}")
+        stats = convert_icechunk_references(args.input, args.output, overwrite=args.overwrite,
+                                            consolidate=args.consolidate, skip_unsupported=args.skip_unsupported)
+    else:
+        stats = convert_references(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite,
+                                   char_as=args.char_as, consolidate=args.consolidate,
+                                   skip_unsupported=args.skip_unsupported)
     safety.raise_if_interrupted()
     for warning in stats.warnings:
         print(f"nc2nczarr: warning: {warning}", file=sys.stderr)

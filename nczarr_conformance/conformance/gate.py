@@ -38,11 +38,11 @@ def known_entries() -> list[Known]:
 
 def same_format(writer: str, other: str) -> bool:
     """Whether the two writers write one Zarr format, as their capabilities say (``writes-zarr-v3``), and both
-    or neither write references (``writes-references``): our reference writer is held to the other reference
-    writers' passes, not to a store writer's."""
-    def kind(peer_id: str) -> tuple[bool, bool]:
+    or neither write references (``writes-references``) or Icechunk repositories (``writes-icechunk``): our
+    reference writer is held to the other reference writers' passes, not to a store writer's."""
+    def kind(peer_id: str) -> tuple[bool, bool, bool]:
         caps = PEERS[peer_id].capabilities
-        return "writes-zarr-v3" in caps, "writes-references" in caps
+        return "writes-zarr-v3" in caps, "writes-references" in caps, "writes-icechunk" in caps
     return kind(writer) == kind(other)
 
 

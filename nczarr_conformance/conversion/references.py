@@ -164,11 +164,13 @@ def reference_layout(flavor: str | None, char_as: str | None) -> tuple[str, str 
 
 def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_as: str | None,
                  consolidate: bool | None, skip_unsupported: bool = False,
-                 then: Callable[[DatasetWriter], None] | None = None) -> ConvertStats:
+                 then: Callable[[DatasetWriter], None] | None = None,
+                 make_writer: Callable[..., DatasetWriter] = DatasetWriter) -> ConvertStats:
     """The references of ``src`` put into ``collector`` (not committed: the caller commits or aborts).
 
     ``then`` is handed the writer once its chunks and metadata are written (``--concat --reference``
     stretches the first file's arrays along DIM and writes their metadata again: conversion/reference_concat.py).
+    ``make_writer`` builds the writer (the Zarr v3 one for an Icechunk repository: conversion/icechunk_references.py).
     """
     if not hdf5_types.is_hdf5(src):
         raise UnsupportedError(f"{src}: not a netCDF-4 (HDF5) file; only HDF5 chunks can be referenced "
@@ -207,12 +209,13 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
             collector.register(raw.fd, src)
             from nczarr_conformance.conversion.transforms import without_direct_copy
 
-            writer = DatasetWriter(dataset, collector, flavor=flavor, source=source, progress=counting, threads=1,
-                                   raw=without_direct_copy(raw, reencode), consolidate=consolidate, char_as=char_as)
+            writer = make_writer(dataset, collector, flavor=flavor, source=source, progress=counting, threads=1,
+                                 raw=without_direct_copy(raw, reencode), consolidate=consolidate, char_as=char_as)
             writer.write()
             if then is not None:
                 then(writer)
             stats.objects = len(collector.refs)
+            stats.warnings += list(getattr(writer, "notes", []))  # what a Zarr v3 layout does not hold (V3Writer)
             stats.warnings += [f"{src}: {array}: written inline, {size} bytes: {raw.why.get(array, 'not referenced')}"
                                for array, size in sorted(collector.inlined.items())]
             stats.copied = collector.referenced - referenced_before

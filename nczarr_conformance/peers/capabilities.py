@@ -43,6 +43,9 @@ FEATURES: dict[str, str] = {
     "references": "reads kerchunk references (a .json file or a .parq directory whose chunks are byte ranges of "
                   "other files): every cell of a writer that declares writes-references needs it; not part of all "
                   "(a reader says it opens them)",
+    "icechunk": "reads Icechunk repositories (a Zarr v3 store whose chunks may be virtual: byte ranges of other "
+                "files): every cell of a writer that declares writes-icechunk needs it; not part of all (a reader says "
+                "it opens them)",
 }
 
 CONVENTIONS: dict[str, str] = {
@@ -57,12 +60,15 @@ CONVENTIONS: dict[str, str] = {
                       "too; not part of all (a writer that says nothing writes v2)",
     "writes-references": "writes kerchunk references into the case's netCDF-4 file rather than a store: each case it "
                          "writes needs references of the reader; not part of all",
+    "writes-icechunk": "writes an Icechunk repository (virtual chunks into the case's netCDF-4 file) rather than a "
+                       "store: each case it writes needs icechunk of the reader; not part of all",
 }
 
 #: the conventions that name what a writer writes, which ``all`` does not claim (see the module's text)
-WRITER_FORMATS: frozenset[str] = frozenset({"writes-zarr-v3", "writes-references"})
-#: what ``all`` does not claim: the writer formats, and reading references (a reader says it opens them)
-OPT_IN: frozenset[str] = WRITER_FORMATS | {"references"}
+WRITER_FORMATS: frozenset[str] = frozenset({"writes-zarr-v3", "writes-references", "writes-icechunk"})
+#: what ``all`` does not claim: the writer formats, and reading references or Icechunk repositories (a reader says
+#: it opens them)
+OPT_IN: frozenset[str] = WRITER_FORMATS | {"references", "icechunk"}
 
 CAPABILITIES: dict[str, str] = {**FEATURES, **CONVENTIONS}
 
@@ -78,9 +84,10 @@ PURE_ZARR_V3: frozenset[str] = PURE_ZARR | {"writes-zarr-v3"}
 def requirements(case_needs: frozenset[str], writer_caps: frozenset[str]) -> frozenset[str]:
     """What a cell of a case needing ``case_needs`` asks of its reader (and its writer), given what the
     writer declares: the case's features, ``zarr-v3`` when the writer writes Zarr v3, ``references`` when it
-    writes references."""
+    writes references, ``icechunk`` when it writes an Icechunk repository."""
     return (case_needs | ({"zarr-v3"} if "writes-zarr-v3" in writer_caps else frozenset())
-            | ({"references"} if "writes-references" in writer_caps else frozenset()))
+            | ({"references"} if "writes-references" in writer_caps else frozenset())
+            | ({"icechunk"} if "writes-icechunk" in writer_caps else frozenset()))
 
 
 def parse(text: str | list[str] | tuple[str, ...], *, where: str = "--caps") -> frozenset[str]:

@@ -14,6 +14,7 @@ from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.dtypes import nctype_of_numpy
 from nczarr_conformance.peers.base import Peer
 from nczarr_conformance.stores.references import is_reference_path
+from nczarr_conformance.urls import is_icechunk_directory
 
 
 def tool_missing(name: str) -> str | None:
@@ -91,8 +92,10 @@ def variable_from_values(values: np.ndarray, attrs: dict[str, Attribute]) -> Var
 def zarr_store(url: str) -> Any:
     """What a zarr-python user opens ``url`` with: a ``.zip`` file through ``zarr.storage.ZipStore`` (zarr-python
     takes a path as a directory), kerchunk references (``.json``, ``.parq``) through ``zarr.storage.FsspecStore``
-    over fsspec's reference filesystem (what xarray's and zarr-python's documentation open them with), anything
-    else as it is."""
+    over fsspec's reference filesystem (what xarray's and zarr-python's documentation open them with), an Icechunk
+    repository through its session's store (:func:`icechunk_store`), anything else as it is."""
+    if is_icechunk_directory(url):
+        return icechunk_store(url)
     if url.endswith(".zip") and Path(url).is_file():
         import zarr.storage
 
@@ -103,6 +106,21 @@ def zarr_store(url: str) -> Any:
         return zarr.storage.FsspecStore.from_url("reference://", read_only=True,
                                                  storage_options={"fo": url, "remote_protocol": "file"})
     return url
+
+
+def icechunk_store(path: str) -> Any:
+    """The store of branch ``main`` of the Icechunk repository at ``path``, read-only, as icechunk's documentation
+    opens a repository of virtual chunks (``Repository.open`` authorizing its virtual chunk containers, a
+    ``readonly_session``, ``session.store``; zarr-python and xarray then read it as any Zarr v3 store). Its local
+    containers (``file://``) are authorized: the case's netCDF-4 file is in one."""
+    import icechunk
+
+    storage = icechunk.local_filesystem_storage(path)
+    config = icechunk.Repository.fetch_config(storage)
+    containers = (config.virtual_chunk_containers or {}) if config is not None else {}
+    local: dict[str, Any] = {prefix: None for prefix in containers if prefix.startswith("file://")}
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=local or None)
+    return repo.readonly_session(branch="main").store
 
 
 class PythonPackagePeer(Peer):

@@ -27,8 +27,8 @@ class Ours(Peer):
         self.capabilities = PURE_ZARR_V3 if zarr_format == 3 else {
             "zarr": PURE_ZARR | {"netcdf-fill"}, "nczarr-2-upper": ALL - {"appendix-d"}}.get(flavor, ALL)
         self.reads = flavor == "nczarr-4.10" and zarr_format == 2
-        if self.reads:  # our reader opens kerchunk references too (stores/references.py)
-            self.capabilities = self.capabilities | {"references"}
+        if self.reads:  # our reader opens kerchunk references and Icechunk repositories too (stores/)
+            self.capabilities = self.capabilities | {"references", "icechunk"}
 
     def version(self) -> str:
         return __version__

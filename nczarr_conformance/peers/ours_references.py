@@ -1,4 +1,5 @@
-"""Our reference writer as a writer of the matrix: ``nc2nczarr IN.nc OUT.json --reference``."""
+"""Our reference writers as writers of the matrix: ``nc2nczarr IN.nc OUT.json --reference`` and
+``nc2nczarr IN.nc icechunk://OUT --reference``."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,7 +10,7 @@ from nczarr_conformance.errors import UnsupportedError
 from nczarr_conformance.model import Dataset
 from nczarr_conformance.peers import netcdf4 as nc4
 from nczarr_conformance.peers.base import CannotExpress, Peer, reject_options
-from nczarr_conformance.peers.capabilities import ALL
+from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR_V3
 
 
 class OursReferences(Peer):
@@ -45,3 +46,28 @@ class OursReferences(Peer):
 
     def read(self, url: str) -> Dataset:
         raise NotImplementedError("ours-references writes only")
+
+
+class OursIcechunkReferences(OursReferences):
+    """``nc2nczarr IN.nc icechunk://OUT --reference``: the case's netCDF-4 file (as :class:`OursReferences` gets
+    it), then a new Icechunk repository of our Zarr v3 store of it, every chunk a virtual reference into that file
+    (conversion/icechunk_references.py). Pure Zarr v3: no NCZarr convention."""
+
+    id, name = "ours-icechunk", "nczarr_conformance (nc2nczarr icechunk:// --reference)"
+    capabilities = PURE_ZARR_V3 | {"icechunk", "writes-icechunk"}
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+        from nczarr_conformance.conversion.icechunk_references import convert_icechunk_references
+
+        reject_options(options, self.id)
+        target.mkdir(parents=True)
+        source, repo = target / "case.nc", target.parent / f"{target.name}.icechunk"
+        nc4.write(dataset, str(source))
+        try:
+            convert_icechunk_references(str(source), f"icechunk://{repo}")
+        except UnsupportedError as exc:
+            raise CannotExpress(str(exc)) from exc
+        return str(repo)
+
+    def read(self, url: str) -> Dataset:
+        raise NotImplementedError("ours-icechunk writes only")

@@ -25,7 +25,8 @@ from nczarr_conformance.peers.zarr_python import ZARR_PYTHON_CHAR_FAULTS, ZarrPy
 class Xarray(PythonPackagePeer):
     id, name, reads, writes, root_only, package = "xarray", "xarray", True, True, True, "xarray"
     known = ZARR_PYTHON_CHAR_FAULTS  # it reads through zarr-python
-    capabilities = PURE_ZARR | {"references"}  # references: the zarr engine over fsspec's reference filesystem
+    # references: the zarr engine over fsspec's reference filesystem; icechunk: open_zarr(session.store)
+    capabilities = PURE_ZARR | {"references", "icechunk"}
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         import xarray as xr

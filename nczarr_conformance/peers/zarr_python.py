@@ -74,7 +74,8 @@ class ZarrPython(PythonPackagePeer):
     v3 writer). The format it writes follows its capabilities (``writes-zarr-v3``)."""
 
     id, name, reads, writes, package = "zarr-python", "zarr-python", True, True, "zarr"
-    capabilities = PURE_ZARR | {"references"}  # references through FsspecStore (common.zarr_store)
+    # references through FsspecStore, Icechunk repositories through icechunk's store (common.zarr_store)
+    capabilities = PURE_ZARR | {"references", "icechunk"}
     known = ZARR_PYTHON_CHAR_FAULTS
 
     def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:

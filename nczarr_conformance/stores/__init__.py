@@ -94,6 +94,9 @@ def _read_only(spec: StoreSpec) -> UsageError:
         what = "a plain HTTP store" if spec.kind == "http" else f"a {spec.kind}:// store"
         return UsageError(f"{spec.url}: {what} is read-only here (the writer's protocol is S3's); write to a "
                           "directory, zip or s3:// and copy it there")
+    if spec.kind == "icechunk":
+        return UsageError(f"{spec.path}: an Icechunk repository is read-only here (icechunk writes it: VirtualiZarr's "
+                          "vz.to_icechunk); write to a directory, zip or s3:// store")
     return UsageError(f"unknown storage kind {spec.kind!r}")
 
 
@@ -112,6 +115,12 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
         from nczarr_conformance.stores.references import ReferenceStore
 
         return ReferenceStore(spec.path)
+    if spec.kind == "icechunk":
+        if mode != "r":
+            raise _read_only(spec)
+        from nczarr_conformance.stores.icechunk_store import IcechunkStore  # icechunk is imported only when used
+
+        return IcechunkStore(spec.path, spec.params)
     if spec.kind in REMOTE_KINDS or (spec.kind == "s3" and spec.anonymous):
         if mode != "r":
             raise _read_only(spec)

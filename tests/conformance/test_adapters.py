@@ -180,8 +180,8 @@ def test_junit_validates_against_the_jenkins_junit_schema(outside):
                                             "No closing quotation")),
     (["--reader", "x=tool {url}", "--caps", "x=groups,strigs"],
      ("the command line: x caps: unknown capability 'strigs'; known: all, groups, strings, char, scalars, unlimited, "
-     "fill, filters, endianness, int64, separator, order, zarr-v3, legacy, references, nczarr, attributes, "
-     "appendix-d, netcdf-fill, writes-zarr-v3, writes-references")),
+     "fill, filters, endianness, int64, separator, order, zarr-v3, legacy, references, icechunk, nczarr, "
+     "attributes, appendix-d, netcdf-fill, writes-zarr-v3, writes-references, writes-icechunk")),
     (["--caps", "y=groups"], "--caps y: no --reader, --writer or configured implementation 'y'"),
     (["--reader", "bad id=tool {url}"], ("the command line: bad id: an implementation id is letters, digits and "
                                         ". _ + - (not 'bad id')")),

@@ -34,7 +34,7 @@ def configured(peer_id):
 def test_the_committed_config_declares_the_outside_implementations():
     ids = {p.id for p in build(load_config(REPO / CONFIG_NAME))}
     assert ids == {"netcdf-c-4.9", "ncks", "zarr-python-2.18", "zarr-python-3.4", "zarrita", "virtualizarr-json",
-                   "virtualizarr-parquet", "kerchunk-hdf5"}
+                   "virtualizarr-parquet", "virtualizarr-icechunk", "kerchunk-hdf5"}
 
 
 def test_requires_names_the_tool_a_wrapper_script_runs(tmp_path):

@@ -1,7 +1,8 @@
-"""The reference writers in the matrix (issue 36): VirtualiZarr (kerchunk JSON and Parquet) and kerchunk's
-SingleHdf5ToZarr through their adapters (nczarr-conformance.toml, adapters/virtualizarr, adapters/kerchunk), and
-ours (``nc2nczarr --reference``), each read by the readers that declare ``references``: xarray, zarr-python 3
-and ours.
+"""The reference writers in the matrix (issue 36): VirtualiZarr (kerchunk JSON and Parquet, and an Icechunk
+repository of virtual chunks) and kerchunk's SingleHdf5ToZarr through their adapters (nczarr-conformance.toml,
+adapters/virtualizarr, adapters/kerchunk), and ours (``nc2nczarr --reference``), each read by the readers that
+declare ``references`` (``icechunk`` for the repositories, VirtualiZarr's and ``ours-icechunk``'s): xarray,
+zarr-python 3 and ours.
 
 Each cell is the matrix's own (``run_matrix``: written once, read by each reader, compared with the case's
 model). The expected values are the case's: netCDF4-python writes the file every writer starts from, and reads
@@ -30,7 +31,8 @@ from tests.conftest import REPO, missing_peer
 from tests.peers.known import PeerStillWrong, still_wrong
 
 VIRTUALIZARR_PYTHON = Path(os.path.expanduser("~/.cache/nczarr-virtualizarr/bin/python"))
-WRITERS = ("virtualizarr-json", "virtualizarr-parquet", "kerchunk-hdf5", "ours-references")
+WRITERS = ("virtualizarr-json", "virtualizarr-parquet", "virtualizarr-icechunk", "kerchunk-hdf5", "ours-references",
+           "ours-icechunk")
 READERS = ("ours", "zarr-python", "xarray")
 #: few and small: a scalar (VirtualiZarr's faults), float attributes (every peer's), fill and a zlib chunk; a
 #: variable-length string (|O + vlen-utf8 from kerchunk and VirtualiZarr) and a char variable (our |S1, marked char)
@@ -104,6 +106,31 @@ def test_only_readers_that_declare_references_read_reference_stores() -> None:
     for peer in PEERS.values():
         if "writes-references" not in peer.capabilities:
             assert "references" not in requirements(case.requires, peer.capabilities)
+
+
+def test_only_readers_that_declare_icechunk_read_icechunk_repositories() -> None:
+    """VirtualiZarr's Icechunk writer needs ``icechunk`` of the reader (not in ``all``), and ``zarr-v3``: netcdf-c's
+    cells are skipped, named; xarray, zarr-python and ours declare it."""
+    case = BY_ID["fill-partial"]
+    with registered(configured()):
+        writer = PEERS["virtualizarr-icechunk"]
+        assert "icechunk" not in ALL and {"icechunk", "zarr-v3"} <= requirements(case.requires, writer.capabilities)
+        assert undeclared(case, PEERS["netcdf-c-4.10"], writer).startswith("netcdf-c-4.10 does not declare ")
+        for reader in READERS:
+            assert undeclared(case, PEERS[reader], writer) == "", reader
+    for peer in PEERS.values():
+        if "writes-icechunk" not in peer.capabilities:
+            assert "icechunk" not in requirements(case.requires, peer.capabilities)
+
+
+def test_the_icechunk_writer_writes_a_repository_of_virtual_chunks_icechunk_1_reads(run: MatrixRun) -> None:
+    """What its cells read is an Icechunk repository (spec v1, read by the icechunk of this interpreter) whose
+    data chunk is a virtual reference into the case's netCDF-4 file: not a copy."""
+    icechunk = pytest.importorskip("icechunk")
+    repo = run.stores[("shuffle-zlib", "virtualizarr-icechunk")]
+    source = Path(repo + ".nc")
+    session = icechunk.Repository.open(icechunk.local_filesystem_storage(repo)).readonly_session(branch="main")
+    assert set(session.all_virtual_chunk_locations()) == {source.as_uri()}
 
 
 SEEDED = """

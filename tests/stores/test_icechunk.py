@@ -1,0 +1,230 @@
+"""Icechunk repositories read by our reader (stores/icechunk_store.py, issue 36): ``open``, the xarray engine,
+``nczarr-dump`` and ``nczarr-check``, through the icechunk library.
+
+The repositories are real: VirtualiZarr 2.8.0 and icechunk 2.3.0 write them (spec version 1, which icechunk
+1.x reads) from VirtualiZarr's own venv (tests/stores/icechunk_write.py), each chunk a virtual reference into
+a netCDF-4 file netCDF4-python wrote. Expected values and storage come from that file through netCDF4-python
+and h5py, never from our reader.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nczarr_conformance
+from nczarr_conformance.errors import MissingDependencyError, StoreError, UsageError
+from nczarr_conformance.limits import LimitError
+from nczarr_conformance.stores import open_store
+from nczarr_conformance.urls import parse
+from tests.conftest import missing_peer
+
+pytest.importorskip("icechunk")
+netCDF4 = pytest.importorskip("netCDF4")
+h5py = pytest.importorskip("h5py")
+
+VIRTUALIZARR_PYTHON = Path(os.path.expanduser("~/.cache/nczarr-virtualizarr/bin/python"))
+WRITE = Path(__file__).with_name("icechunk_write.py")
+REPO = Path(__file__).resolve().parents[2]
+#: the variables whose chunks are virtual: VirtualiZarr loads the coordinates (``time``, ``lat``) and writes
+#: them as native chunks, through xarray's encoding (a NaN ``_FillValue`` the file does not have)
+VIRTUAL = ("tas",)
+
+
+def _write_source(path: Path) -> None:
+    """A small CF-like netCDF-4 file: packed shorts with _FillValue in shuffle + deflate chunks, a contiguous
+    float coordinate, a time axis."""
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.title = "first"
+        ds.createDimension("time", 8)
+        ds.createDimension("lat", 4)
+        ds.createDimension("lon", 6)
+        t = ds.createVariable("time", "f8", ("time",))
+        t.units = "days since 2001-01-01"
+        t[:] = np.arange(8) * 30.0
+        lat = ds.createVariable("lat", "f4", ("lat",), contiguous=True)
+        lat.units = "degrees_north"
+        lat[:] = np.linspace(-45, 45, 4)
+        tas = ds.createVariable("tas", "i2", ("time", "lat", "lon"), zlib=True, shuffle=True, complevel=4,
+                                chunksizes=(3, 2, 6), fill_value=-999)
+        tas.scale_factor, tas.units = 0.01, "K"
+        tas.set_auto_maskandscale(False)
+        raw = (np.arange(8 * 4 * 6).reshape(8, 4, 6) % 2000).astype("i2")
+        tas[:] = np.where(raw % 7 == 0, -999, raw)
+
+
+def _icechunk_write(source: Path, repo: Path, spec_version: int = 1) -> dict[str, str]:
+    if not VIRTUALIZARR_PYTHON.exists():
+        missing_peer(f"{VIRTUALIZARR_PYTHON} missing (scripts/test makes it: VirtualiZarr 2.8.0, icechunk 2.3.0)")
+    done = subprocess.run([str(VIRTUALIZARR_PYTHON), str(WRITE), str(source), str(repo), str(spec_version)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ids: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return ids
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """(source.nc, its Icechunk repository (spec v1), the two snapshots on main)."""
+    where = tmp_path_factory.mktemp("icechunk")
+    source, repo = where / "source.nc", where / "repo"
+    _write_source(source)
+    return source, repo, _icechunk_write(source, repo)
+
+
+def _netcdf4(source: Path) -> dict[str, tuple[np.ndarray, Any, tuple[int, ...] | str]]:
+    """Each variable as netCDF4-python reads the file: raw values, _FillValue, chunking."""
+    with netCDF4.Dataset(source) as ds:
+        ds.set_auto_maskandscale(False)
+        return {name: (v[...], v.__dict__.get("_FillValue"), tuple(v.chunking()) if v.chunking() != "contiguous"
+                       else v.shape) for name, v in ds.variables.items()}
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.smoke  # the smoke run's case for this store kind (docs/testing.md)
+@pytest.mark.parametrize("form", ["dir", "icechunk", "file"])
+def test_open_reads_the_repository_as_netcdf4_reads_the_source(written: tuple[Path, Path, dict[str, str]],
+                                                               form: str) -> None:
+    source, repo, _ = written
+    url = {"dir": str(repo), "icechunk": f"icechunk://{repo}", "file": repo.as_uri()}[form]
+    expected = _netcdf4(source)
+    with nczarr_conformance.open(url) as ds:
+        assert sorted(ds.variables) == sorted(expected)
+        for name, (values, fill, chunks) in expected.items():
+            var = ds[name]
+            got = var[...]
+            assert got.dtype == values.dtype, name
+            np.testing.assert_array_equal(got, values, err_msg=name)
+            if name in VIRTUAL:
+                assert var.attrs.get("_FillValue") == fill, name
+                assert var.chunks == chunks, name
+        assert ds.attrs["title"] == "second"  # main's head: the second commit
+
+
+def test_a_virtual_chunk_is_the_hdf5_chunk_h5py_indexes_and_its_codecs_are_hdf5s(
+        written: tuple[Path, Path, dict[str, str]]) -> None:
+    """The store hands back each chunk's bytes as they lie in the file (icechunk fetched the byte range), with
+    the HDF5 dataset's filters as the codecs: the storage is the source's, not a copy re-encoded."""
+    source, repo, _ = written
+    store = open_store(str(repo))
+    meta = json.loads(store.get("/tas/zarr.json") or b"{}")
+    names = [c["name"] for c in meta["codecs"]]
+    with h5py.File(source, "r") as f:
+        tas = f["tas"]
+        assert tas.shuffle and tas.compression == "gzip"
+        assert names[-2:] == ["numcodecs.shuffle", "numcodecs.zlib"]
+        assert meta["chunk_grid"]["configuration"]["chunk_shape"] == list(tas.chunks)
+        _, raw = tas.id.read_direct_chunk((3, 2, 0))
+    assert store.get("/tas/c/1/1/0", limit=len(raw)) == raw
+    assert store.get_range("/tas/c/1/1/0", 2, 5) == (raw[2:7], len(raw))
+    assert store.get_range("/tas/c/1/1/0", -4, 4) == (raw[-4:], len(raw))
+    # what is not there reads as missing, as on every store: a chunk outside the grid, a key of another format
+    assert store.get("/tas/c/9/9/9") is None and store.get("/.zgroup") is None and store.get("/nope") is None
+
+
+def test_reads_are_bounded_before_anything_is_fetched(written: tuple[Path, Path, dict[str, str]],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    source, repo, _ = written
+    store = open_store(str(repo))
+    with h5py.File(source, "r") as f:
+        _, raw = f["tas"].id.read_direct_chunk((0, 0, 0))
+    fetched: list[str] = []
+    monkeypatch.setattr(store, "_fetch", lambda key, byte_range=None: fetched.append(key))
+    with pytest.raises(LimitError, match=f"{len(raw)} bytes"):
+        store.get("/tas/c/0/0/0", limit=len(raw) - 1)
+    assert fetched == []  # refused on the size its reference declares, nothing fetched
+
+
+def test_a_snapshot_or_tag_of_the_url_reads_that_version(written: tuple[Path, Path, dict[str, str]]) -> None:
+    _, repo, ids = written
+    with nczarr_conformance.open(f"icechunk://{repo}#snapshot={ids['first']}") as ds:
+        assert ds.attrs["title"] == "first"
+    with nczarr_conformance.open(f"icechunk://{repo}#branch=main") as ds:
+        assert ds.attrs["title"] == "second"
+
+
+def test_a_worker_reopening_the_repository_reads_the_snapshot_the_client_pinned(
+        written: tuple[Path, Path, dict[str, str]]) -> None:
+    """A dask worker opens the URL again: held to the client's snapshot, it reads that one, not main's head."""
+    from nczarr_conformance.stores import reopen
+
+    _, repo, ids = written
+    client = open_store(f"icechunk://{repo}#snapshot={ids['first']}")
+    worker = reopen(f"icechunk://{repo}", client.pin())
+    assert json.loads(worker.get("/zarr.json") or b"{}")["attributes"]["title"] == "first"
+
+
+def test_the_xarray_engine_reads_what_xarray_reads_from_the_source(written: tuple[Path, Path, dict[str, str]]) -> None:
+    xr = pytest.importorskip("xarray")
+    source, repo, _ = written
+    with xr.open_dataset(source, engine="netcdf4") as want, xr.open_dataset(repo, engine="nczarr") as got:
+        for name in ("tas", "lat", "time"):
+            xr.testing.assert_identical(got[name], want[name])
+
+
+def test_dump_and_check_read_it(written: tuple[Path, Path, dict[str, str]]) -> None:
+    source, repo, _ = written
+    dump = _run("nczarr_conformance.cli.dump", "-v", "lat", str(repo))
+    assert (dump.returncode, dump.stderr) == (0, "")  # icechunk's warning about concurrent commits is not shown
+    with netCDF4.Dataset(source) as ds:
+        lat = ds["lat"][:]
+    shown = dump.stdout.split("lat =")[-1].split(";")[0]
+    np.testing.assert_array_equal(np.array([float(x) for x in shown.replace(",", " ").split()], "f4"), lat)
+    check = _run("nczarr_conformance.cli.check", f"icechunk://{repo}")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "flavor zarr-v3; 0 errors" in check.stdout
+
+
+def test_a_missing_target_is_one_line_naming_it(tmp_path: Path) -> None:
+    source, repo = tmp_path / "gone.nc", tmp_path / "repo"
+    _write_source(source)
+    _icechunk_write(source, repo)
+    source.unlink()
+    done = _run("nczarr_conformance.cli.dump", str(repo))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert str(source) in done.stderr and "not found" in done.stderr
+
+
+def test_a_spec_v2_repository_is_refused_in_one_line_naming_icechunks_reason(tmp_path: Path) -> None:
+    import icechunk
+
+    if not icechunk.__version__.startswith("1."):
+        pytest.skip(f"icechunk {icechunk.__version__} reads spec v2 repositories")
+    source, repo = tmp_path / "s.nc", tmp_path / "repo2"
+    _write_source(source)
+    _icechunk_write(source, repo, spec_version=2)
+    done = _run("nczarr_conformance.cli.dump", "-h", str(repo))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"nczarr-dump: {repo}: cannot open the Icechunk repository with icechunk "
+                                   f"{icechunk.__version__}: this repository uses Icechunk v2 format, please upgrade "
+                                   "the icechunk library")
+
+
+def test_without_icechunk_one_line_names_the_package(written: tuple[Path, Path, dict[str, str]],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "icechunk", None)  # import icechunk raises ImportError
+    with pytest.raises(MissingDependencyError, match=r"needs icechunk: pip install 'nczarr-conformance\[icechunk\]'"):
+        open_store(f"icechunk://{written[1]}")
+
+
+def test_the_url_names_a_repository_and_one_version_of_it(tmp_path: Path) -> None:
+    assert parse("icechunk:///data/r#snapshot=ABC").kind == "icechunk"
+    assert parse("icechunk:///data/r").path == "/data/r"
+    with pytest.raises(UsageError, match="name one of #branch=, #tag=, #snapshot="):
+        open_store("icechunk:///data/r#branch=main&tag=v1")
+    with pytest.raises(UsageError, match="read-only"):
+        open_store("icechunk:///data/r", "w")
+    with pytest.raises(StoreError, match="no such directory"):
+        open_store(f"icechunk://{tmp_path}/none")
+
