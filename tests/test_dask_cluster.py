@@ -212,6 +212,6 @@ def test_a_reopened_s3_store_asks_what_the_clients_reader_asks(s3_bucket):
         ops = [op for op, _ in store.requests]
     finally:
         store.close()
-    assert ops == client_ops
+    assert sorted(ops) == sorted(client_ops)  # the same requests; a chunk's GET and another's HEAD race in threads
     written = int(np.prod(infos["/v_f8"].grid))
     assert ops[:written] == ["GetObject"] * written and "HeadObject" in ops[written:], ops
