@@ -31,18 +31,24 @@ class OursReferences(Peer):
     def version(self) -> str:
         return __version__
 
-    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+    suffix = ".json"
+
+    def convert(self, source: str, out: Path) -> None:
+        """References of the netCDF-4 file ``source`` written to ``out``."""
         from nczarr_conformance.conversion.references import convert_references
 
+        convert_references(source, str(out))
+
+    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
         reject_options(options, self.id)
         target.mkdir(parents=True)
-        source, refs = target / "case.nc", target.parent / f"{target.name}.json"
+        source, out = target / "case.nc", target.parent / f"{target.name}{self.suffix}"
         nc4.write(dataset, str(source))
         try:
-            convert_references(str(source), str(refs))
+            self.convert(str(source), out)
         except UnsupportedError as exc:
             raise CannotExpress(str(exc)) from exc
-        return str(refs)
+        return str(out)
 
     def read(self, url: str) -> Dataset:
         raise NotImplementedError("ours-references writes only")
@@ -56,18 +62,12 @@ class OursIcechunkReferences(OursReferences):
     id, name = "ours-icechunk", "nczarr_conformance (nc2nczarr icechunk:// --reference)"
     capabilities = PURE_ZARR_V3 | {"icechunk", "writes-icechunk"}
 
-    def write(self, dataset: Dataset, target: Path, options: dict[str, str]) -> str:
+    suffix = ".icechunk"
+
+    def convert(self, source: str, out: Path) -> None:
         from nczarr_conformance.conversion.icechunk_references import convert_icechunk_references
 
-        reject_options(options, self.id)
-        target.mkdir(parents=True)
-        source, repo = target / "case.nc", target.parent / f"{target.name}.icechunk"
-        nc4.write(dataset, str(source))
-        try:
-            convert_icechunk_references(str(source), f"icechunk://{repo}")
-        except UnsupportedError as exc:
-            raise CannotExpress(str(exc)) from exc
-        return str(repo)
+        convert_icechunk_references(source, f"icechunk://{out}")
 
     def read(self, url: str) -> Dataset:
         raise NotImplementedError("ours-icechunk writes only")

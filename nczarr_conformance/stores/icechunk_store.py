@@ -34,7 +34,7 @@ from nczarr_conformance import keys, safety
 from nczarr_conformance.errors import MissingDependencyError, StoreError, UsageError
 from nczarr_conformance.limits import too_big
 from nczarr_conformance.stores.base import Pin, Store, replaced, resolve_range
-from nczarr_conformance.stores.references import ReferenceCollector
+from nczarr_conformance.stores.references import ReferenceCollector, refuse_output_path
 
 #: the fragment parameters naming one version of a repository (at most one of them)
 VERSION_PARAMS = ("branch", "tag", "snapshot")
@@ -243,11 +243,7 @@ class IcechunkCollector(ReferenceCollector):
         self.repository = dst
         self.ice = _icechunk()
         self._modified: dict[str, datetime] = {}
-        if os.path.lexists(dst) and not overwrite:
-            raise StoreError(f"{dst}: already exists (give --overwrite to replace it)")
-        parent = os.path.dirname(os.path.abspath(dst))
-        if not os.path.isdir(parent):
-            raise StoreError(f"{dst}: no such directory {parent}")
+        refuse_output_path(dst, overwrite)
 
     def __repr__(self) -> str:
         return f"IcechunkCollector({self.repository!r})"

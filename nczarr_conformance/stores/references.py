@@ -259,6 +259,15 @@ class ReferenceStore(Store):
                     yield name
 
 
+def refuse_output_path(dst: str, overwrite: bool) -> None:
+    """StoreError unless ``dst`` can be created: absent (or ``overwrite``), in a directory that exists."""
+    if os.path.lexists(dst) and not overwrite:
+        raise StoreError(f"{dst}: already exists (give --overwrite to replace it)")
+    parent = os.path.dirname(os.path.abspath(dst))
+    if not os.path.isdir(parent):
+        raise StoreError(f"{dst}: no such directory {parent}")
+
+
 class ReferenceCollector(Store):
     """A writable store that becomes kerchunk references at ``dst`` on :meth:`commit`.
 
@@ -288,11 +297,7 @@ class ReferenceCollector(Store):
         if not is_reference_path(dst):
             raise UsageError(f"{dst}: references are written to a .json file (kerchunk JSON) or a .parq directory "
                              "(kerchunk Parquet)")
-        if os.path.lexists(dst) and not overwrite:
-            raise StoreError(f"{dst}: already exists (give --overwrite to replace it)")
-        parent = os.path.dirname(os.path.abspath(dst))
-        if not os.path.isdir(parent):
-            raise StoreError(f"{dst}: no such directory {parent}")
+        refuse_output_path(dst, overwrite)
 
     def __repr__(self) -> str:
         return f"ReferenceCollector({self.dst!r})"
