@@ -118,7 +118,8 @@ class V3ArrayInfo(ArrayInfo):
                 whole = store.get(ckey, limit=self.chain.max_encoded())
                 data = None if whole is None else self.chain.decompress(whole, ckey, sharding.max_shard_nbytes)
                 raw = None if data is None else sharding.inner_from(
-                    lambda start, length: (slice_range(data, start, length), len(data)), ckey, position)
+                    lambda start, length: (slice_range(data, start, length), len(data)), ckey, position,
+                    None if scope is None else scope.once)
             else:
                 raw = sharding.read_inner(store, ckey, position, None if scope is None else scope.once)
             chain = sharding.inner

@@ -159,20 +159,19 @@ def test_xarray_engine_reads_zarr_python_blosc_arrays(tmp_path):
 
 
 def test_a_request_reads_each_shard_index_once(rich, monkeypatch):
-    """[3:9, 2:7] of ``sh`` (inner chunks 2x3, shards 4x6, index at the shard's end) touches 12 inner chunks in
-    6 shards: 6 index reads (one ranged read each, from the end), not 12; a second request reads them anew."""
-    from nczarr_conformance.stores.base import Store
+    """[3:9, 2:7] of ``sh`` (inner chunks 2x3, shards 4x6) touches 12 inner chunks in 6 shards: each shard's
+    index is read once per request (6 reads, not 12); a second request reads them anew."""
+    from nczarr_conformance.zarr3.chain import Sharding
 
     theirs = zarr.open_array(str(rich / "sh"), mode="r")
     index_reads: list[str] = []
-    original = Store.get_range
+    original = Sharding._read_index
 
-    def get_range(store: Store, key: str, start: int, length: int):  # type: ignore[no-untyped-def]
-        if start < 0:
-            index_reads.append(key)
-        return original(store, key, start, length)
+    def read_index(self: Sharding, fetch, shard_key: str):  # type: ignore[no-untyped-def]
+        index_reads.append(shard_key)
+        return original(self, fetch, shard_key)
 
-    monkeypatch.setattr(Store, "get_range", get_range)
+    monkeypatch.setattr(Sharding, "_read_index", read_index)
     with nczarr_conformance.open(str(rich)) as ds:
         np.testing.assert_array_equal(ds["sh"][3:9, 2:7], theirs[3:9, 2:7])
         assert sorted(index_reads) == [f"/sh/c/{i}/{j}" for i in range(3) for j in range(2)]
