@@ -316,8 +316,10 @@ def peak_rss(reader: str, where: dict[str, str], source: Path, key: str,
     if reader == BASELINE:
         env.update(PYTHONPATH=os.environ["NCZARR_BENCH_BASELINE"], NCZARR_MAX_IN_MEMORY="4G",
                    PYTHONPYCACHEPREFIX=os.environ["NCZARR_BENCH_PYCACHE"], PYTHONDONTWRITEBYTECODE="")
+    # cwd: not the checkout, whose package `python -c` would import ahead of PYTHONPATH (the baseline's too)
     proc = subprocess.Popen([sys.executable, "-c", TRIAL, reader, json.dumps(where), str(source), key,
-                             ",".join(names)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                             ",".join(names)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=source.parent)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = proc.stdout.read(), proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
