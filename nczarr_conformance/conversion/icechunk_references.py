@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from nczarr_conformance.conversion.from_netcdf import ConvertStats
-from nczarr_conformance.conversion.references import INLINE_LIMIT, collect_file
+from nczarr_conformance.conversion.references import INLINE_LIMIT, collect_and_commit
 from nczarr_conformance.errors import StoreError, UsageError
 from nczarr_conformance.model import Dataset, Variable
 from nczarr_conformance.nczarr.writer import ArrayPlan, DatasetWriter, RawSource
@@ -70,12 +70,5 @@ def convert_icechunk_references(src: str, dst: str, *, overwrite: bool = False, 
         kwargs.pop("char_as", None)
         return HDF5CodecsV3Writer(dataset, store, **kwargs)
 
-    try:
-        stats = collect_file(src, collector, flavor="zarr", char_as=None, consolidate=consolidate,
-                             skip_unsupported=skip_unsupported, make_writer=v3_writer)
-        collector.commit()
-    except BaseException:
-        collector.abort()
-        raise
-    stats.seconds = time.perf_counter() - started
-    return stats
+    return collect_and_commit(src, collector, started, flavor="zarr", char_as=None, consolidate=consolidate,
+                              skip_unsupported=skip_unsupported, make_writer=v3_writer)

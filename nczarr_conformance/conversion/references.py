@@ -140,9 +140,15 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
         raise UsageError(f"{dst}: the output would replace its own input")
     flavor, char_as = reference_layout(flavor, char_as)
     collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)
+    return collect_and_commit(src, collector, started, flavor=flavor, char_as=char_as, consolidate=consolidate,
+                              skip_unsupported=skip_unsupported)
+
+
+def collect_and_commit(src: str, collector: Any, started: float, **options: Any) -> ConvertStats:
+    """:func:`collect_file` into ``collector``, committed, or aborted (nothing left) on any failure; the
+    stats timed from ``started``."""
     try:
-        stats = collect_file(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
-                             skip_unsupported=skip_unsupported)
+        stats = collect_file(src, collector, **options)
         collector.commit()
     except BaseException:
         collector.abort()

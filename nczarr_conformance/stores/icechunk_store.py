@@ -134,10 +134,10 @@ class IcechunkStore(Store):
     def _fail(self, key: str, exc: BaseException) -> StoreError:
         return StoreError(f"{self.where}: {key}: {_first_line(exc)}")
 
-    def _size(self, key: str) -> int | None:
-        """The bytes ``key`` holds, asked before fetching (a virtual chunk's declared length); None: no such key."""
+    def _ask(self, key: str, request: Callable[[], Any]) -> Any:
+        """icechunk's answer to ``request()`` (a coroutine about ``key``); None where the key does not exist."""
         try:
-            return int(_sync(self._ice.getsize(self._key(key))))
+            return _sync(request())
         except (FileNotFoundError, KeyError):  # icechunk's missing key: KeyError naming it
             return None
         except self._error as exc:
@@ -145,15 +145,13 @@ class IcechunkStore(Store):
                 return None
             raise self._fail(key, exc) from None
 
+    def _size(self, key: str) -> int | None:
+        """The bytes ``key`` holds, asked before fetching (a virtual chunk's declared length); None: no such key."""
+        size = self._ask(key, lambda: self._ice.getsize(self._key(key)))
+        return None if size is None else int(size)
+
     def _fetch(self, key: str, byte_range: Any = None) -> bytes | None:
-        try:
-            buf = _sync(self._ice.get(self._key(key), self._prototype, byte_range))
-        except (FileNotFoundError, KeyError):  # icechunk's missing key: KeyError naming it
-            return None
-        except self._error as exc:
-            if _invalid_key(exc):
-                return None
-            raise self._fail(key, exc) from None
+        buf = self._ask(key, lambda: self._ice.get(self._key(key), self._prototype, byte_range))
         return None if buf is None else bytes(buf.to_bytes())
 
     def _get(self, key: str, limit: int | None = None) -> bytes | None:
