@@ -8,17 +8,9 @@ such command).
 """
 from __future__ import annotations
 
-import importlib
 import sys
 
-#: command name → (module under cli/, what it does); pyproject.toml's [project.scripts] names the same
-COMMANDS = {
-    "nc2nczarr": ("convert", "convert a netCDF file into an NCZarr or Zarr store (nccopy's flags)"),
-    "nczarr-dump": ("dump", "print a store or netCDF file as CDL, as ncdump does, or as JSON"),
-    "nczarr-check": ("check", "check a store against the NCZarr rules; predict which readers open it"),
-    "nczarr-fix": ("fix", "repair what nczarr-check finds, verified against the readers at hand"),
-    "nczarr-conformance": ("report", "run the writer x reader conformance matrix and render its report"),
-}
+from nczarr_conformance.cli.console import COMMANDS, run_command
 
 
 def usage() -> str:
@@ -46,11 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"python -m nczarr_conformance: no command {args[0]!r} "
                          f"(one of {', '.join(COMMANDS)})\n")
         return 2
-    module = importlib.import_module(f"nczarr_conformance.cli.{COMMANDS[args[0]][0]}")
     sys.argv[0] = args[0]  # argparse's prog in messages, as when run by name
-    code: int = module.main(args[1:])
-    return code
+    return run_command(args[0], args[1:])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from nczarr_conformance.cli.common import exit_process
+
+    exit_process(main())

@@ -55,4 +55,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from nczarr_conformance.cli.common import exit_process
+
+    exit_process(main())

@@ -150,4 +150,6 @@ def _card(url: str, report: Report, named: list[str]) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from nczarr_conformance.cli.common import exit_process
+
+    exit_process(main())

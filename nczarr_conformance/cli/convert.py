@@ -476,4 +476,6 @@ class _FilesBar:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from nczarr_conformance.cli.common import exit_process
+
+    exit_process(main())

@@ -413,8 +413,8 @@ def read(path: str, *, data: bool = True, shown_reserved: bool = False) -> Datas
     ``shown_reserved``: keep the reserved ``_nczarr*``/``_NCZARR*`` names netcdf-c shows as user attributes
     (the matrix's netcdf-c reader: a store that leaks one then differs from its intended model)."""
     nc = open_nc(path)
-    try:
-        with LOCK:
+    with LOCK:
+        try:
             return Dataset(_read_group(nc, "/", data, shown_reserved))
-    finally:
-        nc.close()
+        finally:
+            nc.close()
