@@ -3,7 +3,7 @@
 Each script runs its command's ``main`` and ends the process with the exit code through
 :func:`~nczarr_conformance.cli.common.exit_process`, so the code a command returns is the one its
 caller sees; ``main`` itself only returns it (tests call it in process). ``python -m
-nczarr_conformance COMMAND`` (``__main__.py``) dispatches through the same registry.
+nczarr_conformance COMMAND`` (``__main__.py``) dispatches through this registry too.
 """
 from __future__ import annotations
 
