@@ -127,3 +127,55 @@ def test_the_earliest_chunks_failure_is_the_one_raised() -> None:
     with pytest.raises(ValueError, match="chunk 0"):
         run_each(work, range(1000), 2)
     assert len(started) < 10
+
+
+class _Remote:
+    """A store that asks for 16 reads at once, as the S3 and HTTP stores do (latency, not decoding, is their cost)."""
+
+    read_concurrency = 16
+
+
+@pytest.mark.parametrize(("chunk_mb", "output_mb", "expected"), [
+    (25, 398, 2),   # a whole variable of 25 MB chunks: 16 in flight would hold 800 MB beside a 398 MB output
+    (25, 0, 2),     # a point's series through such chunks: the floor, 64 MiB, holds one: one per core
+    (1, 398, 16),   # 1 MB chunks: 16 in flight hold 32 MB, within a quarter of the output
+    (4, 0, 8),      # the floor alone: 64 MiB / (2 × 4 MiB)
+    (8, 400, 6),    # a quarter of the output: 100 MiB / (2 × 8 MiB)
+])
+def test_a_remote_reads_concurrency_is_cut_to_the_bytes_it_may_hold(
+        chunk_mb: int, output_mb: int, expected: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nczarr_conformance.nczarr.reader import read_threads
+
+    monkeypatch.delenv("NCZARR_READ_THREADS", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    assert read_threads(_Remote(), chunk_mb << 20, output_mb << 20) == expected  # type: ignore[arg-type]
+
+
+def test_a_local_store_and_the_variable_set_threads_are_not_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nczarr_conformance.nczarr.reader import read_threads
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.delenv("NCZARR_READ_THREADS", raising=False)
+    local = type("Local", (), {"read_concurrency": 0})()
+    assert read_threads(local, 25 << 20, 0) == 3
+    monkeypatch.setenv("NCZARR_READ_THREADS", "16")
+    assert read_threads(_Remote(), 25 << 20, 0) == 16  # type: ignore[arg-type]
+
+
+def test_a_read_asks_for_threads_with_its_chunk_and_output_bytes(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both read paths (a selection, a hyperslab) hand read_threads the array's chunk bytes and their output's."""
+    from nczarr_conformance.nczarr import reader, selection
+
+    asked: list[tuple[int, int]] = []
+    real = reader.read_threads
+
+    def spy(store_: Any, chunk_bytes: int = 0, output_bytes: int = 0) -> int:
+        asked.append((chunk_bytes, output_bytes))
+        return real(store_, chunk_bytes, output_bytes)
+
+    monkeypatch.setattr(selection, "read_threads", spy)
+    monkeypatch.setattr(reader, "read_threads", spy)
+    with ncz.open(store) as ds:
+        ds["v"][2:9, :]
+        ds.reader.read_region("/v", (slice(0, 40), slice(0, 30)))
+    assert asked == [(7 * 8 * 8, 7 * 30 * 8), (7 * 8 * 8, 40 * 30 * 8)]

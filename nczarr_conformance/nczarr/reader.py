@@ -109,17 +109,31 @@ def dimension_home(where: str, name: str, groups: Iterable[str], vkey: str) -> t
 _T = TypeVar("_T")
 
 
-def read_threads(store: Store) -> int:
+#: bytes one read may hold in chunks on their way to its output (fetched, being decoded), beyond the output
+#: itself: a quarter of the output, and at least this much, so a small read of big chunks still overlaps a few
+IN_FLIGHT_FLOOR = 64 << 20
+
+
+def read_threads(store: Store, chunk_bytes: int = 0, output_bytes: int = 0) -> int:
     """How many chunks one read decodes at once: ``NCZARR_READ_THREADS`` when set (1: one after the
     other), else what the store asks (``Store.read_concurrency``; 0, local stores: one per core,
-    as zlib, zstd and blosc release the GIL while they decode)."""
+    as zlib, zstd and blosc release the GIL while they decode).
+
+    A remote store asks for more reads than cores (its cost is latency), but each read in flight
+    holds a chunk fetched and one decoded (``2 * chunk_bytes``): that extra concurrency is cut to
+    what fits in :data:`IN_FLIGHT_FLOOR` or a quarter of the output (``output_bytes``), whichever is
+    more, so a whole-variable read of 25 MB chunks from S3 peaks near its output's size, not 16
+    chunks above it; it never goes below one per core.
+    """
     text = os.environ.get("NCZARR_READ_THREADS", "").strip()
     if text.isdigit() and int(text) > 0:
         return int(text)
-    if store.read_concurrency > 0:
-        return store.read_concurrency
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores)
+    cores = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    wanted = store.read_concurrency or cores
+    if wanted > cores and chunk_bytes > 0:
+        fits = max(IN_FLIGHT_FLOOR, output_bytes // 4) // (2 * chunk_bytes)
+        wanted = max(cores, min(wanted, fits))
+    return wanted
 
 
 def run_each(work: Callable[[_T], None], items: Iterable[_T], threads: int) -> None:
@@ -485,7 +499,7 @@ class ChunkReader:
                 out[tuple(dst)] = block[tuple(src)]
 
         scope = ReadScope()
-        run_each(place, itertools.product(*ranges), read_threads(self.store))
+        run_each(place, itertools.product(*ranges), read_threads(self.store, info.chunk_nbytes, out.nbytes))
         return out
 
     def _budget(self, akey: str, count: int, info: ArrayInfo, what: str) -> None:

@@ -134,6 +134,6 @@ def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
                 out[_place(parts, 1, out.shape)] = block[_place(parts, 2, block.shape)]
 
         scope = ReadScope()
-        run_each(place, itertools.product(*per_dim), read_threads(reader.store))
+        run_each(place, itertools.product(*per_dim), read_threads(reader.store, info.chunk_nbytes, out.nbytes))
     dropped = tuple(i for i, a in enumerate(axes) if isinstance(a, int))
     return reader._to_model_values(out.squeeze(axis=dropped) if dropped else out, info)

@@ -136,11 +136,10 @@ class DirectoryStore(Store):
         below the root (to a file outside the store, to /dev/zero) is refused rather than followed;
         O_NONBLOCK keeps a FIFO from blocking the open, and fstat refuses anything but a regular file before
         a byte is read. A missing object checks that the store was not replaced meanwhile."""
-        path = self._path(key)
         try:
             fd = _open_inside(self.root, keys.split(key), root_fd=self._root_fd)
         except OSError as exc:
-            raise StoreError(f"{path}: {_why(exc)}") from exc
+            raise StoreError(f"{self._path(key)}: {_why(exc)}") from exc
         if fd is None:
             self._check_generation(key)
             yield None
@@ -152,10 +151,10 @@ class DirectoryStore(Store):
                 yield None
                 return
             if not stat.S_ISREG(info.st_mode):
-                raise StoreError(f"{path}: {special_kind(info.st_mode)}, not a regular file; refused")
+                raise StoreError(f"{self._path(key)}: {special_kind(info.st_mode)}, not a regular file; refused")
             yield fd, info
         except OSError as exc:
-            raise StoreError(f"{path}: {exc.strerror}") from exc
+            raise StoreError(f"{self._path(key)}: {exc.strerror}") from exc
         finally:
             os.close(fd)
 
@@ -166,9 +165,8 @@ class DirectoryStore(Store):
             if opened is None:
                 return None
             fd, info = opened
-            path = self._path(key)
             if info.st_size > limit:
-                raise limits.too_big(str(path), info.st_size, limit)
+                raise limits.too_big(str(self._path(key)), info.st_size, limit)
             pieces: list[bytes] = []
             total = 0
             while total <= limit:
@@ -178,7 +176,7 @@ class DirectoryStore(Store):
                 pieces.append(piece)
                 total += len(piece)
             if total > limit:  # it grew while we read
-                raise limits.too_big(str(path), None, limit)
+                raise limits.too_big(str(self._path(key)), None, limit)
             return b"".join(pieces)
 
     def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
