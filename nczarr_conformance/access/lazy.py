@@ -159,11 +159,11 @@ class LazyGroup:
             return node
         for depth, part in enumerate(parts):
             last = depth == len(parts) - 1
-            if last and part in node.model.variables:
-                return node.variables[part]
+            if last and part in node.model.variables:  # that one alone: a dict of all costs O(n) per lookup
+                return LazyVariable(node._dataset, keys.join(node.path, part), node.model.variables[part])
             if part not in node.model.groups:
                 raise KeyError(f"{keys.join(node.path, part)}: no such variable or group")
-            node = node.groups[part]
+            node = LazyGroup(node._dataset, keys.join(node.path, part), node.model.groups[part])
         return node
 
     def __contains__(self, path: object) -> bool:
