@@ -182,6 +182,7 @@ class Pipeline:
         per chunk, for a reader that only views it as its dtype."""
         caps = self._stage_caps(limit)
         buf: Any = raw
+        del raw  # a caller that kept no reference frees the stored bytes once the first stage has decoded them
         stages = ([self.compressor] if self.compressor is not None else []) + list(reversed(self.filters))
         for codec, cap in zip(stages, caps, strict=True):
             buf = decode_stage(codec, buf, cap)

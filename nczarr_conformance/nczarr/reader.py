@@ -266,8 +266,10 @@ class ArrayInfo:
         raw = store.get(ckey, limit=self.max_stored_bytes())
         if raw is None:
             return None
+        stored = [raw]
+        del raw  # handed over, not kept: a read holds a chunk's stored and decoded bytes at once only while inflating
         try:
-            decoded = pipeline.decode_buffer(raw, self.chunk_nbytes)
+            decoded = pipeline.decode_buffer(stored.pop(), self.chunk_nbytes)
         except InflateError as exc:
             if self.zshape or exc.head is None:
                 raise FormatError(f"{ckey}: chunk {exc}") from exc
