@@ -285,6 +285,13 @@ def test_the_last_file_may_have_any_length_but_no_other_past_the_bound(tmp_path:
                                                "336 bytes .all files. exceed the inline bound of 64 bytes"):
         concat_references([str(p) for p in files], str(tmp_path / "all.json"), "time", workers=1, inline_limit=64)
     assert not (tmp_path / "all.json").exists()
+    # within the bound: b's two chunks and c's one are replaced by one inline chunk of all 5 records, per variable
+    both = tmp_path / "both.json"
+    concat_references([str(p) for p in files[1:]], str(both), "time", workers=1)
+    refs = _refs(both)["refs"]
+    assert [list(_chunk_refs(refs, name)) for name in ("time", "tas", "label")] == [["time/0"], ["tas/0.0.0"],
+                                                                                    ["label/0.0"]]
+    assert np.array_equal(open_dataset(str(both)).root.variables["tas"].data, _netcdf4(files[1:], "tas"))
 
 
 def test_other_codecs_in_one_file_are_refused_naming_the_file_and_the_variable(tmp_path: Path):
