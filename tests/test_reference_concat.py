@@ -30,16 +30,35 @@ DAYS = 4
 
 
 def _day(path: Path, day: int, *, records: int = 1, time_chunk: int = 1, complevel: int = 4,
-         lat: tuple[float, ...] = (-10.0, 0.0, 10.0), start: int | None = None) -> Path:
-    """A daily file: time unlimited (chunk ``time_chunk``), a lat coordinate, packed attributes, a char variable."""
+         lat: tuple[float, ...] = (-10.0, 0.0, 10.0), start: int | None = None, default_time: bool = False,
+         wide: int = 0, big: int = 0) -> Path:
+    """A daily file: time unlimited (chunk ``time_chunk``), a lat coordinate, packed attributes, a char variable.
+
+    ``default_time``: ``time`` and ``time_bnds`` chunked as netCDF4-python chunks them by default (no chunksizes
+    given). ``wide``: a variable (time, x) of that many doubles a record, chunk ``(records + 1, wide)``.
+    ``big``: a float variable (time, y, x) of ``big`` x ``big`` values a record, chunk ``(records + 1, big, big)``,
+    never written (HDF5 stores no chunk of it; netCDF-4 reads it as fill).
+    """
     with netCDF4.Dataset(path, "w") as ds:
         ds.title = "daily means"
         ds.createDimension("time", None)
         ds.createDimension("lat", len(lat))
         ds.createDimension("lon", 4)
         ds.createDimension("nchar", 4)
-        t = ds.createVariable("time", "f8", ("time",), chunksizes=(time_chunk,))
+        if default_time:
+            t = ds.createVariable("time", "f8", ("time",))
+            ds.createDimension("nv", 2)
+            bounds = ds.createVariable("time_bnds", "f8", ("time", "nv"))
+        else:
+            t = ds.createVariable("time", "f8", ("time",), chunksizes=(time_chunk,))
         t.units, t.calendar = "days since 2000-01-01", "noleap"
+        if wide:
+            ds.createDimension("x", wide)
+            w = ds.createVariable("wide", "f8", ("time", "x"), chunksizes=(records + 1, wide))
+        if big:
+            ds.createDimension("y", big)
+            ds.createDimension("x2", big)
+            ds.createVariable("big", "f4", ("time", "y", "x2"), chunksizes=(records + 1, big, big))
         la = ds.createVariable("lat", "f4", ("lat",))
         la.units = "degrees_north"
         la[:] = np.asarray(lat, dtype="f4")
@@ -54,6 +73,10 @@ def _day(path: Path, day: int, *, records: int = 1, time_chunk: int = 1, complev
             values[0, 0] = -999.0 if step % 3 == 1 else values[0, 0]  # a missing value now and then
             tas[r] = values
             label[r] = netCDF4.stringtochar(np.array([f"d{step}"], dtype="S4"))[0]
+            if default_time:
+                bounds[r] = [step, step + 1]
+            if wide:
+                w[r] = np.arange(wide, dtype="f8") * 0.5 + step
     return path
 
 
@@ -156,31 +179,119 @@ def test_every_chunk_is_its_files_hdf5_chunk_and_every_target_is_recorded(days: 
     assert report.exit_code == 0 and not report.findings, report.findings
 
 
+# ---- variables whose chunks straddle files: written inline ------------------------------------------------------
+WIDE = 3000  # doubles a record: more than describe() keeps of a file, so the first file's task reads them
+
+
+@pytest.fixture
+def default_days(tmp_path: Path) -> list[Path]:
+    """Daily files of one record, ``time`` and ``time_bnds`` chunked by netCDF4-python's default (``time``: 512 or
+    1024 records, each file's chunk straddles the next file's; ``time_bnds``: 1 record), ``tas`` chunked by record,
+    ``wide`` by 2 records (straddling)."""
+    files = [_day(tmp_path / f"day{d}.nc", d, default_time=True, wide=WIDE) for d in range(DAYS)]
+    with netCDF4.Dataset(files[0]) as ds:  # the precondition: the real default, not a chunk size we chose
+        assert ds["time"].chunking() != "contiguous" and ds["time"].chunking()[0] > 1
+        assert ds["time_bnds"].chunking()[0] == 1 and ds["wide"].chunking()[0] == 2
+    return files
+
+
+def _chunk_refs(refs: dict[str, Any], name: str) -> dict[str, Any]:
+    return {key: ref for key, ref in refs.items() if key.startswith(f"{name}/") and "/." not in key}
+
+
+def test_straddling_variables_are_inline_and_the_others_references(default_days: list[Path], tmp_path: Path):
+    xr = pytest.importorskip("xarray")
+    out = tmp_path / "all.json"
+    from nczarr_conformance.conversion.concat import describe
+
+    kept = describe(str(default_days[0]), "time").small  # time from describe()'s values; wide read again, per file
+    assert "/time" in kept and "/wide" not in kept, sorted(kept)
+    stats = concat_references([str(p) for p in reversed(default_days)], str(out), "time", workers=1)
+    refs = _refs(out)["refs"]
+    for k, path in enumerate(default_days):  # aligned: each file's own HDF5 chunk, as h5py indexes it
+        with h5py.File(path, "r") as f:
+            for name in ("tas", "time_bnds"):
+                info = f[name].id.get_chunk_info(0)
+                assert refs[f"{name}/{k}.0" + ".0" * (name == "tas")] == [str(path), info.byte_offset, info.size]
+    assert len(_chunk_refs(refs, "tas")) == len(_chunk_refs(refs, "time_bnds")) == DAYS
+    with netCDF4.Dataset(default_days[0]) as ds:
+        chunk = ds["time"].chunking()[0]
+        assert ds["time"].filters()["zlib"] is False and ds["wide"].filters()["zlib"] is False
+    for name, shape in (("time", [DAYS]), ("wide", [DAYS, WIDE])):
+        got = _chunk_refs(refs, name)
+        assert list(got) == [f"{name}/{'.'.join('0' * len(shape))}"], got  # one chunk: the whole array
+        assert all(isinstance(ref, str) and ref.startswith("base64:") for ref in got.values()), name
+        zarray = json.loads(refs[f"{name}/.zarray"])
+        assert zarray["shape"] == shape and zarray["chunks"] == shape, zarray
+        assert zarray["dtype"] == "<f8" and zarray["compressor"] is None and zarray["filters"] is None, zarray
+    assert json.loads(refs["time/.zattrs"])["calendar"] == "noleap"
+    warned = [w for w in stats.warnings if "written inline" in w]
+    assert len(warned) == 2, stats.warnings
+    assert any(w.startswith(f"{default_days[0]}: /time: written inline") and
+               f"its chunk size {chunk} along /time straddles files of 1 records" in w for w in warned), warned
+    assert stats.referenced == DAYS * 3 + 1  # tas, time_bnds, label; and lat (contiguous), the first file's
+    # values: netCDF4-python reading each file, concatenated; through xarray's zarr engine and our reader
+    read = open_dataset(str(out))
+    with xr.open_dataset("reference://", engine="zarr", decode_times=False, mask_and_scale=False,
+                         backend_kwargs={"storage_options": {"fo": str(out)}, "consolidated": False}) as ds:
+        for name in ("time", "time_bnds", "wide", "tas", "label"):
+            expected = _netcdf4(default_days, name)
+            # xarray joins a char variable's last dimension into strings (its char decoding): ours only for label
+            for got in (read.root.variables[name].data, *([ds[name].values] if name != "label" else [])):
+                assert got is not None and got.dtype == expected.dtype, (name, got)
+                assert got.shape == expected.shape and np.array_equal(got, expected), name
+    from nczarr_conformance.access.api import check
+
+    report = check(str(out), deep=True, select=["NCZ-REF"])  # ranges, targets, codecs, every chunk decoded
+    assert report.exit_code == 0 and not report.findings, report.findings
+
+
 # ---- refusals: nothing written -------------------------------------------------------------------------------
 def _nothing_written(tmp_path: Path, files: list[Path]) -> None:
     assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in files)
 
 
-def test_a_file_whose_length_is_not_a_multiple_of_the_chunk_is_refused_naming_it(tmp_path: Path):
-    files = [_day(tmp_path / "a.nc", 0, records=3, time_chunk=2), _day(tmp_path / "b.nc", 1, records=3, time_chunk=2)]
+#: --reference's inline bound, as docs/references.md states it: "at most 16 MiB per variable"
+INLINE_BOUND = 16 * 1024**2
+
+
+def test_a_straddling_variable_past_the_inline_bound_is_refused_naming_it_and_the_bound(tmp_path: Path):
+    """``big`` (3 records of 1500 x 1500 floats a file, chunk 4 along time) straddles files and its values of both
+    files are more than the bound: refused in one line naming the file, the variable and the bound."""
+    files = [_day(tmp_path / f"{n}.nc", d, records=3, time_chunk=2, big=1500) for n, d in (("a", 0), ("b", 1))]
+    with netCDF4.Dataset(files[0]) as ds:  # the precondition, as netCDF4-python sees the file
+        assert ds["big"].chunking()[0] == 4 and ds["big"].shape == (3, 1500, 1500)
+        assert 2 * ds["big"].size * ds["big"].dtype.itemsize > INLINE_BOUND
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "--concat", "time", "--reference",
                            *map(str, files), str(tmp_path / "all.json")], capture_output=True, text=True, env=env,
                           timeout=300)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert (f"{files[0]}: /time: 3 records along /time are not a multiple of its chunk size 2" in done.stderr
+    assert (f"{files[0]}: /big: 3 records along /time are not a multiple of its chunk size 4" in done.stderr
+            and f"exceed the inline bound of {INLINE_BOUND} bytes per variable" in done.stderr
             and "convert without --reference" in done.stderr), done.stderr
     _nothing_written(tmp_path, files)
 
 
-def test_the_last_file_may_have_any_length_but_no_other(tmp_path: Path):
+def test_the_last_file_may_have_any_length_but_no_other_past_the_bound(tmp_path: Path):
     files = [_day(tmp_path / "a.nc", 0, records=2, time_chunk=2),
              _day(tmp_path / "b.nc", 1, records=3, time_chunk=2, start=2)]
-    concat_references([str(p) for p in files], str(tmp_path / "ok.json"), "time", workers=1)  # b is last: fine
+    concat_references([str(p) for p in files], str(tmp_path / "ok.json"), "time", workers=1, inline_limit=64)
+    assert all(isinstance(ref, list) for name, ref in _refs(tmp_path / "ok.json")["refs"].items()
+               if name.startswith("tas/") and "/." not in name)  # b is last: every chunk a reference
     files.append(_day(tmp_path / "c.nc", 2, records=2, time_chunk=2, start=5))
-    with pytest.raises(UnsupportedError, match=f"{files[1]}: /time: 3 records along /time are not a multiple"):
-        concat_references([str(p) for p in files], str(tmp_path / "all.json"), "time", workers=1)
+    # b's 3 records straddle chunks of 2: time's 7 doubles (56 bytes) fit a bound of 64 bytes, tas's 336 do not
+    with pytest.raises(UnsupportedError, match=f"{files[1]}: /tas: 3 records along /time are not a multiple.* its "
+                                               "336 bytes .all files. exceed the inline bound of 64 bytes"):
+        concat_references([str(p) for p in files], str(tmp_path / "all.json"), "time", workers=1, inline_limit=64)
     assert not (tmp_path / "all.json").exists()
+    # within the bound: b's two chunks and c's one are replaced by one inline chunk of all 5 records, per variable
+    both = tmp_path / "both.json"
+    concat_references([str(p) for p in files[1:]], str(both), "time", workers=1)
+    refs = _refs(both)["refs"]
+    assert [list(_chunk_refs(refs, name)) for name in ("time", "tas", "label")] == [["time/0"], ["tas/0.0.0"],
+                                                                                    ["label/0.0"]]
+    assert np.array_equal(open_dataset(str(both)).root.variables["tas"].data, _netcdf4(files[1:], "tas"))
 
 
 def test_other_codecs_in_one_file_are_refused_naming_the_file_and_the_variable(tmp_path: Path):
@@ -230,3 +341,21 @@ def test_on_a_dask_cluster_the_references_are_the_in_process_ones(days: list[Pat
         concat_references([str(p) for p in days], str(there), "time", client=client)
     assert _refs(there) == _refs(here)
     assert len(_refs(there)["nczarr:targets"]) == DAYS
+
+
+def test_on_a_dask_cluster_straddling_variables_are_inline_as_in_process(default_days: list[Path], tmp_path: Path):
+    """describe()'s values come back from the workers and the first file's task writes the inline chunks there:
+    the references are the ones made in process, byte for byte."""
+    distributed = pytest.importorskip("distributed")
+    here, there = tmp_path / "here.json", tmp_path / "there.json"
+    concat_references([str(p) for p in default_days], str(here), "time", workers=1)
+    with nc4.LOCK:  # an earlier test's leaked netCDF4.Dataset closed here, not on a worker thread (see above)
+        gc.collect()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        concat_references([str(p) for p in default_days], str(there), "time", client=client)
+    refs = _refs(there)
+    assert refs == _refs(here)
+    assert list(_chunk_refs(refs["refs"], "time")) == ["time/0"] and refs["refs"]["time/0"].startswith("base64:")
+    assert list(_chunk_refs(refs["refs"], "wide")) == ["wide/0.0"]
+    assert np.array_equal(open_dataset(str(there)).root.variables["time"].data, _netcdf4(default_days, "time"))

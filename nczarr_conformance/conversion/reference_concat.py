@@ -12,9 +12,17 @@ file's offset in chunks; variables without DIM come from the first file. The met
 first file's, written by the same writer with its arrays stretched to the total length (as
 ``--concat`` plans its target).
 
+A variable along DIM whose chunks straddle files (a file but the last whose length along DIM is
+not a multiple of its chunk size along DIM: netCDF-4's default chunk of a 1-D unlimited ``time``,
+512 or 1024, in daily files) has no chunk that one file holds. When its values of every file fit
+the inline bound of ``--reference`` (:data:`~nczarr_conformance.conversion.references.INLINE_LIMIT`
+bytes per variable, counted uncompressed) it is written inline: those values, concatenated in file
+order (describe()'s :attr:`~nczarr_conformance.conversion.concat.FileInfo.small`, else read by the
+first file's task), as one chunk, the whole array, encoded by the first file's writer (its dtype,
+fill, codecs, attributes); a warning line names it and why. Past the bound the run is refused.
+
 What cannot be merged without copying is refused before anything is written, naming the file
-and the variable: a file (but the last) whose length along DIM is not a multiple of a variable's
-chunk size along DIM (its chunks would straddle two files' chunks), and a file whose array
+and the variable: such a straddling variable past the inline bound, and a file whose array
 differs from the first file's in chunk shape, dtype, fill or codecs (one Zarr array has one of
 each). Every file's size and mtime is recorded under ``nczarr:targets`` as for one file, and the
 output is written under a temporary name and renamed into place: a refused or failed run leaves
@@ -22,14 +30,18 @@ nothing.
 """
 from __future__ import annotations
 
+import base64
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from nczarr_conformance import keys, safety
+import numpy as np
+
+from nczarr_conformance import keys, nctypes, safety
 from nczarr_conformance.conversion.append import Stamp, refuse_if_changed
 from nczarr_conformance.conversion.concat import (
     BATCH_BYTES,
@@ -78,6 +90,22 @@ class FileJob:
     consolidate: bool | None
     skip_unsupported: bool
     inline_limit: int
+    #: the first file's task only: the variables written inline (their chunks straddle files), and every file in
+    #: order (where values describe() did not keep are read)
+    inline: tuple[Inlined, ...] = ()
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Inlined:
+    """A variable along DIM whose chunks straddle files, written inline: its values of every file as one chunk."""
+
+    key: str  # the variable (``/time``)
+    axis: int  # of DIM
+    path: str  # the first file (but the last) whose length along DIM is not a multiple of its chunk size
+    warning: str  # why, as the warning line says it (after "written inline, N bytes: ")
+    #: every file's values, concatenated in file order from describe()'s; None: the first file's task reads them
+    values: np.ndarray | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -114,14 +142,64 @@ def reference_file(job: FileJob) -> FileRefs:
                 shape[axis] = job.total
                 plan.zshape = tuple(shape)
                 plan.var.shape = tuple(shape)
+        for item in job.inline:
+            inlined[item.key] = write_inline(writer, collector, item, job.files)
         writer.metadata.clear()
         writer.write_metadata()
 
+    inlined: dict[str, int] = {}
     stats = collect_file(job.path, collector, flavor=job.flavor, char_as=job.char_as, consolidate=job.consolidate,
                          skip_unsupported=job.skip_unsupported, then=stretch)
     refuse_if_changed(job.path, job.stamp, device=False)
+    stats.warnings += [f"{item.path}: {item.key}: written inline, {inlined[item.key]} bytes: {item.warning}"
+                       for item in job.inline]
     return FileRefs(job.path, collector.refs, collector.targets, own, collector.referenced,
                     stats.bytes_out, stats.warnings)
+
+
+def write_inline(writer: DatasetWriter, collector: ReferenceCollector, item: Inlined, files: tuple[str, ...]) -> int:
+    """Put the variable ``item`` inline in place of the first file's references: its values of every file (``files``
+    in order) as one chunk, the whole array, encoded by ``writer`` (the first file's, its plan stretched); the bytes."""
+    plan = writer.plans[item.key]
+    values = item.values if item.values is not None else read_along(files, item.key, item.axis)
+    if values.shape != plan.zshape:
+        raise UnsupportedError(f"{files[0]}: {item.key}: the files hold {values.shape[item.axis]} records along DIM, "
+                               f"not the {plan.zshape[item.axis]} planned (a file changed while it was read)")
+    plan.chunks = tuple(max(1, s) for s in plan.zshape)
+    plan.var.chunks = list(plan.chunks)
+    prefix = item.key.lstrip("/") + "/"
+    for name in [n for n in collector.refs if n.startswith(prefix) and "/" not in n[len(prefix):]
+                 and not n[len(prefix):].startswith(".")]:
+        del collector.refs[name]  # the first file's own chunks of it: references into that file alone
+    collector.inlined.pop(item.key, None)
+    source, raw = writer.source, writer.raw
+
+    def concatenated(akey: str, var: Any, region: tuple[slice, ...]) -> np.ndarray:
+        return values[region] if region else values
+
+    writer.source, writer.raw = concatenated, None
+    try:
+        writer._write_chunks(plan)
+    finally:
+        writer.source, writer.raw = source, raw
+    return collector.inlined.pop(item.key, 0)  # said by its own warning, not collect_file's
+
+
+def read_along(files: tuple[str, ...], vkey: str, axis: int) -> np.ndarray:
+    """The values of ``vkey`` in every file of ``files``, concatenated along ``axis`` in that order."""
+    from nczarr_conformance.sources import netcdf4 as nc4
+
+    parts = []
+    for path in files:
+        nc = nc4.open_nc(path, check="none")  # describe() scanned it
+        try:
+            with nc4.LOCK:
+                var = nc[vkey.lstrip("/")]
+            parts.append(nc4.read_values(var))
+        finally:
+            with nc4.LOCK:
+                nc.close()
+    return np.concatenate(parts, axis=axis)
 
 
 def reference_batch(jobs: list[FileJob]) -> list[FileRefs]:
@@ -133,24 +211,50 @@ def reference_batch(jobs: list[FileJob]) -> list[FileRefs]:
     return out
 
 
-def refuse_misaligned(ordered: list[FileInfo]) -> None:
-    """Refuse a file (but the last) whose length along DIM is not a multiple of a variable's chunk size along DIM.
+def straddling(ordered: list[FileInfo], inline_limit: int) -> dict[str, Inlined]:
+    """The variables along DIM whose chunks straddle files, each to be written inline (:func:`write_inline`).
 
-    Its last chunk would hold the first rows of the next file's chunk: only a copy can make that chunk.
-    The chunk size is the file's HDF5 chunking (a contiguous variable's: its whole length, one reference).
+    A file (but the last) whose length along DIM is not a multiple of a variable's chunk size along DIM ends
+    in a chunk that holds the first rows of the next file's: no file holds that chunk, only a copy can make
+    it. The chunk size is the file's HDF5 chunking (a contiguous variable's: its whole length, one reference).
+    Such a variable is inlined when its values of every file (uncompressed) fit ``inline_limit`` bytes, the
+    bound of ``--reference``; past it the run is refused naming the file, the variable and the bound.
     """
+    total = sum(info.length for info in ordered)
+    found: dict[str, Inlined] = {}
     for info in ordered[:-1]:
         for gkey, group in info.dataset.root.walk():
             for vname, var in group.variables.items():
-                if info.dim not in var.dimensions:
+                vkey = keys.join(gkey, vname)
+                if info.dim not in var.dimensions or vkey in found:
                     continue
                 axis = var.dimensions.index(info.dim)
                 chunk = int(var.chunks[axis]) if var.chunks else int(var.shape[axis])
-                if info.length % chunk:
+                if not info.length % chunk:
+                    continue
+                size = total * math.prod(int(s) for n, s in enumerate(var.shape) if n != axis)
+                size *= _itemsize(var.type, [other.longest.get(vkey, 0) for other in ordered])
+                straddles = (f"{info.length} records along {info.dim} are not a multiple of its chunk size {chunk} "
+                             f"along {info.dim}, so its last chunk would straddle the next file's")
+                if size > inline_limit:
                     raise UnsupportedError(
-                        f"{info.path}: {keys.join(gkey, vname)}: {info.length} records along {info.dim} are not a "
-                        f"multiple of its chunk size {chunk} along {info.dim}, so its last chunk would straddle the "
-                        "next file's: cannot be referenced without copying (convert without --reference)")
+                        f"{info.path}: {vkey}: {straddles}: cannot be referenced without copying, and its {size} "
+                        f"bytes (all files) exceed the inline bound of {inline_limit} bytes per variable (convert "
+                        "without --reference)")
+                values = None
+                if all(vkey in other.small for other in ordered):  # describe() kept them: no file reopened
+                    values = np.concatenate([np.asarray(other.small[vkey]) for other in ordered], axis=axis)
+                found[vkey] = Inlined(vkey, axis, info.path, f"its chunk size {chunk} along {info.dim} straddles "
+                                      f"files of {info.length} records; its {size} bytes (all files) are within the "
+                                      f"inline bound of {inline_limit} bytes per variable", values)
+    return found
+
+
+def _itemsize(nctype: str, longest: list[int]) -> int:
+    """Bytes of one value as written: a string's, the longest of any file (materialised at a fixed width)."""
+    if nctype == "string":
+        return max([1, *longest])
+    return int(nctypes.numpy_dtype(nctype).itemsize)
 
 
 def _refuse_other_arrays(first: FileRefs, other: FileRefs) -> None:
@@ -175,11 +279,13 @@ def _shifted(name: str, axis: int, shift: int) -> str:
     return f"{array}/{'.'.join(parts)}" if array else ".".join(parts)
 
 
-def merge(ordered: list[FileInfo], done: dict[str, FileRefs], dim: str) -> tuple[dict[str, Any], dict[str, Target]]:
-    """The references of every file as one store: the first file's metadata (stretched) and variables without DIM,
-    each file's chunks along DIM at their index offset by the rows before it (in chunks)."""
+def merge(ordered: list[FileInfo], done: dict[str, FileRefs], dim: str,
+          inline: frozenset[str] = frozenset()) -> tuple[dict[str, Any], dict[str, Target]]:
+    """The references of every file as one store: the first file's metadata (stretched), variables without DIM
+    and ``inline`` ones (array keys, no leading /: the first file's task wrote every file's values), each file's
+    chunks along DIM at their index offset by the rows before it (in chunks)."""
     first = done[ordered[0].path]
-    along = {array: _axis(ordered[0], array, dim) for array in first.zarrays}
+    along = {array: None if array in inline else _axis(ordered[0], array, dim) for array in first.zarrays}
     refs: dict[str, Any] = {}
     targets: dict[str, Target] = {}
     offset = 0
@@ -196,7 +302,7 @@ def merge(ordered: list[FileInfo], done: dict[str, FileRefs], dim: str) -> tuple
                 continue
             axis = along.get(array)
             if axis is None:
-                if n == 0:  # without DIM: the first file's (order_and_check compared their values)
+                if n == 0:  # without DIM (order_and_check compared their values) or inline: the first file's
                     refs[name] = ref
                 continue
             chunk = int(first.zarrays[array]["chunks"][axis])
@@ -283,11 +389,13 @@ def _run(runner: Runner, files: list[str], collector: ReferenceCollector, dim_na
         if seen is not None and stamps[path].changes(seen, device=False):
             refuse_if_changed(path, stamps[path])
     ordered = order_and_check([found[path] for path in files], allow_gaps=allow_gaps, store=str(collector.dst))
-    refuse_misaligned(ordered)
+    inline = straddling(ordered, collector.inline_limit)
     dim = ordered[0].dim
     total = sum(info.length for info in ordered)
+    in_order = tuple(info.path for info in ordered)
     jobs = [FileJob(info.path, stamps[info.path], dim, total, n == 0, flavor, char_as, consolidate,
-                    skip_unsupported, collector.inline_limit) for n, info in enumerate(ordered)]
+                    skip_unsupported, collector.inline_limit, tuple(inline.values()) if n == 0 else (),
+                    in_order if n == 0 else ()) for n, info in enumerate(ordered)]
     done: dict[str, FileRefs] = {}
 
     def referenced(results: list[FileRefs]) -> None:
@@ -295,16 +403,28 @@ def _run(runner: Runner, files: list[str], collector: ReferenceCollector, dim_na
 
     runner.each(reference_batch, _in_batches(runner, jobs, [stamps[j.path].size for j in jobs]), referenced)
     safety.raise_if_interrupted()
-    refs, targets = merge(ordered, done, dim)
+    refs, targets = merge(ordered, done, dim, frozenset(key.lstrip("/") for key in inline))
     collector.refs = refs
     collector.targets = {path: targets[path] for path in sorted(targets)}
     for info in ordered:  # the files referenced are the ones checked, or no commit
         refuse_if_changed(info.path, stamps[info.path])
-        got = done[info.path]
-        stats.referenced += got.referenced
-        stats.inline_bytes += got.inline_bytes
-        stats.warnings += got.warnings
+        stats.warnings += done[info.path].warnings
+    stats.referenced, stats.inline_bytes = _counted(refs)
     stats.records = total
     stats.objects = len(refs)
     collector.commit()
+
+
+def _counted(refs: dict[str, Any]) -> tuple[int, int]:
+    """The chunks of the merged ``refs`` that are references, and the bytes of those written inline (what the store
+    holds: a file's share dropped in the merge, the other files' variables without DIM, is not counted)."""
+    referenced = inline = 0
+    for name, ref in refs.items():
+        if name.rpartition("/")[2].startswith("."):
+            continue
+        if isinstance(ref, list):
+            referenced += 1
+        elif isinstance(ref, str) and ref.startswith("base64:"):
+            inline += len(base64.b64decode(ref[7:]))
+    return referenced, inline
 
