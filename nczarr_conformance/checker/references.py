@@ -357,12 +357,12 @@ def _length_problem(store: IcechunkStore, akey: str, url: str, facts: _Hdf5Datas
     if facts.chunks is None:
         extent = next(iter(facts.stored.values()), None)
         if extent is not None and length > extent[1]:
-            return f"{key} is {length} bytes, more than {url}{akey}'s contiguous {extent[1]}"
+            return f"{key} {length} bytes, more than {url}{akey}'s contiguous {extent[1]}"
         return None
     at = tuple(i * c for i, c in zip(index, facts.chunks, strict=False))
     stored = facts.stored.get(at)
     if stored is None:
         return f"{key} refers into {url}, whose {akey} stores no chunk at {list(at)}"
     if stored[1] != length:
-        return f"{key} is {length} bytes but {url}{akey}'s chunk at {list(at)} is {stored[1]} (at byte {stored[0]})"
+        return f"{key} {length} bytes, but {url}{akey}'s chunk at {list(at)} is {stored[1]} bytes (at byte {stored[0]})"
     return None
