@@ -62,7 +62,7 @@ def target_unchanged(ctx: CheckContext) -> Iterator[Finding]:
 
     In an Icechunk repository every target icechunk lists is looked for; "changed since" is icechunk's own
     verdict on a probed chunk (its target modified after the time the reference records; a reference
-    recording none, as VirtualiZarr's by default, is never "changed"), so a target only unprobed chunks lie in
+    recording none, as VirtualiZarr's by default, cannot be found "changed"), so a target only unprobed chunks lie in
     is checked with ``--deep`` alone."""
     ice = _icechunk(ctx)
     if ice is not None:
