@@ -129,8 +129,10 @@ def _check(url: str, *, deep: bool, expect: str | None, select: list[str] | None
             ctx.flavor = V3_FLAVOR  # the v2 rule families do not apply: checker/zarr3.py's rules do
         findings: list[Finding] = []
         if ctx.flavor == V3_FLAVOR:
-            # the NZ-1.0 rules act on a store claiming it; the draft rules find nothing off a draft store
-            order = list(zarr3.V3_RULES) + list(nz.NZ_RULES) + list(draft.DRAFT_RULES)
+            # the NZ-1.0 rules act on a store claiming it; the draft rules find nothing off a draft store; the
+            # reference rules act on an Icechunk repository's virtual chunks (or v3 kerchunk references)
+            order = (list(zarr3.V3_RULES) + list(nz.NZ_RULES) + list(draft.DRAFT_RULES)
+                     + list(references.REF_RULES))
         elif ctx.flavor == "unknown":
             order = ["NCZ-LAYOUT-NODATASET"]
         else:  # rules reporting what the context recorded run after every rule that reads

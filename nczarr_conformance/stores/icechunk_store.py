@@ -21,11 +21,14 @@ of a new repository, published only once committed.
 """
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
+import re
 import shutil
 import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,6 +42,40 @@ from nczarr_conformance.stores.references import ReferenceCollector, refuse_outp
 #: the fragment parameters naming one version of a repository (at most one of them)
 VERSION_PARAMS = ("branch", "tag", "snapshot")
 _T = TypeVar("_T")
+
+
+#: virtual chunks probed at once (one ``asyncio.gather``): icechunk answers them in parallel
+PROBE_BATCH = 1000
+#: icechunk 1.1.21's words for a virtual chunk it refuses (tests/stores/test_icechunk.py holds each)
+_CHANGED = re.compile(r"checksum of the object owning the virtual chunk has changed \((?P<url>[^)]+)\)")
+_MISSING = re.compile(r"Object at location (?P<path>.+?) not found")
+_OUTSIDE = re.compile(r"Wanted range starting at (?P<start>\d+), but object was only (?P<size>\d+) bytes long")
+
+
+@dataclass(frozen=True)
+class VirtualFault:
+    """Why icechunk refused a virtual chunk's last byte: ``kind`` is ``missing`` (no target file), ``changed``
+    (modified after the time its reference records), ``outside`` (the chunk ends past its target's end: ``end``
+    is the byte after it in the target, ``size`` the target's size) or ``other`` (``detail`` says)."""
+
+    key: str
+    kind: str
+    detail: str
+    target: str | None = None
+    end: int | None = None
+    size: int | None = None
+
+
+def virtual_fault(key: str, exc: BaseException) -> VirtualFault:
+    """icechunk's refusal of ``key``'s virtual chunk, sorted by cause (its text is the one place it says)."""
+    text = str(exc)
+    if (m := _CHANGED.search(text)) is not None:
+        return VirtualFault(key, "changed", _first_line(exc), target=m["url"])
+    if (m := _MISSING.search(text)) is not None:
+        return VirtualFault(key, "missing", _first_line(exc), target=Path(m["path"]).as_uri())
+    if (m := _OUTSIDE.search(text)) is not None:
+        return VirtualFault(key, "outside", _first_line(exc), end=int(m["start"]) + 1, size=int(m["size"]))
+    return VirtualFault(key, "other", _first_line(exc))
 
 
 #: icechunk warns on every local repository opened that its file system storage is unsafe for concurrent
@@ -121,6 +158,7 @@ class IcechunkStore(Store):
         from zarr.core.buffer import default_buffer_prototype
 
         self.snapshot_id = str(session.snapshot_id)
+        self._read = session
         self._ice = session.store
         self._prototype = default_buffer_prototype()
 
@@ -194,6 +232,47 @@ class IcechunkStore(Store):
         except self._error as exc:
             raise self._fail(prefix, exc) from None
         return iter(["/" + name for name in names])
+
+    def virtual_targets(self) -> list[str]:
+        """The URL of every file the snapshot's virtual chunks lie in (icechunk's own list, each once)."""
+        try:
+            return sorted(set(self._read.all_virtual_chunk_locations()))
+        except self._error as exc:
+            raise self._fail("/", exc) from None
+
+    def virtual_chunks(self, array: str) -> list[tuple[int, ...]]:
+        """The grid index of every chunk of the array at node ``array`` that is a virtual reference, in order."""
+        path = "/" + self._key(array)
+        virtual = _icechunk().ChunkType.VIRTUAL
+
+        async def initialized() -> list[tuple[int, ...]]:
+            return [tuple(c) async for c in self._read.chunk_coordinates(path, PROBE_BATCH)]
+
+        try:
+            return sorted(c for c in _sync(initialized()) if self._read.chunk_type(path, list(c)) == virtual)
+        except self._error as exc:
+            raise self._fail(array, exc) from None
+
+    def probe_virtual(self, chunk_keys: Sequence[str]) -> list[VirtualFault]:
+        """Each virtual chunk's last byte, fetched through icechunk (one byte, however large the chunk), and
+        what icechunk refused: it opens the target, compares the target's modification time with the one the
+        reference records (when it records one) and reads at the chunk's offset + length - 1, so a target gone,
+        changed since, or too short for the chunk is found without reading the chunk."""
+        from zarr.abc.store import SuffixByteRequest
+
+        async def last_bytes(batch: Sequence[str]) -> list[Any]:
+            return await asyncio.gather(*(self._ice.get(self._key(k), self._prototype, SuffixByteRequest(1))
+                                          for k in batch), return_exceptions=True)
+
+        faults: list[VirtualFault] = []
+        for first in range(0, len(chunk_keys), PROBE_BATCH):
+            batch = chunk_keys[first:first + PROBE_BATCH]
+            for key, answer in zip(batch, _sync(last_bytes(batch)), strict=True):
+                if isinstance(answer, self._error):
+                    faults.append(virtual_fault(key, answer))
+                elif isinstance(answer, BaseException):
+                    faults.append(VirtualFault(key, "other", str(answer) or type(answer).__name__))
+        return faults
 
     def pin(self) -> Pin | None:
         """The snapshot read: a dask worker reopening the repository reads that very snapshot."""

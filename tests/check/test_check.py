@@ -227,7 +227,8 @@ def test_every_error_rule_has_a_corruption_test():
                "NCZ-V3-SCHEMA", "NCZ-V3-CODECS", "NCZ-V3-SHARD", "NCZ-V3-CONSOLIDATED",
                # NZ-1.0 only: tests/zarr3/test_nz.py breaks and keeps each one
                *(r for r in RULES if r.startswith("NCZ-NZ-")),
-               # kerchunk references only: tests/test_references.py changes, removes and misreferences targets
+               # kerchunk references and Icechunk virtual chunks only: tests/test_references.py and
+               # tests/stores/test_icechunk.py change, remove, truncate and misreference targets
                "NCZ-REF-TARGET", "NCZ-REF-RANGE", "NCZ-REF-CODECS"}
     error_rules = {r.id for r in RULES.values() if r.severity == Severity.ERROR}
     assert error_rules - special == set(CORRUPTIONS) - {"NCZ-XARRAY-DIMS"}

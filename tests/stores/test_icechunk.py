@@ -228,3 +228,113 @@ def test_the_url_names_a_repository_and_one_version_of_it(tmp_path: Path) -> Non
     with pytest.raises(StoreError, match="no such directory"):
         open_store(f"icechunk://{tmp_path}/none")
 
+
+
+# ---- nczarr-check's NCZ-REF-* rules on virtual chunks (checker/references.py) -------------------------------------
+def _ours(where: Path) -> tuple[Path, Path]:
+    """(source.nc, an Icechunk repository nc2nczarr --reference made of it: each reference records the file's
+    modification time)."""
+    source, repo = where / "source.nc", where / "repo"
+    _write_source(source)
+    done = _run("nczarr_conformance.cli.convert", str(source), f"icechunk://{repo}", "--reference")
+    assert done.returncode == 0, done.stderr
+    return source, repo
+
+
+def _errors(done: subprocess.CompletedProcess[str]) -> list[str]:
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    return [line for line in done.stdout.splitlines() if line.startswith("error ")]
+
+
+def _h5_chunks(source: Path, name: str) -> dict[str, tuple[int, int]]:
+    """Each stored HDF5 chunk of ``name`` as h5py indexes it: its Zarr v3 key -> (byte offset, size)."""
+    with h5py.File(source, "r") as f:
+        ds = f[name]
+        infos = [ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks())]
+        return {f"/{name}/c/" + "/".join(str(o // c) for o, c in zip(i.chunk_offset, ds.chunks, strict=True)):
+                (i.byte_offset, i.size) for i in infos}
+
+
+def test_check_finds_no_fault_in_intact_virtual_chunks(tmp_path: Path) -> None:
+    _, repo = _ours(tmp_path)
+    for deep in ([], ["--deep"]):
+        done = _run("nczarr_conformance.cli.check", *deep, "--select", "NCZ-REF", f"icechunk://{repo}")
+        assert done.returncode == 0 and " 0 errors" in done.stdout, done.stdout + done.stderr
+
+
+def test_check_names_a_removed_target(tmp_path: Path) -> None:
+    source, repo = _ours(tmp_path)
+    source.unlink()
+    errors = _errors(_run("nczarr_conformance.cli.check", f"icechunk://{repo}"))
+    assert errors == [f"error NCZ-REF-TARGET -: target {source.as_uri()} is not reachable (No such file or "
+                      "directory): its virtual chunks would fail"]
+
+
+@pytest.mark.parametrize("how", ["rewritten", "truncated"])
+def test_check_names_a_target_changed_since_the_references(tmp_path: Path, how: str) -> None:
+    """A later modification time than the references record: icechunk refuses the chunks, the check says so."""
+    source, repo = _ours(tmp_path)
+    if how == "rewritten":
+        with open(source, "r+b") as fh:
+            fh.seek(-100, os.SEEK_END)
+            fh.write(b"XXXX")
+    else:
+        os.truncate(source, source.stat().st_size // 2)
+    later = source.stat().st_mtime + 5
+    os.utime(source, (later, later))
+    errors = _errors(_run("nczarr_conformance.cli.check", f"icechunk://{repo}"))
+    assert errors == [f"error NCZ-REF-TARGET -: target {source.as_uri()} changed since the virtual references were "
+                      f"made (modified at {later:.3f}, after the time they record): icechunk refuses its virtual "
+                      "chunks"]
+
+
+def test_check_deep_names_every_chunk_past_a_truncated_targets_end(tmp_path: Path) -> None:
+    """Truncated with its modification time put back (``cp -p``, rsync): only the ranges tell, each chunk past the
+    new end named with its bytes, as h5py's chunk index has them."""
+    source, repo = _ours(tmp_path)
+    chunks = _h5_chunks(source, "tas")
+    ends = sorted(offset + size for offset, size in chunks.values())
+    size = ends[len(ends) // 2] - 1  # half the chunks end past it
+    before = source.stat()
+    os.truncate(source, size)
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    past = {key: span for key, span in chunks.items() if span[0] + span[1] > size}
+    assert 0 < len(past) < len(chunks)
+    errors = _errors(_run("nczarr_conformance.cli.check", "--deep", "--select", "NCZ-REF", f"icechunk://{repo}"))
+    assert sorted(errors) == sorted(f"error NCZ-REF-RANGE {key}: reads bytes {offset}-{offset + length} of "
+                                    f"{source.as_uri()} ({size} bytes)" for key, (offset, length) in past.items())
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_check_names_codecs_and_chunks_that_are_not_the_targets(tmp_path: Path, shuffle: bool) -> None:
+    """The target replaced by another file, its modification time put back: without shuffle its filters are not the
+    codecs; with the same filters and other values, each chunk's length is not the HDF5 chunk's (h5py's index)."""
+    source, repo = _ours(tmp_path)
+    was = _h5_chunks(source, "tas")
+    before = source.stat()
+    other = tmp_path / "other.nc"
+    with netCDF4.Dataset(other, "w") as ds:
+        for name, size in (("time", 8), ("lat", 4), ("lon", 6)):
+            ds.createDimension(name, size)
+        ds.createVariable("time", "f8", ("time",))[:] = np.arange(8.0)
+        ds.createVariable("lat", "f4", ("lat",), contiguous=True)[:] = np.arange(4.0)
+        tas = ds.createVariable("tas", "i2", ("time", "lat", "lon"), zlib=True, shuffle=shuffle, chunksizes=(3, 2, 6))
+        tas[:] = np.random.default_rng(1).integers(-30000, 30000, (8, 4, 6))
+    os.replace(other, source)
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    now = _h5_chunks(source, "tas")
+    with h5py.File(source, "r") as f:
+        assert f["tas"].compression == "gzip" and f["tas"].shuffle == shuffle
+    errors = _errors(_run("nczarr_conformance.cli.check", "--deep", "--select", "NCZ-REF", f"icechunk://{repo}"))
+    if not shuffle:
+        assert errors == [f"error NCZ-REF-CODECS /tas: declares codecs ['shuffle', 'zlib'] but {source.as_uri()}/tas "
+                          "is stored with ['zlib']"]
+        return
+    wrong = sorted(key for key in was if was[key][1] != now[key][1])
+    assert len(wrong) > 3  # the first three named, the rest counted
+    at = {key: [int(i) * c for i, c in zip(key.split("/")[3:], (3, 2, 6), strict=True)] for key in wrong}
+    assert sorted(errors) == sorted([f"error NCZ-REF-CODECS {key}: {was[key][1]} bytes, but {source.as_uri()}/tas's "
+                                     f"chunk at {at[key]} is {now[key][1]} bytes (at byte {now[key][0]})"
+                                     for key in wrong[:3]]
+                                    + [f"error NCZ-REF-CODECS /tas: and {len(wrong) - 3} more virtual chunks that are "
+                                       "no chunk of /tas"])
