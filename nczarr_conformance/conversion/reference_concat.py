@@ -57,7 +57,7 @@ from nczarr_conformance.conversion.concat import (
     order_and_check,
 )
 from nczarr_conformance.conversion.icechunk_references import is_icechunk_output, v3_writer
-from nczarr_conformance.conversion.reference_keys import KERCHUNK, ZARR_V3, ReferenceKeys
+from nczarr_conformance.conversion.reference_keys import KERCHUNK, ZARR_V3, ReferenceKeys, V3Keys
 from nczarr_conformance.conversion.references import INLINE_LIMIT, collect_file, reference_layout
 from nczarr_conformance.errors import UnsupportedError, UsageError
 from nczarr_conformance.nczarr.writer import DatasetWriter
@@ -132,7 +132,7 @@ class FileRefs:
 def reference_file(job: FileJob) -> FileRefs:
     """:func:`collect_file` of one input (a worker task), refused if it changed since it was described."""
     refuse_if_changed(job.path, job.stamp, device=False)
-    v3 = job.layout is ZARR_V3
+    v3 = isinstance(job.layout, V3Keys)  # a copy on a dask worker: not the very object ZARR_V3
     collector = (V3ReferenceCollector if v3 else ReferenceCollector)(None, inline_limit=job.inline_limit)
     own: dict[str, dict[str, Any]] = {}
 
