@@ -258,3 +258,16 @@ def test_on_a_dask_cluster_the_repository_holds_what_the_in_process_run_writes(t
     assert _everything(theirs) == _everything(mine)
     assert theirs.chunk_type("/time", [0]) == icechunk.ChunkType.INLINE
     assert set(theirs.all_virtual_chunk_locations()) == {p.as_uri() for p in files}
+
+
+@pytest.mark.parametrize(("key", "split"), [
+    ("tas/c/3/0/0", ("tas", [3, 0, 0])),
+    ("g/c/c/0/1", ("g/c", [0, 1])),  # an array named c in group g
+    ("c/7/c/2", ("c/7", [2])),  # an array named 7 in a group named c
+    ("g/x/c", ("g/x", [])),  # a scalar
+    ("tas/zarr.json", None), ("tas/0.0.0", None), ("c/0", None)])
+def test_a_v3_chunk_key_splits_into_its_array_and_index(key: str, split: tuple[str, list[int]] | None) -> None:
+    """The Zarr v3 spec's ``default`` chunk key encoding with ``/``: the array's path, ``c``, the index."""
+    from nczarr_conformance.keys import split_v3_chunk
+
+    assert split_v3_chunk(key) == split

@@ -27,6 +27,14 @@ differs from the first file's in chunk shape, dtype, fill or codecs (one Zarr ar
 each). Every file's size and mtime is recorded under ``nczarr:targets`` as for one file, and the
 output is written under a temporary name and renamed into place: a refused or failed run leaves
 nothing.
+
+``icechunk://PATH`` instead: one Icechunk repository, one commit. Each file's share is made by the Icechunk
+writer of one file (conversion/icechunk_references.py: Zarr v3 with HDF5's codecs) into an in-memory
+:class:`~nczarr_conformance.stores.references.V3ReferenceCollector`, merged with Zarr v3's keys
+(conversion/reference_keys.py) and committed by
+:class:`~nczarr_conformance.stores.icechunk_store.IcechunkCollector` (each chunk a virtual reference recording its
+file's modification time; written beside PATH and renamed in once committed, so a refused run leaves an existing
+repository as it was).
 """
 from __future__ import annotations
 

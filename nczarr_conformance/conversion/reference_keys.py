@@ -4,9 +4,11 @@ The merge moves each file's chunks along DIM by the file's offset in chunks, kee
 refuses a file whose array differs from the first file's: it needs a chunk key taken apart into (array, index)
 and put back together, and the fields one Zarr array has once. Kerchunk references are Zarr v2
 (``tas/.zarray``, ``tas/3.0.0``); an Icechunk repository is Zarr v3 as the single-file writer lays it out
-(``tas/zarr.json``, ``tas/c/3/0/0``: ``chunk_key_encoding`` ``default`` with ``/``). Those are the only places
-either layout's keys are spelled in the merge: each per-file share is made in the output's own layout by its own
-writer, so no key is ever translated from one layout into the other.
+(``tas/zarr.json``, ``tas/c/3/0/0``: ``chunk_key_encoding`` ``default`` with ``/``; the split itself is
+:func:`nczarr_conformance.keys.split_v3_chunk`, which the Icechunk collector counts inline bytes by too). The merge
+spells keys only through these two classes: each per-file share is made in the output's own layout by its own
+writer (conversion/icechunk_references.py's for a repository), so no key is translated from one layout into the
+other.
 """
 from __future__ import annotations
 

@@ -413,7 +413,7 @@ class ReferenceCollector(Store):
 
 
 class V3ReferenceCollector(ReferenceCollector):
-    """A :class:`ReferenceCollector` of a Zarr v3 writer: ``zarr.json`` is its metadata (kept as text, never an
+    """A :class:`ReferenceCollector` of a Zarr v3 writer: ``zarr.json`` is its metadata (kept as text, not an
     inline chunk counted against the bound). Held in memory (``dst`` None): one file's share of
     ``--concat --reference`` into an Icechunk repository, which that repository's collector commits."""
 
