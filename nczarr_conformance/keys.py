@@ -45,3 +45,17 @@ def validate(key: str) -> str:
         if seg in (".", "..") or "\\" in seg or any(ord(c) < 32 for c in seg):
             raise FormatError(f"unsafe key {key!r}")
     return join(key)
+
+
+def split_v3_chunk(key: str) -> tuple[str, list[int]] | None:
+    """A Zarr v3 chunk key of encoding ``default`` with ``/`` (``g/tas/c/3/0/0``; ``g/tas/c`` for a scalar) as
+    (its array, its grid index), None when ``key`` is no such key. The index is the trailing run of numbers with
+    ``c`` before it: an array or group named ``c`` or ``7`` still splits right, since no index part is ``c``.
+    Leading and trailing ``/`` are kept off the array (``g/tas``)."""
+    parts = split(key)
+    end = len(parts)
+    while end and parts[end - 1].isascii() and parts[end - 1].isdigit():
+        end -= 1
+    if end < 2 or parts[end - 1] != "c":
+        return None
+    return "/".join(parts[:end - 1]), [int(i) for i in parts[end:]]

@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "metadata with each chunk a reference into INPUT (docs/references.md); what cannot be "
                         "referenced is inlined up to a bound or refused by name; with --concat DIM, one reference "
                         "store over every INPUT file; icechunk://PATH: a new Icechunk repository (Zarr v3, "
-                        "virtual chunks, one commit)")
+                        "virtual chunks, one commit; with --concat DIM, into every INPUT file)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal")
     return p
@@ -392,7 +392,13 @@ def _reference_concat(parser: argparse.ArgumentParser, args: argparse.Namespace,
     if taken:
         parser.error(f"--concat --reference references the files as they are stored: it takes no {', '.join(taken)}")
     from nczarr_conformance import safety
+    from nczarr_conformance.conversion.icechunk_references import is_icechunk_output
     from nczarr_conformance.conversion.reference_concat import concat_references
+
+    if is_icechunk_output(args.output):  # Zarr v3 with HDF5's codecs, as for one file
+        taken = [name for name, given in (("--flavor", args.flavor), ("--char-as", args.char_as)) if given]
+        if taken:
+            parser.error(f"--reference into an Icechunk repository writes Zarr v3: it takes no {', '.join(taken)}")
 
     stats = concat_references(args.input, args.output, args.concat, flavor=args.flavor, overwrite=args.overwrite,
                               char_as=args.char_as, consolidate=args.consolidate,

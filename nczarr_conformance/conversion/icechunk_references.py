@@ -48,6 +48,15 @@ class HDF5CodecsV3Writer(V3Writer):
                                    compressor=compressor, filters=filters)
 
 
+def v3_writer(dataset: Dataset, store: Any, **kwargs: Any) -> DatasetWriter:
+    """:func:`~nczarr_conformance.conversion.references.collect_file`'s ``make_writer`` for an Icechunk repository:
+    :class:`HDF5CodecsV3Writer` (no NCZarr flavor, no char dtype to choose). A module-level function, so a dask
+    task of ``--concat --reference`` carries it."""
+    kwargs.pop("flavor", None)
+    kwargs.pop("char_as", None)
+    return HDF5CodecsV3Writer(dataset, store, **kwargs)
+
+
 def is_icechunk_output(dst: str) -> bool:
     """Whether ``dst`` names an Icechunk repository to write (``icechunk://PATH``)."""
     return dst.startswith("icechunk://")
@@ -64,11 +73,5 @@ def convert_icechunk_references(src: str, dst: str, *, overwrite: bool = False, 
     if os.path.abspath(path) == os.path.abspath(src):
         raise UsageError(f"{dst}: the output would replace its own input")
     collector = IcechunkCollector(path, overwrite=overwrite, inline_limit=inline_limit)
-
-    def v3_writer(dataset: Dataset, store: Any, **kwargs: Any) -> DatasetWriter:
-        kwargs.pop("flavor", None)
-        kwargs.pop("char_as", None)
-        return HDF5CodecsV3Writer(dataset, store, **kwargs)
-
     return collect_and_commit(src, collector, started, flavor="zarr", char_as=None, consolidate=consolidate,
                               skip_unsupported=skip_unsupported, make_writer=v3_writer)

@@ -27,6 +27,14 @@ differs from the first file's in chunk shape, dtype, fill or codecs (one Zarr ar
 each). Every file's size and mtime is recorded under ``nczarr:targets`` as for one file, and the
 output is written under a temporary name and renamed into place: a refused or failed run leaves
 nothing.
+
+``icechunk://PATH`` instead: one Icechunk repository, one commit. Each file's share is made by the Icechunk
+writer of one file (conversion/icechunk_references.py: Zarr v3 with HDF5's codecs) into an in-memory
+:class:`~nczarr_conformance.stores.references.V3ReferenceCollector`, merged with Zarr v3's keys
+(conversion/reference_keys.py) and committed by
+:class:`~nczarr_conformance.stores.icechunk_store.IcechunkCollector` (each chunk a virtual reference recording its
+file's modification time; written beside PATH and renamed in once committed, so a refused run leaves an existing
+repository as it was).
 """
 from __future__ import annotations
 
@@ -56,13 +64,19 @@ from nczarr_conformance.conversion.concat import (
     in_process,
     order_and_check,
 )
+from nczarr_conformance.conversion.icechunk_references import is_icechunk_output, v3_writer
+from nczarr_conformance.conversion.reference_keys import KERCHUNK, ZARR_V3, ReferenceKeys, V3Keys
 from nczarr_conformance.conversion.references import INLINE_LIMIT, collect_file, reference_layout
 from nczarr_conformance.errors import UnsupportedError, UsageError
 from nczarr_conformance.nczarr.writer import DatasetWriter
-from nczarr_conformance.stores.references import ReferenceCollector, Target, is_reference_path
-
-#: the .zarray fields one Zarr array has once: a file whose array differs in one of them cannot share its chunks
-SHARED_FIELDS = ("chunks", "dtype", "fill_value", "compressor", "filters", "order", "dimension_separator")
+from nczarr_conformance.stores.icechunk_store import IcechunkCollector
+from nczarr_conformance.stores.references import (
+    ReferenceCollector,
+    Target,
+    V3ReferenceCollector,
+    is_reference_path,
+)
+from nczarr_conformance.urls import parse
 
 
 @dataclass
@@ -94,6 +108,8 @@ class FileJob:
     #: order (where values describe() did not keep are read)
     inline: tuple[Inlined, ...] = ()
     files: tuple[str, ...] = ()
+    #: the output's layout: kerchunk's Zarr v2 (the NCZarr writer) or an Icechunk repository's Zarr v3 (its writer)
+    layout: ReferenceKeys = KERCHUNK
 
 
 @dataclass(frozen=True)
@@ -115,7 +131,7 @@ class FileRefs:
     path: str
     refs: dict[str, Any]
     target: dict[str, Target]
-    zarrays: dict[str, dict[str, Any]]  # array key (no leading /) -> the file's own .zarray, before any stretch
+    zarrays: dict[str, dict[str, Any]]  # array key (no leading /) -> its fields one array has once, before any stretch
     referenced: int
     inline_bytes: int
     warnings: list[str]
@@ -124,14 +140,15 @@ class FileRefs:
 def reference_file(job: FileJob) -> FileRefs:
     """:func:`collect_file` of one input (a worker task), refused if it changed since it was described."""
     refuse_if_changed(job.path, job.stamp, device=False)
-    collector = ReferenceCollector(None, inline_limit=job.inline_limit)
+    v3 = isinstance(job.layout, V3Keys)  # a copy on a dask worker: not the very object ZARR_V3
+    collector = (V3ReferenceCollector if v3 else ReferenceCollector)(None, inline_limit=job.inline_limit)
     own: dict[str, dict[str, Any]] = {}
 
     def stretch(writer: DatasetWriter) -> None:
         """The first file's metadata again, its arrays along DIM as long as every file together."""
         for name, value in collector.refs.items():
-            if name.endswith("/.zarray") or name == ".zarray":
-                own[keys.parent("/" + name).lstrip("/")] = json.loads(value)
+            if job.layout.is_metadata(name) and (found := job.layout.array_fields(name, value)) is not None:
+                own[found[0]] = found[1]
         if not job.first:
             return
         writer.ds.find_dimension(job.dim).size = job.total
@@ -143,13 +160,14 @@ def reference_file(job: FileJob) -> FileRefs:
                 plan.zshape = tuple(shape)
                 plan.var.shape = tuple(shape)
         for item in job.inline:
-            inlined[item.key] = write_inline(writer, collector, item, job.files)
+            inlined[item.key] = write_inline(writer, collector, item, job.files, job.layout)
         writer.metadata.clear()
         writer.write_metadata()
 
     inlined: dict[str, int] = {}
     stats = collect_file(job.path, collector, flavor=job.flavor, char_as=job.char_as, consolidate=job.consolidate,
-                         skip_unsupported=job.skip_unsupported, then=stretch)
+                         skip_unsupported=job.skip_unsupported, then=stretch,
+                         **({"make_writer": v3_writer} if v3 else {}))
     refuse_if_changed(job.path, job.stamp, device=False)
     stats.warnings += [f"{item.path}: {item.key}: written inline, {inlined[item.key]} bytes: {item.warning}"
                        for item in job.inline]
@@ -157,9 +175,11 @@ def reference_file(job: FileJob) -> FileRefs:
                     stats.bytes_out, stats.warnings)
 
 
-def write_inline(writer: DatasetWriter, collector: ReferenceCollector, item: Inlined, files: tuple[str, ...]) -> int:
+def write_inline(writer: DatasetWriter, collector: ReferenceCollector, item: Inlined, files: tuple[str, ...],
+                 layout: ReferenceKeys = KERCHUNK) -> int:
     """Put the variable ``item`` inline in place of the first file's references: its values of every file (``files``
-    in order) as one chunk, the whole array, encoded by ``writer`` (the first file's, its plan stretched); the bytes."""
+    in order) as one chunk, the whole array, encoded by ``writer`` (the first file's, its plan stretched, keyed as
+    ``layout`` keys chunks); the bytes."""
     plan = writer.plans[item.key]
     values = item.values if item.values is not None else read_along(files, item.key, item.axis)
     if values.shape != plan.zshape:
@@ -167,9 +187,9 @@ def write_inline(writer: DatasetWriter, collector: ReferenceCollector, item: Inl
                                f"not the {plan.zshape[item.axis]} planned (a file changed while it was read)")
     plan.chunks = tuple(max(1, s) for s in plan.zshape)
     plan.var.chunks = list(plan.chunks)
-    prefix = item.key.lstrip("/") + "/"
-    for name in [n for n in collector.refs if n.startswith(prefix) and "/" not in n[len(prefix):]
-                 and not n[len(prefix):].startswith(".")]:
+    array = item.key.lstrip("/")
+    for name in [n for n in collector.refs if n.startswith(array + "/") and not layout.is_metadata(n)
+                 and layout.split(n)[0] == array]:
         del collector.refs[name]  # the first file's own chunks of it: references into that file alone
     collector.inlined.pop(item.key, None)
     source, raw = writer.source, writer.raw
@@ -263,7 +283,7 @@ def _refuse_other_arrays(first: FileRefs, other: FileRefs) -> None:
         theirs = other.zarrays.get(array)
         if theirs is None:
             raise UnsupportedError(f"{other.path}: /{array}: not an array there, as in {first.path}")
-        differ = [name for name in SHARED_FIELDS if mine.get(name) != theirs.get(name)]
+        differ = [name for name in mine if mine.get(name) != theirs.get(name)]
         if differ:
             what = "; ".join(f"{name} {json.dumps(theirs.get(name))} (first file: {json.dumps(mine.get(name))})"
                              for name in differ)
@@ -271,19 +291,19 @@ def _refuse_other_arrays(first: FileRefs, other: FileRefs) -> None:
                                    "reference both (convert without --reference)")
 
 
-def _shifted(name: str, axis: int, shift: int) -> str:
-    """The chunk key ``name`` (``array/i.j.k``) with its index along ``axis`` moved by ``shift`` chunks."""
-    array, _, index = name.rpartition("/")
-    parts = index.split(".")
-    parts[axis] = str(int(parts[axis]) + shift)
-    return f"{array}/{'.'.join(parts)}" if array else ".".join(parts)
+def _shifted(name: str, axis: int, shift: int, layout: ReferenceKeys = KERCHUNK) -> str:
+    """The chunk key ``name`` (``array/i.j.k``, or as ``layout`` keys chunks) with its index along ``axis`` moved
+    by ``shift`` chunks."""
+    array, index = layout.split(name)
+    index[axis] += shift
+    return layout.join(array, index)
 
 
-def merge(ordered: list[FileInfo], done: dict[str, FileRefs], dim: str,
-          inline: frozenset[str] = frozenset()) -> tuple[dict[str, Any], dict[str, Target]]:
+def merge(ordered: list[FileInfo], done: dict[str, FileRefs], dim: str, inline: frozenset[str] = frozenset(),
+          layout: ReferenceKeys = KERCHUNK) -> tuple[dict[str, Any], dict[str, Target]]:
     """The references of every file as one store: the first file's metadata (stretched), variables without DIM
     and ``inline`` ones (array keys, no leading /: the first file's task wrote every file's values), each file's
-    chunks along DIM at their index offset by the rows before it (in chunks)."""
+    chunks along DIM at their index offset by the rows before it (in chunks); keys as ``layout`` spells them."""
     first = done[ordered[0].path]
     along = {array: None if array in inline else _axis(ordered[0], array, dim) for array in first.zarrays}
     refs: dict[str, Any] = {}
@@ -295,18 +315,18 @@ def merge(ordered: list[FileInfo], done: dict[str, FileRefs], dim: str,
             _refuse_other_arrays(first, got)
         targets.update(got.target)
         for name, ref in got.refs.items():
-            array, _, leaf = name.rpartition("/")
-            if leaf.startswith("."):  # metadata: the first file's, stretched
+            if layout.is_metadata(name):  # the first file's, stretched
                 if n == 0:
                     refs[name] = ref
                 continue
+            array = layout.split(name)[0]
             axis = along.get(array)
             if axis is None:
                 if n == 0:  # without DIM (order_and_check compared their values) or inline: the first file's
                     refs[name] = ref
                 continue
-            chunk = int(first.zarrays[array]["chunks"][axis])
-            refs[_shifted(name, axis, offset // chunk)] = ref
+            chunk = layout.chunk_shape(first.zarrays[array])[axis]
+            refs[_shifted(name, axis, offset // chunk, layout)] = ref
         offset += info.length
     return refs, targets
 
@@ -325,7 +345,9 @@ def concat_references(inputs: list[str], dst: str, dim_name: str, *, flavor: str
                       skip_unsupported: bool = False, allow_gaps: bool = False, scheduler: str | None = None,
                       workers: int | None = None, client: Any = None,
                       inline_limit: int = INLINE_LIMIT) -> ReferenceConcatStats:
-    """Kerchunk references (``dst``: ``.json`` or ``.parq``) of the files ``inputs`` concatenated along ``dim_name``.
+    """Kerchunk references (``dst``: ``.json`` or ``.parq``), or a new Icechunk repository (``dst``:
+    ``icechunk://PATH``, one commit, Zarr v3 as ``nc2nczarr IN.nc icechunk://PATH --reference`` writes it: no
+    ``flavor`` or ``char_as`` there), of the files ``inputs`` concatenated along ``dim_name``.
 
     The files are ordered and checked as :func:`~nczarr_conformance.conversion.concat.concat` does
     (``allow_gaps`` as there), each referenced as
@@ -338,27 +360,39 @@ def concat_references(inputs: list[str], dst: str, dim_name: str, *, flavor: str
 
     started = time.perf_counter()
     files = expand_inputs(inputs)
-    if not is_reference_path(dst):
+    icechunk = is_icechunk_output(dst)
+    if not icechunk and not is_reference_path(dst):
         raise UsageError(f"{dst}: --reference writes kerchunk references: name a .json file (kerchunk JSON) or a "
-                         ".parq directory (kerchunk Parquet)")
-    real_dst = os.path.realpath(dst)
+                         ".parq directory (kerchunk Parquet), or icechunk://PATH (a new Icechunk repository)")
+    out_path = parse(dst).path if icechunk else dst
+    real_dst = os.path.realpath(out_path)
     for path in files:
         if os.path.realpath(path) == real_dst:
             raise UsageError(f"{dst}: the output would replace its own input")
-    flavor, char_as = reference_layout(flavor, char_as)
-    collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)  # refuses an existing dst now
+    collector: ReferenceCollector
+    layout: ReferenceKeys
+    if icechunk:
+        given = [name for name, value in (("flavor", flavor), ("char_as", char_as)) if value is not None]
+        if given:
+            raise UsageError(f"{dst}: an Icechunk repository is written as Zarr v3: no {', '.join(given)} to choose")
+        flavor, layout = "zarr", ZARR_V3  # both dropped by its writer (icechunk_references.v3_writer)
+        collector = IcechunkCollector(out_path, overwrite=overwrite, inline_limit=inline_limit,  # refuses it existing
+                                      message=f"nc2nczarr --concat {dim_name} --reference ({len(files)} files)")
+    else:
+        (flavor, char_as), layout = reference_layout(flavor, char_as), KERCHUNK
+        collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)  # refuses it existing
     stats = ReferenceConcatStats(files=len(files))
+    options: dict[str, Any] = {"flavor": flavor, "char_as": char_as, "consolidate": consolidate,
+                               "skip_unsupported": skip_unsupported, "allow_gaps": allow_gaps, "layout": layout,
+                               "where": dst}
     try:
         if client is not None:
-            _run(OnCluster(client, own=False), files, collector, dim_name, stats, flavor=flavor, char_as=char_as,
-                 consolidate=consolidate, skip_unsupported=skip_unsupported, allow_gaps=allow_gaps)
+            _run(OnCluster(client, own=False), files, collector, dim_name, stats, **options)
         elif in_process(files, scheduler, workers):
-            _run(InProcess(), files, collector, dim_name, stats, flavor=flavor, char_as=char_as,
-                 consolidate=consolidate, skip_unsupported=skip_unsupported, allow_gaps=allow_gaps)
+            _run(InProcess(), files, collector, dim_name, stats, **options)
         else:
             with open_client(scheduler, workers) as own:
-                _run(OnCluster(own, own=True), files, collector, dim_name, stats, flavor=flavor, char_as=char_as,
-                     consolidate=consolidate, skip_unsupported=skip_unsupported, allow_gaps=allow_gaps)
+                _run(OnCluster(own, own=True), files, collector, dim_name, stats, **options)
     except BaseException:
         collector.abort()
         raise
@@ -375,7 +409,7 @@ def _in_batches(runner: Runner, items: list[Any], sizes: list[int]) -> list[list
 
 def _run(runner: Runner, files: list[str], collector: ReferenceCollector, dim_name: str,
          stats: ReferenceConcatStats, *, flavor: str, char_as: str | None, consolidate: bool | None,
-         skip_unsupported: bool, allow_gaps: bool) -> None:
+         skip_unsupported: bool, allow_gaps: bool, layout: ReferenceKeys, where: str) -> None:
     stamps = {path: Stamp.of(path) for path in files}
     sizes = [stamps[path].size for path in files]
     found: dict[str, FileInfo] = {}
@@ -388,14 +422,14 @@ def _run(runner: Runner, files: list[str], collector: ReferenceCollector, dim_na
         seen = found[path].stamp
         if seen is not None and stamps[path].changes(seen, device=False):
             refuse_if_changed(path, stamps[path])
-    ordered = order_and_check([found[path] for path in files], allow_gaps=allow_gaps, store=str(collector.dst))
+    ordered = order_and_check([found[path] for path in files], allow_gaps=allow_gaps, store=where)
     inline = straddling(ordered, collector.inline_limit)
     dim = ordered[0].dim
     total = sum(info.length for info in ordered)
     in_order = tuple(info.path for info in ordered)
     jobs = [FileJob(info.path, stamps[info.path], dim, total, n == 0, flavor, char_as, consolidate,
                     skip_unsupported, collector.inline_limit, tuple(inline.values()) if n == 0 else (),
-                    in_order if n == 0 else ()) for n, info in enumerate(ordered)]
+                    in_order if n == 0 else (), layout) for n, info in enumerate(ordered)]
     done: dict[str, FileRefs] = {}
 
     def referenced(results: list[FileRefs]) -> None:
@@ -403,24 +437,26 @@ def _run(runner: Runner, files: list[str], collector: ReferenceCollector, dim_na
 
     runner.each(reference_batch, _in_batches(runner, jobs, [stamps[j.path].size for j in jobs]), referenced)
     safety.raise_if_interrupted()
-    refs, targets = merge(ordered, done, dim, frozenset(key.lstrip("/") for key in inline))
+    refs, targets = merge(ordered, done, dim, frozenset(key.lstrip("/") for key in inline), layout)
     collector.refs = refs
     collector.targets = {path: targets[path] for path in sorted(targets)}
     for info in ordered:  # the files referenced are the ones checked, or no commit
         refuse_if_changed(info.path, stamps[info.path])
         stats.warnings += done[info.path].warnings
-    stats.referenced, stats.inline_bytes = _counted(refs)
+    # a line that names no file (what the Zarr v3 layout does not keep) is every file's: said once
+    stats.warnings = list(dict.fromkeys(stats.warnings))
+    stats.referenced, stats.inline_bytes = _counted(refs, layout)
     stats.records = total
     stats.objects = len(refs)
     collector.commit()
 
 
-def _counted(refs: dict[str, Any]) -> tuple[int, int]:
+def _counted(refs: dict[str, Any], layout: ReferenceKeys = KERCHUNK) -> tuple[int, int]:
     """The chunks of the merged ``refs`` that are references, and the bytes of those written inline (what the store
     holds: a file's share dropped in the merge, the other files' variables without DIM, is not counted)."""
     referenced = inline = 0
     for name, ref in refs.items():
-        if name.rpartition("/")[2].startswith("."):
+        if layout.is_metadata(name):
             continue
         if isinstance(ref, list):
             referenced += 1

@@ -33,11 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from nczarr_conformance import keys, safety
+from nczarr_conformance import safety
 from nczarr_conformance.errors import MissingDependencyError, StoreError, UsageError
 from nczarr_conformance.limits import too_big
 from nczarr_conformance.stores.base import Pin, Store, replaced, resolve_range
-from nczarr_conformance.stores.references import ReferenceCollector, refuse_output_path
+from nczarr_conformance.stores.references import V3ReferenceCollector, refuse_output_path
 
 #: the fragment parameters naming one version of a repository (at most one of them)
 VERSION_PARAMS = ("branch", "tag", "snapshot")
@@ -302,7 +302,7 @@ def _version(path: str, params: dict[str, str]) -> tuple[str, str]:
     return given[0] if given else ("branch", "main")
 
 
-class IcechunkCollector(ReferenceCollector):
+class IcechunkCollector(V3ReferenceCollector):
     """A writable store that becomes a new Icechunk repository at ``dst`` on :meth:`commit`: one commit on
     ``main`` holding every metadata object and inline chunk put, and every chunk put from a registered file
     (:meth:`ReferenceCollector.register`) as a virtual reference ``file://PATH`` at (offset, length), each
@@ -315,20 +315,17 @@ class IcechunkCollector(ReferenceCollector):
     kind = "icechunk-writer"
 
     def __init__(self, dst: str, *, overwrite: bool = False, inline_limit: int = sys.maxsize,
-                 refuse: Callable[[str, int], Exception] | None = None) -> None:
+                 refuse: Callable[[str, int], Exception] | None = None,
+                 message: str = "nc2nczarr --reference") -> None:
         super().__init__(None, inline_limit=inline_limit, refuse=refuse)
         self.repository = dst
+        self.message = message  # the commit's, in the repository's history
         self.ice = _icechunk()
         self._modified: dict[str, datetime] = {}
         refuse_output_path(dst, overwrite)
 
     def __repr__(self) -> str:
         return f"IcechunkCollector({self.repository!r})"
-
-    @staticmethod
-    def _is_metadata(key: str) -> bool:
-        """Zarr v3's metadata objects (``zarr.json``), kept as text, not counted as inline chunks."""
-        return keys.split(key)[-1] == "zarr.json"
 
     def commit(self) -> None:
         """The repository, written and committed under a temporary name, then renamed to ``dst``."""
@@ -369,7 +366,7 @@ class IcechunkCollector(ReferenceCollector):
                 data = base64.b64decode(ref[7:]) if ref.startswith("base64:") else ref.encode("utf-8")
                 _sync(store.set(key, prototype.buffer.from_bytes(data)))
             safety.raise_if_interrupted()
-            session.commit("nc2nczarr --reference")
+            session.commit(self.message)
             os.chmod(temp, 0o777 & ~safety.umask())
             if os.path.lexists(target):
                 safety.swap_in(temp, target)

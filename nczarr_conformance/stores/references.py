@@ -317,11 +317,16 @@ class ReferenceCollector(Store):
         if self._is_metadata(key):
             self.refs[name] = data.decode("utf-8")
             return
-        array = "/" + "/".join(keys.split(key)[:-1])
+        array = self._array_of(key)
         self.inlined[array] = self.inlined.get(array, 0) + len(data)
         if self.inlined[array] > self.inline_limit and self.refuse is not None:
             raise self.refuse(array, self.inlined[array])
         self.refs[name] = "base64:" + base64.b64encode(data).decode("ascii")
+
+    @staticmethod
+    def _array_of(key: str) -> str:
+        """The array a chunk key is of (``/g/tas`` of ``g/tas/0.1``): inline bytes are bounded per array."""
+        return "/" + "/".join(keys.split(key)[:-1])
 
     def _put_extent(self, key: str, fd: int, offset: int, size: int) -> None:
         path = self.fds.get(fd)
@@ -405,6 +410,24 @@ class ReferenceCollector(Store):
     def abort(self) -> None:
         self._quiesce()
         self.refs.clear()
+
+
+class V3ReferenceCollector(ReferenceCollector):
+    """A :class:`ReferenceCollector` of a Zarr v3 writer: ``zarr.json`` is its metadata (kept as text, not an
+    inline chunk counted against the bound). Held in memory (``dst`` None): one file's share of
+    ``--concat --reference`` into an Icechunk repository, which that repository's collector commits."""
+
+    kind = "v3-reference-writer"
+
+    @staticmethod
+    def _is_metadata(key: str) -> bool:
+        return keys.split(key)[-1] == "zarr.json"
+
+    @staticmethod
+    def _array_of(key: str) -> str:
+        """``/g/tas`` of ``g/tas/c/0/1``: its bytes counted against the bound of its array, not of ``/g/tas/c/0``."""
+        found = keys.split_v3_chunk(key)
+        return "/" + found[0] if found is not None else "/" + "/".join(keys.split(key)[:-1])
 
 
 def write_parquet(document: Mapping[str, Any], directory: Path) -> None:
