@@ -224,16 +224,18 @@ class RemoteStore(Store):
         size = result.meta["size"]
         if limit is not None and size > limit:
             raise limits.too_big(self._at(key), size, limit)
-        body = bytearray()
+        pieces: list[Any] = []  # joined once at the end: no growing buffer copied again and again, then once more
+        got = 0
         for piece in result.stream(min_chunk_size=PIECE if limit is None else min(PIECE, limit + 1)):
-            body += piece
-            if limit is not None and len(body) > limit:
+            pieces.append(piece)
+            got += len(piece)
+            if limit is not None and got > limit:
                 raise limits.too_big(self._at(key), None, limit)
-        if len(body) < size:
-            raise _CutShort(f"{len(body)} of {size} bytes")
+        if got < size:
+            raise _CutShort(f"{got} of {size} bytes")
         if self._generation is not None:
             self._generation.seen(key, _response(result.meta))
-        return bytes(body)
+        return b"".join(pieces)
 
     def _get_unsized(self, key: str, limit: int | None) -> bytes:
         """One GET of a web server that declares no size (obstore refuses a body without ``Content-Length``).
