@@ -170,6 +170,7 @@ class RemoteStore(Store):
         self.kind = kind
         self._timeout = timeout
         self._unsized = False  # a web server that sends no Content-Length: read with _get_unsized
+        self.headers: dict[str, str] = {}  # what the caller's client_options send with every request (HTTP)
         self._generation = Generation(where, self._head) if pin else None
 
     @classmethod
@@ -182,7 +183,9 @@ class RemoteStore(Store):
         spec = dataclasses.replace(spec, options=options)
         try:
             if spec.kind == "http":
-                return cls(_http(spec, timeout[0]), spec.path, "http", timeout=timeout)
+                store = cls(_http(spec, timeout[0]), spec.path, "http", timeout=timeout)
+                store.headers = _http_headers(spec.options.get("client_options"))
+                return store
             if spec.kind == "s3":
                 return cls(_s3(spec, timeout[0]), f"s3://{spec.path}", "s3", pin=True, timeout=timeout)
             if spec.kind == "gs":
@@ -253,7 +256,8 @@ class RemoteStore(Store):
         seconds, source = self._timeout
         deadline = time.monotonic() + seconds
         try:
-            with urllib.request.urlopen(url, timeout=seconds) as response:  # an http(s) URL: the http kind only
+            request = urllib.request.Request(url, headers=self.headers)  # the client_options obstore would send
+            with urllib.request.urlopen(request, timeout=seconds) as response:  # an http(s) URL: the http kind only
                 body = bytearray()
                 while piece := response.read(PIECE if limit is None else min(PIECE, limit + 1)):
                     body += piece
@@ -442,6 +446,17 @@ def _options(spec: StoreSpec, allowed_anon: bool = True) -> dict[str, Any]:
     if spec.anonymous and allowed_anon:
         out["skip_signature"] = True
     return out
+
+
+def _http_headers(client_options: Any) -> dict[str, str]:
+    """The headers ``client_options`` make obstore send (``default_headers``, ``user_agent``), for the requests
+    a web server without Content-Length gets from the standard library's client instead."""
+    if not isinstance(client_options, Mapping):
+        return {}
+    headers = {str(k): str(v) for k, v in dict(client_options.get("default_headers") or {}).items()}
+    if client_options.get("user_agent"):
+        headers["User-Agent"] = str(client_options["user_agent"])
+    return headers
 
 
 def _http(spec: StoreSpec, timeout: float = DEFAULT_TIMEOUT) -> ObjectStore:

@@ -228,6 +228,23 @@ def test_a_server_that_sends_no_content_length_is_read_within_the_declared_bound
         ncz.open(f"{web.url}/rich.file")
 
 
+def test_a_server_without_content_length_gets_the_client_options_headers(web, rich_nc):
+    """The standard library's client reading a sizeless server sends what client_options make obstore send."""
+    web.sizeless = "chunked"
+    options = {"client_options": {"default_headers": {"authorization": "Bearer nczarr"}, "user_agent": "ncz-test/1"}}
+    want, compared = dict(read_source(str(rich_nc)).root.walk()), 0
+    with ncz.open(f"{web.url}/rich.file#mode=nczarr", storage_options=options) as got:
+        for group in got.walk():
+            for name, var in group.variables.items():
+                model = want[group.path].variables[name]
+                np.testing.assert_array_equal(var[...], model.data, err_msg=f"{group.path}/{name}")
+                compared += 1
+    assert compared > 5
+    gets = [h for method, _, h in web.log if method == "GET"]
+    assert gets and all((h.get("Authorization") or h.get("authorization"), h.get("User-Agent") or
+                         h.get("user-agent")) == ("Bearer nczarr", "ncz-test/1") for h in gets), gets
+
+
 def test_a_soft_404_server_reads_pure_zarr_and_names_a_needed_object_it_lacks(web, served, rich_nc, tmp_path):
     """A server answering 200 and an HTML page for a missing key broke every pure-Zarr read at the optional
     /.zmetadata probe ("not valid JSON"): a page where an object was probed for is absent; a needed one is
