@@ -11,6 +11,8 @@ from nczarr_conformance.errors import NczarrError
 from nczarr_conformance.model import is_internal_attribute
 from nczarr_conformance.nczarr import attrs as attr_codec
 from nczarr_conformance.nczarr.dtypes import parse_attr_type
+from nczarr_conformance.zarr3.metadata import FLAVOR as V3_FLAVOR
+from nczarr_conformance.zarr3.metadata import ZARR_JSON
 
 
 def _attribute_sets(ctx: CheckContext) -> Iterator[tuple[str, dict[str, Any], dict[str, Any] | None]]:
@@ -83,7 +85,16 @@ def attr_ghost(ctx: CheckContext) -> Iterator[Finding]:
 @rule("NCZ-ATTR-NAME-EMPTY", Severity.ERROR,
       source="netCDF names (netcdf-c NC_check_name: NC_EBADNAME); netcdf-c 4.9.0 ncdump: Attribute not found")
 def attr_name_empty(ctx: CheckContext) -> Iterator[Finding]:
-    """No attribute is named "": netCDF has no empty name, CDL cannot spell one, ncdump and our reader refuse it."""
+    """No attribute is named "": netCDF has no empty name, CDL cannot spell one, ncdump and our reader refuse it.
+
+    In a Zarr v3 store, the ``attributes`` of each ``zarr.json`` (the v3 rules' documents)."""
     for node, zattrs, _ in _attribute_sets(ctx):
         if "" in zattrs:
             yield get("NCZ-ATTR-NAME-EMPTY").finding(keys.join(node, ".zattrs"), attr_codec.EMPTY_NAME)
+    if ctx.flavor == V3_FLAVOR:
+        from nczarr_conformance.checker.v3 import nodes
+
+        for node, doc in sorted(nodes(ctx).docs.items()):
+            attributes = doc.get("attributes") if isinstance(doc, dict) else None
+            if isinstance(attributes, dict) and "" in attributes:
+                yield get("NCZ-ATTR-NAME-EMPTY").finding(keys.join(node, ZARR_JSON), attr_codec.EMPTY_NAME)

@@ -18,7 +18,7 @@ from nczarr_conformance.zarr3.metadata import FLAVOR
 
 #: the rules a Zarr v3 store is checked by (nczarr-check runs only these on one)
 V3_RULES = ("NCZ-V3-READ", "NCZ-V3-SCHEMA", "NCZ-V3-CODECS", "NCZ-V3-SHARD", "NCZ-V3-CONSOLIDATED",
-            "NCZ-V3-INTEROP-NETCDFC", "NCZ-V3-INTEROP-GDAL", "NCZ-V3-INTEROP-TS-TEXT")
+            "NCZ-V3-INTEROP-NETCDFC", "NCZ-V3-INTEROP-GDAL", "NCZ-V3-INTEROP-TS-TEXT", "NCZ-ATTR-NAME-EMPTY")
 
 
 @rule("NCZ-V3-READ", Severity.ERROR, source="Zarr v3 core spec; zarr-python 3.1 (tests/zarr3/)")

@@ -481,3 +481,15 @@ def test_expect_names_the_v3_layout_found_and_fails_on_any_other(tmp_path, expec
         else:
             assert done.returncode == 1, (found, done.stdout, done.stderr)
             assert f"error NCZ-LAYOUT-FLAVOR -: flavor {found}, expected {expect}" in done.stdout, done.stdout
+
+
+# ---- NCZ-ATTR-NAME-EMPTY on a v3 store -----------------------------------------------------------------------------
+def test_an_empty_attribute_name_is_found_in_a_v3_store_as_in_v2(tmp_path):
+    """An attribute named "" in a group's and an array's zarr.json: each one finding of the rule the v2 stores have
+    (zarr-python writes and reads such a name: the store is valid Zarr, not valid netCDF); the base store has none."""
+    path = hand_made(tmp_path / "e.zarr", attributes={"": 1, "foo": 42})
+    (path / "zarr.json").write_text(json.dumps({**GROUP, "attributes": {"": "x"}}))
+    assert zarr.open_array(str(path / "v"), mode="r").attrs[""] == 1  # the precondition: valid Zarr v3
+    why = "an attribute with an empty name: netCDF names are never empty (netcdf-c: NC_EBADNAME)"
+    assert messages(path, "NCZ-ATTR-NAME-EMPTY") == [f"/zarr.json: {why}", f"/v/zarr.json: {why}"]
+    assert messages(hand_made(tmp_path / "base.zarr"), "NCZ-ATTR-NAME-EMPTY") == []
