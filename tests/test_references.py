@@ -362,3 +362,40 @@ def test_our_reference_writer_is_a_missing_tool_where_fsspec_is(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "fsspec" else real(name, *a))
     assert OursReferences().available() == "fsspec not installed (the [references] extra)"
+
+
+# ---- hostile references: special files as targets (never hang, never read unbounded) ------------------------------
+def _one_array_refs(path: Path, ref: list[Any]) -> Path:
+    """kerchunk references of one 4-float array whose only chunk is ``ref``."""
+    doc = {"version": 1, "refs": {
+        ".zgroup": json.dumps({"zarr_format": 2}),
+        "v/.zarray": json.dumps({"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f4", "compressor": None,
+                                 "filters": None, "fill_value": 0, "order": "C"}),
+        "v/.zattrs": json.dumps({"_ARRAY_DIMENSIONS": ["x"]}), "v/0": ref}}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+@pytest.mark.parametrize("whole", [True, False], ids=["whole-file", "range"])
+def test_a_special_file_target_is_refused_in_one_line_never_read(tmp_path: Path, target: str, whole: bool):
+    """/dev/zero as a whole-file reference was read for ever; a FIFO's open waits for a writer: both are named and
+    refused before a byte is read, by nczarr-dump (exit 2) and by nczarr-check's NCZ-REF-TARGET (exit 1)."""
+    if target == "fifo":
+        target = str(tmp_path / "pipe")
+        os.mkfifo(target)
+    refs = _one_array_refs(tmp_path / "r.json", [target] if whole else [target, 0, 16])
+    kind = "character device" if target == "/dev/zero" else "FIFO"
+    done = _run("nczarr_conformance.cli.dump", str(refs))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"nczarr-dump: {refs}: target {target} is a {kind}, not a regular file: refused; "
+                           "nothing read from it\n")
+    checked = _run("nczarr_conformance.cli.check", str(refs))
+    assert checked.returncode == 1 and "NCZ-REF-TARGET" in checked.stdout and kind in checked.stdout, checked.stdout
+
+
+def test_a_whole_file_reference_reads_the_file_and_no_more_than_its_size(tmp_path: Path):
+    values = np.arange(4, dtype="<f4")
+    (tmp_path / "chunk.bin").write_bytes(values.tobytes())
+    refs = _one_array_refs(tmp_path / "r.json", [str(tmp_path / "chunk.bin")])
+    np.testing.assert_array_equal(open_dataset(str(refs)).root.variables["v"].data, values)

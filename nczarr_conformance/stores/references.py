@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from nczarr_conformance import keys, safety
 from nczarr_conformance.errors import MissingDependencyError, StoreError, UsageError
 from nczarr_conformance.limits import too_big
 from nczarr_conformance.stores.base import Store, fd_name, read_extent, resolve_range
+from nczarr_conformance.stores.sniff import special_kind
 from nczarr_conformance.urls import REFERENCE_SUFFIXES
 
 #: top-level key recording each target's size and mtime: ``{path: {"size": n, "mtime_ns": t}}``
@@ -71,9 +73,12 @@ def target_problem(path: str, recorded: Target | None) -> str | None:
     if local is None:
         return None
     try:
+        mode = os.stat(local).st_mode
         now = Target.of(local)
     except OSError as exc:
         return f"target {path} is not reachable ({exc.strerror or exc})"
+    if not stat.S_ISREG(mode):  # /dev/zero never ends; a FIFO's open waits for a writer
+        return f"target {path} is a {special_kind(mode)}, not a regular file: refused"
     if recorded is None or now == recorded:
         return None
     what = (f"size {recorded.size} -> {now.size}" if now.size != recorded.size
@@ -183,7 +188,7 @@ class ReferenceStore(Store):
         problem = self.problem(url)
         if problem is not None:
             raise StoreError(f"{self.path}: {problem}; nothing read from it")
-        if len(ref) == 1:  # the whole file
+        if len(ref) == 1:  # the whole file, as big as its target says: fetched to that size (_fetch)
             return int(self.fs.info(key.lstrip("/"))["size"])
         offset, length = int(ref[1]), int(ref[2])
         recorded = self.targets.get(url)
@@ -199,6 +204,11 @@ class ReferenceStore(Store):
         size = self._size(key, ref)
         if limit is not None and size > limit:
             raise too_big(key, size, limit)
+        if isinstance(ref, (list, tuple)) and len(ref) == 1:  # no more than its size said, whatever it holds now
+            data = self._fetch(key, ref, 0, size)
+            if len(data) != size:
+                raise StoreError(f"{self.path}: {key}: {ref[0]} is truncated ({len(data)} of {size} bytes)")
+            return data
         return self._fetch(key, ref, None, None)
 
     def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
