@@ -399,3 +399,44 @@ def test_a_whole_file_reference_reads_the_file_and_no_more_than_its_size(tmp_pat
     (tmp_path / "chunk.bin").write_bytes(values.tobytes())
     refs = _one_array_refs(tmp_path / "r.json", [str(tmp_path / "chunk.bin")])
     np.testing.assert_array_equal(open_dataset(str(refs)).root.variables["v"].data, values)
+
+
+@pytest.mark.parametrize("ref", [["T", -5, 16], ["T", 0, -1], ["T", "0", "16"], ["T", 0.5, 16], ["T", 0, 16, 99],
+                                 ["T", True, 16], [""], 5],
+                         ids=["negative-offset", "negative-length", "text-numbers", "float", "four-items", "bool",
+                              "empty-url", "number"])
+def test_a_malformed_reference_is_one_line_and_an_nczarr_check_finding(tmp_path: Path, ref: Any):
+    """kerchunk's forms are inline text, [url] and [url, offset, length] (whole numbers ≥ 0): anything else was
+    "unexpected …: this is a bug" from nczarr-dump and a crashed rule in nczarr-check."""
+    target = tmp_path / "data.bin"
+    target.write_bytes(bytes(range(32)))
+    ref = [str(target) if x == "T" else x for x in ref] if isinstance(ref, list) else ref
+    refs = _one_array_refs(tmp_path / "r.json", ref)
+    done = _run("nczarr_conformance.cli.dump", str(refs))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"nczarr-dump: {refs}: /v/0: malformed reference ") and done.stderr.count("\n") == 1
+    checked = _run("nczarr_conformance.cli.check", str(refs))
+    assert checked.returncode == 1 and "NCZ-CHECK-CRASH" not in checked.stdout, checked.stdout
+    assert "error NCZ-REF-RANGE /v/0: malformed reference " in checked.stdout, checked.stdout
+
+
+def test_an_unreachable_remote_target_is_one_line_naming_it(tmp_path: Path):
+    with __import__("socket").socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/gone.nc"
+    refs = _one_array_refs(tmp_path / "r.json", [url, 0, 16])
+    done = _run("nczarr_conformance.cli.dump", str(refs))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"nczarr-dump: {refs}: /v/0: target {url} not reachable (")
+    assert done.stderr.count("\n") == 1 and "bug" not in done.stderr
+
+
+def test_an_empty_reference_is_one_line_before_anything_is_read(tmp_path: Path):
+    """fsspec's reference filesystem cannot even open references holding ``[]`` (IndexError): one line naming them."""
+    refs = _one_array_refs(tmp_path / "r.json", [])
+    for command, code in (("dump", 2), ("check", 2)):
+        done = _run(f"nczarr_conformance.cli.{command}", str(refs))
+        assert done.returncode == code, (done.stdout, done.stderr)
+        assert "not kerchunk references (list index out of range)" in done.stdout + done.stderr
+        assert "bug" not in done.stderr

@@ -24,11 +24,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from nczarr_conformance import keys
 from nczarr_conformance.checker.chunks import chunk_objects
 from nczarr_conformance.checker.context import CheckContext
 from nczarr_conformance.checker.rules import Finding, Severity, get, rule
 from nczarr_conformance.checker.v3 import nodes
-from nczarr_conformance.errors import NczarrError
+from nczarr_conformance.errors import FormatError, NczarrError
 from nczarr_conformance.stores.icechunk_store import IcechunkStore, VirtualFault
 from nczarr_conformance.stores.references import ReferenceStore, local_path, target_problem
 from nczarr_conformance.zarr3.metadata import parse_key_encoding
@@ -48,12 +49,23 @@ def _store(ctx: CheckContext) -> ReferenceStore | None:
 
 
 def _refs(ctx: CheckContext, store: ReferenceStore) -> Iterator[tuple[str, str, list[Any]]]:
-    """(array key, chunk key, reference) of every chunk that is a byte range of a file."""
+    """(array key, chunk key, reference) of every chunk that is a byte range of a file; a malformed one is left
+    out here and named by NCZ-REF-RANGE (:func:`_malformed`)."""
     for akey in sorted(ctx.arrays):
         for ckey in chunk_objects(ctx, akey):
-            ref = store.reference(ckey)
+            try:
+                ref = store.reference(ckey)
+            except FormatError as exc:
+                ctx.__dict__.setdefault("malformed_refs", {})[ckey] = str(exc).split(f"{ckey}: ", 1)[-1]
+                continue
             if isinstance(ref, (list, tuple)) and ref:
                 yield akey, ckey, list(ref)
+
+
+def _malformed(ctx: CheckContext) -> dict[str, str]:
+    """chunk key → why its reference is malformed, of the chunks :func:`_refs` left out."""
+    found: dict[str, str] = ctx.__dict__.get("malformed_refs", {})
+    return found
 
 
 @rule("NCZ-REF-TARGET", Severity.ERROR, source=f"{BOTH}: a chunk is a byte range of its target file")
@@ -108,6 +120,8 @@ def ranges_inside(ctx: CheckContext) -> Iterator[Finding]:
         if offset < 0 or length < 0 or offset + length > size:
             outside.setdefault(akey, []).append(f"{ckey} reads bytes {offset}-{offset + length} of {url} ({size} "
                                                 "bytes)")
+    for ckey, why in sorted(_malformed(ctx).items()):
+        outside.setdefault(keys.parent(ckey), []).append(f"{ckey} {why}")
     for akey, lines in outside.items():
         for line in lines[:PER_ARRAY]:
             yield get("NCZ-REF-RANGE").finding(line.split(" ", 1)[0], line.split(" ", 1)[1])

@@ -27,8 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nczarr_conformance import keys, safety
-from nczarr_conformance.errors import MissingDependencyError, StoreError, UsageError
+from nczarr_conformance.errors import (
+    FormatError,
+    MissingDependencyError,
+    NczarrError,
+    StoreError,
+    StoreUnavailableError,
+    UsageError,
+)
 from nczarr_conformance.limits import too_big
 from nczarr_conformance.stores.base import Store, fd_name, read_extent, resolve_range
 from nczarr_conformance.stores.sniff import special_kind
@@ -78,12 +87,20 @@ def target_problem(path: str, recorded: Target | None) -> str | None:
     except OSError as exc:
         return f"target {path} is not reachable ({exc.strerror or exc})"
     if not stat.S_ISREG(mode):  # /dev/zero never ends; a FIFO's open waits for a writer
-        return f"target {path} is a {special_kind(mode)}, not a regular file: refused"
+        kind = "directory" if stat.S_ISDIR(mode) else special_kind(mode)
+        return f"target {path} is a {kind}, not a regular file: refused"
     if recorded is None or now == recorded:
         return None
     what = (f"size {recorded.size} -> {now.size}" if now.size != recorded.size
             else f"modified at {now.mtime_ns / 1e9:.3f}, recorded {recorded.mtime_ns / 1e9:.3f}")
     return f"target {path} changed since the references were made ({what})"
+
+
+def _well_formed(ref: Any) -> bool:
+    """``[url]`` or ``[url, offset, length]``: a text url, whole numbers of bytes ≥ 0 (numpy's from Parquet)."""
+    if not isinstance(ref, (list, tuple)) or len(ref) not in (1, 3) or not isinstance(ref[0], str) or not ref[0]:
+        return False
+    return all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0 for n in ref[1:])
 
 
 def local_path(url: str) -> str | None:
@@ -150,7 +167,7 @@ class ReferenceStore(Store):
         try:
             self.fs = fsspec.filesystem("reference", fo=path, skip_instance_cache=True,
                                         remote_protocol="file" if local else None)
-        except (ValueError, KeyError, TypeError, OSError) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:  # IndexError: a reference []
             raise StoreError(f"{path}: not kerchunk references ({' '.join(str(exc).split())})") from None
         self._checked: dict[str, str | None] = {}
 
@@ -160,9 +177,14 @@ class ReferenceStore(Store):
     def reference(self, key: str) -> Any:
         """The raw reference of ``key`` (inline text/bytes, or ``[url]``/``[url, offset, length]``), None if missing."""
         try:
-            return self.fs.references[key.lstrip("/")]
+            ref = self.fs.references[key.lstrip("/")]
         except (KeyError, FileNotFoundError):
             return None
+        if ref is None or isinstance(ref, (bytes, str)) or _well_formed(ref):
+            return ref
+        shown = json.dumps(ref, default=str)
+        raise FormatError(f"{self.path}: {key}: malformed reference {shown[:200]} (kerchunk's forms: inline text, "
+                          "[url], [url, offset, length] with offset and length whole numbers of bytes)")
 
     def metadata_read(self) -> None:
         """A reader has its metadata and will read chunks: refuse now, before any value is shown, when a
@@ -227,6 +249,13 @@ class ReferenceStore(Store):
             data = bytes(self.fs.cat_file(key.lstrip("/"), start=start, end=end))
         except FileNotFoundError as exc:
             raise StoreError(f"{self.path}: {key}: target not reachable ({exc})") from None
+        except NczarrError:
+            raise
+        except Exception as exc:  # fsspec's ReferenceNotReachable and the protocol's own error beneath it
+            cause = exc.__cause__ or exc
+            why = " ".join(f"{type(cause).__name__}: {cause}".split())[:300]
+            raise StoreUnavailableError(f"{self.path}: {key}: target {ref[0] if isinstance(ref, (list, tuple)) else ''}"
+                                        f" not reachable ({why})") from None
         if not isinstance(ref, (bytes, str)):
             want = (end or 0) - (start or 0) if start is not None else (int(ref[2]) if len(ref) == 3 else None)
             if want is not None and len(data) != want:
