@@ -19,8 +19,8 @@ netcdf-c has no zip, its S3 and its lack of an HTTP Zarr store say "cannot open"
 and on the source netCDF-4 file. Every trial is a fresh interpreter: its time is open + read (imports
 excluded, they differ by a second; xarray's engine list, which imports every installed engine's module on the
 first open, counts as an import for both xarray rows), best of ``--repeat``; its peak RSS is the child's
-``ru_maxrss``, and its growth during open + read is set against the output's size. Values are compared by a digest of the
-bytes, dtype and shape. Writes reports/read.md and reports/read.json. Not a timed test.
+``ru_maxrss``, and its growth during open + read is set against the output's size. Values are compared by a
+digest of the bytes, dtype and shape. Writes reports/read.md and reports/read.json. Not a timed test.
 """
 from __future__ import annotations
 

@@ -88,8 +88,11 @@ def _split(where: str) -> tuple[str, str | None]:
 
 
 @contextmanager
-def _opened(src: str, skip_unsupported: bool) -> Iterator[_Source]:
+def _opened(src: str, skip_unsupported: bool, *, hdf5: Any = None, netcdf: str | None = None) -> Iterator[_Source]:
     """``src`` opened with netCDF4-python once h5py has looked at it (sources/hdf5_types.py).
+
+    ``hdf5`` and ``netcdf`` name what h5py and netCDF4-python open when it is not ``src`` itself (an S3
+    object: a file object over its ranged reads, and a loopback byte-range URL; conversion/references.py).
 
     What netCDF-4 or the model cannot hold is found here and refused or left out by
     :func:`_prepare`, once the header shows what else netCDF-4 did not show. An object netcdf-c
@@ -98,15 +101,18 @@ def _opened(src: str, skip_unsupported: bool) -> Iterator[_Source]:
     afterwards): netCDF4-python never sees the original.
     """
     with nc4.LOCK:
-        found = hdf5_types.scan(src)
+        found = hdf5_types.scan(src if hdf5 is None else hdf5)
     fatal = [f for f in found.findings if f.fatal]
     if fatal and not skip_unsupported:
         raise UnsupportedError(nc4.refusal(src, _outermost(found.findings), "; --skip-unsupported converts the rest"))
-    path = hdf5_types.without(src, fatal) if fatal else src
+    if fatal and netcdf is not None:
+        raise UnsupportedError(nc4.refusal(src, _outermost(found.findings), "; --skip-unsupported reads a copy of the "
+                                           "file without them, which is not made of a remote one: download it"))
+    path = hdf5_types.without(src, fatal) if fatal else (netcdf or src)
     try:
         try:
             nc = nc4.open_nc(path, check="none")
-        except NczarrError as exc:  # name the input, not the copy
+        except NczarrError as exc:  # name the input, not the copy (nor the byte-range URL)
             raise type(exc)(str(exc).replace(path, src)) from exc
         try:
             source = _Source(nc, path, found=found, findings=_findings(nc, found), fills=found.fills)
@@ -120,7 +126,7 @@ def _opened(src: str, skip_unsupported: bool) -> Iterator[_Source]:
             with nc4.LOCK:
                 nc.close()
     finally:
-        if path != src:
+        if path not in (src, netcdf):
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 

@@ -165,9 +165,9 @@ def reference_file(job: FileJob) -> FileRefs:
         writer.write_metadata()
 
     inlined: dict[str, int] = {}
+    writer_of: dict[str, Any] = {"make_writer": v3_writer} if v3 else {}
     stats = collect_file(job.path, collector, flavor=job.flavor, char_as=job.char_as, consolidate=job.consolidate,
-                         skip_unsupported=job.skip_unsupported, then=stretch,
-                         **({"make_writer": v3_writer} if v3 else {}))
+                         skip_unsupported=job.skip_unsupported, then=stretch, **writer_of)
     refuse_if_changed(job.path, job.stamp, device=False)
     stats.warnings += [f"{item.path}: {item.key}: written inline, {inlined[item.key]} bytes: {item.warning}"
                        for item in job.inline]

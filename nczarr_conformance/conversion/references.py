@@ -18,12 +18,21 @@ What cannot be a reference is said, never dropped:
   past that the conversion is refused naming the variable and why;
 * an HDF5 filter with no Zarr codec reading the same bytes (szip, fletcher32, any plugin) is
   refused by name before anything is written (exit 2).
+
+The input may be an S3 object (``s3://BUCKET/KEY.nc``), never downloaded: h5py reads its header and
+chunk index through a file object over ranged GETs (``stores/s3_object.py``), netCDF4-python its netCDF
+header through netcdf-c's byte-range mode on a loopback URL answering from the same reads
+(``stores/http_bridge.py``); the references name ``s3://BUCKET/KEY.nc`` and record its size and ETag.
+Every read is held to the ETag first seen, so an object overwritten during the conversion is refused.
+Its chunks are not each inflated before being referenced (that would read the whole file): the
+smallest of each codec chain is decoded and compared with netCDF-4's values, as for a local file.
 """
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -36,7 +45,8 @@ from nczarr_conformance.nczarr.writer import DEFAULT_CHAR_AS, FLAVOR_ALIASES, Ar
 from nczarr_conformance.sources import hdf5_types
 from nczarr_conformance.sources import netcdf4 as nc4
 from nczarr_conformance.sources.hdf5_chunks import DirectChunks, Stored, _Reader
-from nczarr_conformance.stores.references import ReferenceCollector, is_reference_path
+from nczarr_conformance.stores.references import ReferenceCollector, Target, is_reference_path
+from nczarr_conformance.stores.s3_object import S3Object, is_s3_url
 
 #: bytes of one variable's chunks written inline (base64 in the references) before the conversion is refused
 INLINE_LIMIT = 16 * 1024**2
@@ -49,9 +59,16 @@ REFERENCE_CHAR_AS = "S1"
 class ReferenceChunks(DirectChunks):
     """The HDF5 chunk index as references: contiguous datasets too, char variables too; why each is not."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: Any) -> None:
         super().__init__(path, copy=True)
         self.why: dict[str, str] = {}
+        #: the collector's handle of a remote target (ReferenceCollector.register_remote): chunks become
+        #: references into it by their HDF5 addresses, none read
+        self.handle: int | None = None
+        self.read_remote: Callable[[int, int], bytes] | None = None  # (offset, length) of the remote object
+
+    def _reader(self, *args: Any) -> _Reader:
+        return _Reader(self, *args) if self.handle is None else _RemoteReader(self, *args)
 
     def _copyable(self, plan: ArrayPlan, dataset: Any) -> bool:
         if plan.var.type == "char":  # one byte per char in HDF5 and in |S1 / >S1 alike
@@ -75,9 +92,11 @@ class ReferenceChunks(DirectChunks):
             if (offset is not None and size and whole and plist.get_external_count() == 0
                     and size == int(np.prod(plan.zshape)) * plan.storage.itemsize
                     and self._copyable(plan, dataset)):
-                return _Reader(self, dataset, plan, {(0,) * len(plan.zshape): Stored(int(offset), size, 0)}, None,
-                               True)
+                return self._reader(dataset, plan, {(0,) * len(plan.zshape): Stored(int(offset), size, 0)}, None,
+                                    True)
         reader = super().__call__(plan)
+        if isinstance(reader, _Reader) and self.handle is not None:
+            reader = self._reader(reader.dataset, reader.plan, reader.stored, reader.unstored, reader.copyable)
         if layout == h5py.h5d.COMPACT:
             self.why[plan.key] = "a compact dataset (its values live in the HDF5 object header)"
         elif plan.var.type == "string":
@@ -91,12 +110,37 @@ class ReferenceChunks(DirectChunks):
         return reader
 
 
-def unreferenceable(src: str, dataset: Dataset) -> list[str]:
-    """Each variable of ``dataset`` whose HDF5 filters no Zarr codec reads, with the filters named."""
+class _RemoteReader(_Reader):
+    """A variable's chunks in a remote object: where each lies is the reference, its bytes are not read."""
+
+    def extent(self, index: tuple[int, ...]) -> tuple[int, int, int] | None:
+        owner = self.owner
+        assert isinstance(owner, ReferenceChunks) and owner.handle is not None
+        where = self.stored.get(self._offset(index))
+        if where is None or not self.copyable or where.filter_mask != 0:
+            return None
+        return owner.handle, where.address, where.size
+
+    def __call__(self, index: tuple[int, ...]) -> bytes | None:
+        """One chunk's bytes by its address (the writer decodes the smallest of each codec chain to prove
+        them): a range of the object, since h5py reads no contiguous dataset as a chunk."""
+        owner = self.owner
+        assert isinstance(owner, ReferenceChunks) and owner.read_remote is not None
+        where = self.stored.get(self._offset(index))
+        if where is None:
+            return self.unstored
+        if not self.copyable or where.filter_mask != 0:
+            return None
+        return self._checked(index, where, owner.read_remote(where.address, where.size))
+
+
+def unreferenceable(src: str, dataset: Dataset, hdf5: Any = None) -> list[str]:
+    """Each variable of ``dataset`` whose HDF5 filters no Zarr codec reads, with the filters named (``hdf5``:
+    what h5py opens when not ``src``, a file object over an S3 object)."""
     import h5py
 
     found: list[str] = []
-    with nc4.LOCK, h5py.File(src, "r") as f:
+    with nc4.LOCK, h5py.File(src if hdf5 is None else hdf5, "r") as f:
         for gkey, group in dataset.root.walk():
             for name in group.variables:
                 vkey = keys.join(gkey, name)
@@ -124,13 +168,24 @@ def _whole_chunks(dataset: Dataset) -> None:
 
 def convert_references(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = False,
                        char_as: str | None = None, consolidate: bool | None = None, skip_unsupported: bool = False,
-                       inline_limit: int = INLINE_LIMIT) -> ConvertStats:
+                       inline_limit: int = INLINE_LIMIT,
+                       storage_options: dict[str, Any] | None = None) -> ConvertStats:
     """Write kerchunk references (``dst``: ``.json`` or ``.parq``) of the NCZarr store ``src`` converts to.
 
     ``flavor``, ``char_as`` and ``consolidate`` as for :func:`from_netcdf.convert` (char defaults to
     ``|S1`` here: :data:`REFERENCE_CHAR_AS`). ``stats.copied`` counts the chunks written as references.
+    ``src`` may be an S3 object, ``s3://BUCKET/KEY.nc`` (``storage_options`` as for any s3:// URL here):
+    read by byte range, never downloaded, its references recording its size and ETag.
     """
     started = time.perf_counter()
+    if is_s3_url(src):
+        if not is_reference_path(dst):
+            raise UsageError(f"{dst}: --reference writes kerchunk references: name a .json file (kerchunk JSON) or "
+                             "a .parq directory (kerchunk Parquet)")
+        flavor, char_as = reference_layout(flavor, char_as)
+        collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)
+        return collect_and_commit(src, collector, started, flavor=flavor, char_as=char_as, consolidate=consolidate,
+                                  skip_unsupported=skip_unsupported, storage_options=storage_options)
     if not os.path.exists(src):
         raise StoreError(f"{src}: no such file or directory")
     if not is_reference_path(dst):
@@ -171,27 +226,67 @@ def reference_layout(flavor: str | None, char_as: str | None) -> tuple[str, str 
 def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_as: str | None,
                  consolidate: bool | None, skip_unsupported: bool = False,
                  then: Callable[[DatasetWriter], None] | None = None,
-                 make_writer: Callable[..., DatasetWriter] = DatasetWriter) -> ConvertStats:
+                 make_writer: Callable[..., DatasetWriter] = DatasetWriter,
+                 storage_options: dict[str, Any] | None = None) -> ConvertStats:
     """The references of ``src`` put into ``collector`` (not committed: the caller commits or aborts).
 
     ``then`` is handed the writer once its chunks and metadata are written (``--concat --reference``
     stretches the first file's arrays along DIM and writes their metadata again: conversion/reference_concat.py).
     ``make_writer`` builds the writer (the Zarr v3 one for an Icechunk repository: conversion/icechunk_references.py).
+    ``src`` may be an S3 object (:func:`_s3_input`).
     """
+    if is_s3_url(src):
+        with _s3_input(src, storage_options) as (obj, netcdf, errors):
+            try:
+                return _collect(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
+                                skip_unsupported=skip_unsupported, then=then, make_writer=make_writer, obj=obj,
+                                netcdf=netcdf)
+            except Exception:
+                if errors:  # what netcdf-c saw as an HTTP error: the object's own cause, named
+                    raise errors[0] from None
+                raise
     if not hdf5_types.is_hdf5(src):
         raise UnsupportedError(f"{src}: not a netCDF-4 (HDF5) file; only HDF5 chunks can be referenced "
                                "(convert it without --reference)")
+    return _collect(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
+                    skip_unsupported=skip_unsupported, then=then, make_writer=make_writer)
+
+
+@contextmanager
+def _s3_input(src: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[S3Object, str, list[Any]]]:
+    """The S3 object ``src`` (HEADed: its size and ETag), refused unless it starts as HDF5 does, and the
+    loopback byte-range URL netCDF4-python reads it through, for as long as the block lasts."""
+    from nczarr_conformance.stores.http_bridge import serving
+    from nczarr_conformance.stores.sniff import HDF5_SIGNATURE
+
+    obj = S3Object(src, storage_options)
+    try:
+        obj.stamp()
+        if obj.read(0, len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
+            raise UnsupportedError(f"{src}: not a netCDF-4 (HDF5) file (no HDF5 signature at its start); only "
+                                   "HDF5 chunks can be referenced")
+        with serving(obj) as (url, errors):
+            yield obj, url, errors
+    finally:
+        obj.close()
+
+
+def _collect(src: str, collector: ReferenceCollector, *, flavor: str, char_as: str | None,
+             consolidate: bool | None, skip_unsupported: bool, then: Callable[[DatasetWriter], None] | None,
+             make_writer: Callable[..., DatasetWriter], obj: S3Object | None = None,
+             netcdf: str | None = None) -> ConvertStats:
+    """:func:`collect_file` of a local file, or of the S3 object ``obj`` (netCDF4-python reading ``netcdf``)."""
     stats = ConvertStats()
     inline_limit = collector.inline_limit
-    with _opened(src, skip_unsupported) as opened:
+    with _opened(src, skip_unsupported, hdf5=obj.open() if obj else None, netcdf=netcdf) as opened:
         variables: dict[str, Any] = {}
         dataset, reencode, stats.warnings = _prepare(opened, src, variables, skip_unsupported, None)
-        refused = unreferenceable(src, dataset)
+        refused = unreferenceable(src, dataset, obj.open() if obj else None)
         if refused:
             raise UnsupportedError(f"{src}: cannot be referenced, no Zarr codec reads these HDF5 filters' chunks: "
                                    f"{'; '.join(refused)} (convert without --reference to re-encode them)")
         _whole_chunks(dataset)
-        raw = ReferenceChunks(src)  # the original, even when netCDF4-python read a copy (skip_unsupported)
+        raw = ReferenceChunks(obj.open() if obj else src)  # the original, even when netCDF4-python read a copy
 
         def refuse(array: str, size: int) -> Exception:
             why = raw.why.get(array, "chunks that are not references")
@@ -209,10 +304,15 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
         collector.refuse = refuse
         inlined_before, referenced_before = sum(collector.inlined.values()), collector.referenced
         try:
-            if raw.fd < 0:
+            if raw.userblock:
                 raise UnsupportedError(f"{src}: has an HDF5 user block; its chunk addresses are not file offsets "
                                        "and cannot be referenced")
-            collector.register(raw.fd, src)
+            if obj is not None:
+                stamp = obj.stamp()
+                raw.handle = collector.register_remote(obj.url, Target(stamp.size, etag=stamp.etag), obj.read)
+                raw.read_remote = obj.read
+            else:
+                collector.register(raw.fd, src)
             from nczarr_conformance.conversion.transforms import without_direct_copy
 
             writer = make_writer(dataset, collector, flavor=flavor, source=source, progress=counting, threads=1,

@@ -36,7 +36,7 @@ import math
 import os
 import zlib
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class DirectChunks:
     ``copy`` False: only report chunks the file never stored; every stored chunk is re-encoded.
     """
 
-    def __init__(self, path: str, *, copy: bool = True) -> None:
+    def __init__(self, path: str | BinaryIO, *, copy: bool = True) -> None:
         import h5py
 
         from nczarr_conformance.sources.netcdf4 import LOCK
@@ -75,10 +75,11 @@ class DirectChunks:
         self.copy = copy
         with self.lock:
             self.file = h5py.File(path, "r")
-            userblock = int(self.file.userblock_size)
+            self.userblock = int(self.file.userblock_size)
         # pread needs no lock and no seek position shared between threads; the index
         # addresses are file offsets only when there is no user block before the superblock
-        self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC) if userblock == 0 else -1
+        # (a file object, an S3 object's ranged reads, has no descriptor: chunks through h5py)
+        self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC) if self.userblock == 0 and isinstance(path, str) else -1
 
     def close(self) -> None:
         with self.lock:

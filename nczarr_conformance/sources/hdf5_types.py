@@ -40,7 +40,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -489,14 +489,15 @@ def _walk(group: Any, path: str, out: Scan, seen: set[Any]) -> None:
             _walk(obj, where, out, seen)
 
 
-def scan(path: str) -> Scan:
-    """Every object of the HDF5 file ``path`` that netCDF-4 or the NCZarr model cannot hold.
+def scan(path: str | BinaryIO) -> Scan:
+    """Every object of the HDF5 file ``path`` (or a file object over one: an S3 object's ranged reads) that
+    netCDF-4 or the NCZarr model cannot hold.
 
     An empty Scan for a file that is not HDF5 or that h5py cannot open: netCDF4-python then
     says what it makes of it.
     """
     out = Scan()
-    if not is_hdf5(path):
+    if isinstance(path, str) and not is_hdf5(path):
         return out
     try:
         import h5py

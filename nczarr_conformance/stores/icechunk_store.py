@@ -348,7 +348,7 @@ class IcechunkCollector(V3ReferenceCollector):
             # each reference carries its target's modification time: icechunk refuses a chunk of a target
             # modified after it. icechunk keeps whole seconds: the time is rounded up to the next one, so a
             # change within that second goes unnoticed there
-            self._modified = {path: datetime.fromtimestamp(-(-t.mtime_ns // 10**9), tz=UTC)
+            self._modified = {path: datetime.fromtimestamp(-(-(t.mtime_ns or 0) // 10**9), tz=UTC)
                               for path, t in self.targets.items()}
             repo = ice.Repository.create(ice.local_filesystem_storage(str(temp)), config,
                                          authorize_virtual_chunk_access=containers or None)

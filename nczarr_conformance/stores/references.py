@@ -10,8 +10,12 @@ temporary name renamed into place: a failed run leaves nothing.
 Each target file is recorded with its size and modification time under the top-level key
 :data:`TARGETS_KEY` (of the JSON, or of the Parquet directory's ``.zmetadata``), which fsspec
 ignores: a target changed, truncated or missing since is then refused in one line on the first
-chunk read from it (:class:`ReferenceStore`), never read as wrong values. References written by
-other tools carry no such record: their ranges are checked against the target's size only.
+chunk read from it (:class:`ReferenceStore`), never read as wrong values. A target on S3
+(``s3://BUCKET/KEY``, references made by ``nc2nczarr s3://… --reference``) is recorded with its size
+and ETag instead (S3 keeps no modification time a reader can trust to the nanosecond, and changes the
+ETag on every overwrite), checked with one HEAD through the signed S3 store's endpoint and credentials,
+and read through fsspec's ``s3`` filesystem (s3fs) told the same endpoint and region. References
+written by other tools carry no such record: their ranges are checked against the target's size only.
 """
 from __future__ import annotations
 
@@ -40,10 +44,12 @@ from nczarr_conformance.errors import (
 )
 from nczarr_conformance.limits import too_big
 from nczarr_conformance.stores.base import Store, fd_name, read_extent, resolve_range
+from nczarr_conformance.stores.s3_object import is_s3_url
 from nczarr_conformance.stores.sniff import special_kind
 from nczarr_conformance.urls import REFERENCE_SUFFIXES
 
-#: top-level key recording each target's size and mtime: ``{path: {"size": n, "mtime_ns": t}}``
+#: top-level key recording each target's size and mtime: ``{path: {"size": n, "mtime_ns": t}}``; an S3 object's
+#: size and ETag: ``{"s3://b/k.nc": {"size": n, "etag": "\"…\""}}``
 TARGETS_KEY = "nczarr:targets"
 JSON_SUFFIXES = REFERENCE_SUFFIXES[:1]
 PARQUET_SUFFIXES = REFERENCE_SUFFIXES[1:]
@@ -58,26 +64,35 @@ def is_reference_path(path: str) -> bool:
 
 @dataclass(frozen=True)
 class Target:
-    """A referenced file as it was when the references were made."""
+    """A referenced file as it was when the references were made: a local file's size and mtime, an S3
+    object's size and ETag."""
 
     size: int
-    mtime_ns: int
+    mtime_ns: int | None = None
+    etag: str | None = None
 
     @classmethod
     def of(cls, path: str) -> Target:
         st = os.stat(path)
         return cls(st.st_size, st.st_mtime_ns)
 
-    def as_json(self) -> dict[str, int]:
-        return {"size": self.size, "mtime_ns": self.mtime_ns}
+    def as_json(self) -> dict[str, int | str]:
+        out: dict[str, int | str] = {"size": self.size}
+        if self.mtime_ns is not None:
+            out["mtime_ns"] = self.mtime_ns
+        if self.etag is not None:
+            out["etag"] = self.etag
+        return out
 
 
 def target_problem(path: str, recorded: Target | None) -> str | None:
     """Why the target ``path`` cannot be read as the references expect, or None.
 
-    Missing or unreadable: named. Recorded: its size and mtime must be the ones recorded.
-    Only local paths are checked here (a remote target is fsspec's to fetch).
+    Missing or unreadable: named. Recorded: its size and mtime (an S3 object: its size and ETag, one
+    HEAD) must be the ones recorded. Other remote targets are not checked here (fsspec's to fetch).
     """
+    if is_s3_url(path):
+        return _s3_target_problem(path, recorded)
     local = local_path(path)
     if local is None:
         return None
@@ -92,7 +107,7 @@ def target_problem(path: str, recorded: Target | None) -> str | None:
     if recorded is None or now == recorded:
         return None
     what = (f"size {recorded.size} -> {now.size}" if now.size != recorded.size
-            else f"modified at {now.mtime_ns / 1e9:.3f}, recorded {recorded.mtime_ns / 1e9:.3f}")
+            else f"modified at {(now.mtime_ns or 0) / 1e9:.3f}, recorded {(recorded.mtime_ns or 0) / 1e9:.3f}")
     return f"target {path} changed since the references were made ({what})"
 
 
@@ -101,6 +116,28 @@ def _well_formed(ref: Any) -> bool:
     if not isinstance(ref, (list, tuple)) or len(ref) not in (1, 3) or not isinstance(ref[0], str) or not ref[0]:
         return False
     return all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0 for n in ref[1:])
+
+
+def _s3_target_problem(url: str, recorded: Target | None) -> str | None:
+    """:func:`target_problem` of an S3 object: one HEAD, its size and ETag against the recorded ones."""
+    from nczarr_conformance.stores.s3_object import S3Object
+
+    obj = None
+    try:
+        obj = S3Object(url)
+        now = obj.head()
+    except NczarrError as exc:
+        return f"target {url} is not reachable ({exc})"
+    finally:
+        if obj is not None:
+            obj.close()
+    if now is None:
+        return f"target {url} is not reachable (no such object)"
+    if recorded is None or (now.size == recorded.size and (recorded.etag is None or now.etag == recorded.etag)):
+        return None
+    what = (f"size {recorded.size} -> {now.size}" if now.size != recorded.size
+            else f"ETag {recorded.etag} -> {now.etag}: overwritten")
+    return f"target {url} changed since the references were made ({what})"
 
 
 def local_path(url: str) -> str | None:
@@ -118,8 +155,12 @@ def read_targets(path: str) -> dict[str, Target]:
         return {}
     out: dict[str, Target] = {}
     for name, rec in found.items():
-        if isinstance(rec, dict) and isinstance(rec.get("size"), int) and isinstance(rec.get("mtime_ns"), int):
-            out[str(name)] = Target(rec["size"], rec["mtime_ns"])
+        if not isinstance(rec, dict) or not isinstance(rec.get("size"), int):
+            continue
+        mtime, etag = rec.get("mtime_ns"), rec.get("etag")
+        if isinstance(mtime, int) or isinstance(etag, str):
+            out[str(name)] = Target(rec["size"], mtime if isinstance(mtime, int) else None,
+                                    etag if isinstance(etag, str) else None)
     return out
 
 
@@ -164,9 +205,12 @@ class ReferenceStore(Store):
         # fsspec guesses the targets' protocol by walking the references' values, which on Parquet with nested
         # groups raises KeyError on a group's .zarray, in an order set by hashing: told, it walks nothing
         local = bool(self.targets) and all(local_path(url) is not None for url in self.targets)
+        on_s3 = bool(self.targets) and all(is_s3_url(url) for url in self.targets)
+        remote: dict[str, Any] = {"remote_protocol": "file"} if local else {}
+        if on_s3:
+            remote = {"remote_protocol": "s3", "remote_options": s3_remote_options(sorted(self.targets)[0])}
         try:
-            self.fs = fsspec.filesystem("reference", fo=path, skip_instance_cache=True,
-                                        remote_protocol="file" if local else None)
+            self.fs = fsspec.filesystem("reference", fo=path, skip_instance_cache=True, **remote)
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:  # IndexError: a reference []
             raise StoreError(f"{path}: not kerchunk references ({' '.join(str(exc).split())})") from None
         self._checked: dict[str, str | None] = {}
@@ -298,6 +342,19 @@ class ReferenceStore(Store):
                     yield name
 
 
+def s3_remote_options(url: str) -> dict[str, Any]:
+    """fsspec's ``remote_options`` reading the S3 object ``url`` (s3fs) through the endpoint and region the
+    signed S3 store resolves (``AWS_ENDPOINT_URL``, the profile, ``~/.aws/config``): the same object our
+    HEAD checked, wherever the references are read."""
+    from nczarr_conformance.stores.s3_object import S3Object
+
+    obj = S3Object(url)
+    try:
+        return {"endpoint_url": obj.endpoint, "client_kwargs": {"region_name": obj.store.client.meta.region_name}}
+    finally:
+        obj.close()
+
+
 def refuse_output_path(dst: str, overwrite: bool) -> None:
     """StoreError unless ``dst`` can be created: absent (or ``overwrite``), in a directory that exists."""
     if os.path.lexists(dst) and not overwrite:
@@ -327,6 +384,8 @@ class ReferenceCollector(Store):
         self.refs: dict[str, Any] = {}
         self.fds: dict[int, str] = {}
         self.targets: dict[str, Target] = {}
+        #: how a chunk reference into a remote target is read back (``url`` → ``read(offset, length)``)
+        self.remote: dict[str, Callable[[int, int], bytes]] = {}
         self.inline_limit = inline_limit
         self.refuse = refuse
         self.inlined: dict[str, int] = {}
@@ -346,6 +405,15 @@ class ReferenceCollector(Store):
         real = os.path.abspath(path)
         self.fds[fd] = real
         self.targets[real] = Target.of(real)
+
+    def register_remote(self, url: str, target: Target, read: Callable[[int, int], bytes]) -> int:
+        """Chunks put with the returned handle (in place of a file descriptor) become references into the
+        remote object ``url`` (an S3 object recorded with its size and ETag); ``read`` reads one back."""
+        handle = -2 - len(self.remote)  # never a file descriptor
+        self.fds[handle] = url
+        self.targets[url] = target
+        self.remote[url] = read
+        return handle
 
     @staticmethod
     def _is_metadata(key: str) -> bool:
@@ -383,6 +451,8 @@ class ReferenceCollector(Store):
             return None
         if isinstance(ref, str):
             data = base64.b64decode(ref[7:]) if ref.startswith("base64:") else ref.encode("utf-8")
+        elif ref[0] in self.remote:
+            data = self.remote[ref[0]](int(ref[1]), int(ref[2]))
         else:
             with open(ref[0], "rb") as fh:
                 fh.seek(ref[1])
