@@ -19,9 +19,9 @@ What cannot be a reference is said, never dropped:
 * an HDF5 filter with no Zarr codec reading the same bytes (szip, fletcher32, any plugin) is
   refused by name before anything is written (exit 2).
 
-The input may be an S3 object (``s3://BUCKET/KEY.nc``), never downloaded: h5py reads its header and
+The input may be an S3 object (``s3://BUCKET/KEY.nc``), read by byte range: h5py reads its header and
 chunk index through a file object over ranged GETs (``stores/s3_object.py``), netCDF4-python its netCDF
-header through netcdf-c's byte-range mode on a loopback URL answering from the same reads
+header through netcdf-c's byte-range mode on a loopback URL answering from those reads
 (``stores/http_bridge.py``); the references name ``s3://BUCKET/KEY.nc`` and record its size and ETag.
 Every read is held to the ETag first seen, so an object overwritten during the conversion is refused.
 Its chunks are not each inflated before being referenced (that would read the whole file): the
@@ -175,7 +175,7 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
     ``flavor``, ``char_as`` and ``consolidate`` as for :func:`from_netcdf.convert` (char defaults to
     ``|S1`` here: :data:`REFERENCE_CHAR_AS`). ``stats.copied`` counts the chunks written as references.
     ``src`` may be an S3 object, ``s3://BUCKET/KEY.nc`` (``storage_options`` as for any s3:// URL here):
-    read by byte range, never downloaded, its references recording its size and ETag.
+    read by byte range (not fetched whole), its references recording its size and ETag.
     """
     started = time.perf_counter()
     if is_s3_url(src):

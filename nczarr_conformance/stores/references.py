@@ -14,7 +14,7 @@ chunk read from it (:class:`ReferenceStore`), never read as wrong values. A targ
 (``s3://BUCKET/KEY``, references made by ``nc2nczarr s3://… --reference``) is recorded with its size
 and ETag instead (S3 keeps no modification time a reader can trust to the nanosecond, and changes the
 ETag on every overwrite), checked with one HEAD through the signed S3 store's endpoint and credentials,
-and read through fsspec's ``s3`` filesystem (s3fs) told the same endpoint and region. References
+and read through fsspec's ``s3`` filesystem (s3fs) told that endpoint and region. References
 written by other tools carry no such record: their ranges are checked against the target's size only.
 """
 from __future__ import annotations
@@ -344,7 +344,7 @@ class ReferenceStore(Store):
 
 def s3_remote_options(url: str) -> dict[str, Any]:
     """fsspec's ``remote_options`` reading the S3 object ``url`` (s3fs) through the endpoint and region the
-    signed S3 store resolves (``AWS_ENDPOINT_URL``, the profile, ``~/.aws/config``): the same object our
+    signed S3 store resolves (``AWS_ENDPOINT_URL``, the profile, ``~/.aws/config``): the object our
     HEAD checked, wherever the references are read."""
     from nczarr_conformance.stores.s3_object import S3Object
 
