@@ -20,6 +20,7 @@ from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.errors import StoreError
 from nczarr_conformance.model import diff
 from nczarr_conformance.sources import netcdf4 as nc4
+from tests.cf_sources import chunks_match_hdf5, write_cf
 from tests.conftest import CORPUS
 
 h5py = pytest.importorskip("h5py")
@@ -50,30 +51,8 @@ def rich(tmp_path: Path) -> Path:
 def cf_file(tmp_path: Path) -> Path:
     """A CF-like netCDF-4 file: packed data with _FillValue, a noleap time axis, a char variable, a
     compressed chunked variable (shuffle + deflate) and contiguous ones."""
-    import netCDF4
 
-    path = tmp_path / "cf.nc"
-    with netCDF4.Dataset(path, "w") as ds:
-        ds.Conventions = "CF-1.8"
-        ds.createDimension("time", None)
-        ds.createDimension("lat", 4)
-        ds.createDimension("lon", 6)
-        ds.createDimension("nchar", 5)
-        t = ds.createVariable("time", "f8", ("time",))
-        t.units, t.calendar = "days since 2001-01-01", "noleap"
-        t[:] = np.arange(8) * 30.0
-        lat = ds.createVariable("lat", "f4", ("lat",), contiguous=True)
-        lat.units = "degrees_north"
-        lat[:] = np.linspace(-45, 45, 4)
-        tas = ds.createVariable("tas", "i2", ("time", "lat", "lon"), zlib=True, shuffle=True, complevel=4,
-                                chunksizes=(3, 2, 6), fill_value=-999)
-        tas.scale_factor, tas.add_offset, tas.units = 0.01, 273.15, "K"
-        raw = (np.arange(8 * 4 * 6).reshape(8, 4, 6) % 2000).astype("i2")
-        tas.set_auto_maskandscale(False)
-        tas[:] = np.where(raw % 7 == 0, -999, raw)
-        name = ds.createVariable("station", "S1", ("lat", "nchar"))
-        name[:] = netCDF4.stringtochar(np.array(["ab", "cde", "", "fghij"], dtype="S5"))
-    return path
+    return write_cf(tmp_path / "cf.nc", station=True)
 
 
 def _refs(path: Path) -> dict[str, Any]:
@@ -107,31 +86,7 @@ def test_every_chunk_is_the_hdf5_chunk_h5py_indexes_with_its_codecs(rich: Path, 
     out = tmp_path / "rich.json"
     assert _nc2nczarr(str(rich), str(out), "--reference").returncode == 0
     refs = _refs(out)
-    seen = 0
-    with h5py.File(rich, "r") as f:
-        for key, ref in refs.items():
-            if not isinstance(ref, list):
-                continue
-            array, _, index = key.rpartition("/")
-            dataset = f[array]
-            zarray = json.loads(refs[f"{array}/.zarray"])
-            assert ref[0] == str(rich)
-            if dataset.chunks is None:  # contiguous: its one extent
-                assert zarray["chunks"] == list(dataset.shape or (1,))
-                assert (ref[1], ref[2]) == (dataset.id.get_offset(), dataset.id.get_storage_size())
-            else:
-                assert zarray["chunks"] == list(dataset.chunks)
-                offset = tuple(int(i) * c for i, c in zip(index.split("."), dataset.chunks, strict=True))
-                info = dataset.id.get_chunk_info_by_coord(offset)
-                assert (ref[1], ref[2]) == (info.byte_offset, info.size), key
-            plist = dataset.id.get_create_plist()
-            hdf5 = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
-            codecs = [c["id"] for c in zarray["filters"] or []] + ([zarray["compressor"]["id"]]
-                                                                   if zarray["compressor"] else [])
-            assert codecs == [{1: "zlib", 2: "shuffle"}[fid] for fid in hdf5], key
-            if dataset.dtype.kind in "iuf":
-                assert np.dtype(zarray["dtype"]) == dataset.dtype, key
-            seen += 1
+    seen = chunks_match_hdf5(refs, rich, str(rich))
     assert seen == 29 and any(isinstance(v, list) for k, v in refs.items() if k.startswith("be_float/"))
 
 

@@ -20,6 +20,7 @@ from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.errors import StoreError
 from nczarr_conformance.model import diff
 from nczarr_conformance.sources import netcdf4 as nc4
+from tests.cf_sources import chunks_match_hdf5, write_cf
 from tests.conftest import CORPUS, require_module
 
 h5py = pytest.importorskip("h5py")
@@ -38,30 +39,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def _cf_file(path: Path) -> Path:
     """A CF-like netCDF-4 file: packed data with _FillValue, a noleap time axis, a compressed chunked variable
     (shuffle + deflate), a contiguous one and a sub-group."""
-    import netCDF4
-
-    with netCDF4.Dataset(path, "w") as ds:
-        ds.Conventions = "CF-1.8"
-        ds.createDimension("time", None)
-        ds.createDimension("lat", 4)
-        ds.createDimension("lon", 6)
-        t = ds.createVariable("time", "f8", ("time",))
-        t.units, t.calendar = "days since 2001-01-01", "noleap"
-        t[:] = np.arange(8) * 30.0
-        lat = ds.createVariable("lat", "f4", ("lat",), contiguous=True)
-        lat.units = "degrees_north"
-        lat[:] = np.linspace(-45, 45, 4)
-        tas = ds.createVariable("tas", "i2", ("time", "lat", "lon"), zlib=True, shuffle=True, complevel=4,
-                                chunksizes=(3, 2, 6), fill_value=-999)
-        tas.scale_factor, tas.add_offset, tas.units = 0.01, 273.15, "K"
-        raw = (np.arange(8 * 4 * 6).reshape(8, 4, 6) % 2000).astype("i2")
-        tas.set_auto_maskandscale(False)
-        tas[:] = np.where(raw % 7 == 0, -999, raw)
-        g = ds.createGroup("obs")
-        pr = g.createVariable("pr", "f4", ("time", "lon"), zlib=True, chunksizes=(4, 3))
-        pr.long_name = "precipitation"
-        pr[:] = np.arange(48, dtype="f4").reshape(8, 6) / 7
-    return path
+    return write_cf(path, obs_group=True)
 
 
 @pytest.fixture(scope="module")
@@ -124,29 +102,7 @@ def test_every_chunk_is_the_s3_url_and_the_range_h5py_indexes_and_the_etag_is_re
         doc = json.loads(out.read_text())
         head = on_s3["client"].head_object(Bucket=BUCKET, Key=f"archive/{name}.nc")
         assert doc["nczarr:targets"] == {url: {"size": head["ContentLength"], "etag": head["ETag"]}}
-        refs, seen = doc["refs"], 0
-        with h5py.File(local, "r") as f:
-            for key, ref in refs.items():
-                if not isinstance(ref, list):
-                    continue
-                array, _, index = key.rpartition("/")
-                dataset, zarray = f[array], json.loads(refs[f"{array}/.zarray"])
-                assert ref[0] == url, key
-                if dataset.chunks is None:  # contiguous: its one extent
-                    assert (ref[1], ref[2]) == (dataset.id.get_offset(), dataset.id.get_storage_size()), key
-                else:
-                    offset = tuple(int(i) * c for i, c in zip(index.split("."), dataset.chunks, strict=True))
-                    info = dataset.id.get_chunk_info_by_coord(offset)
-                    assert (ref[1], ref[2]) == (info.byte_offset, info.size), key
-                    assert zarray["chunks"] == list(dataset.chunks), key
-                plist = dataset.id.get_create_plist()
-                hdf5 = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
-                codecs = [c["id"] for c in zarray["filters"] or []] + ([zarray["compressor"]["id"]]
-                                                                       if zarray["compressor"] else [])
-                assert codecs == [{1: "zlib", 2: "shuffle"}[fid] for fid in hdf5], key
-                if dataset.dtype.kind in "iuf":
-                    assert np.dtype(zarray["dtype"]) == dataset.dtype, key
-                seen += 1
+        seen = chunks_match_hdf5(doc["refs"], local, url)
         # cf: time 1 chunk, lat contiguous 1, tas 3 x 2 x 1, obs/pr 2 x 2 (h5py get_num_chunks of each)
         assert seen == {"rich": 29, "cf": 12}[name], (name, seen)
 

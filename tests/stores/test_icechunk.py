@@ -23,6 +23,7 @@ from nczarr_conformance.errors import MissingDependencyError, StoreError, UsageE
 from nczarr_conformance.limits import LimitError
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.urls import parse
+from tests.cf_sources import write_cf
 from tests.conftest import missing_peer
 
 pytest.importorskip("icechunk")
@@ -38,25 +39,8 @@ VIRTUAL = ("tas",)
 
 
 def _write_source(path: Path) -> None:
-    """A small CF-like netCDF-4 file: packed shorts with _FillValue in shuffle + deflate chunks, a contiguous
-    float coordinate, a time axis."""
-    with netCDF4.Dataset(path, "w") as ds:
-        ds.title = "first"
-        ds.createDimension("time", 8)
-        ds.createDimension("lat", 4)
-        ds.createDimension("lon", 6)
-        t = ds.createVariable("time", "f8", ("time",))
-        t.units = "days since 2001-01-01"
-        t[:] = np.arange(8) * 30.0
-        lat = ds.createVariable("lat", "f4", ("lat",), contiguous=True)
-        lat.units = "degrees_north"
-        lat[:] = np.linspace(-45, 45, 4)
-        tas = ds.createVariable("tas", "i2", ("time", "lat", "lon"), zlib=True, shuffle=True, complevel=4,
-                                chunksizes=(3, 2, 6), fill_value=-999)
-        tas.scale_factor, tas.units = 0.01, "K"
-        tas.set_auto_maskandscale(False)
-        raw = (np.arange(8 * 4 * 6).reshape(8, 4, 6) % 2000).astype("i2")
-        tas[:] = np.where(raw % 7 == 0, -999, raw)
+    """A small CF-like netCDF-4 file (tests/cf_sources.py): 8 fixed time steps, titled "first"."""
+    write_cf(path, record=False, title="first")
 
 
 def _icechunk_write(source: Path, repo: Path, spec_version: int = 1) -> dict[str, str]:
