@@ -395,3 +395,29 @@ def test_an_empty_reference_is_one_line_before_anything_is_read(tmp_path: Path):
         assert done.returncode == code, (done.stdout, done.stderr)
         assert "not kerchunk references (list index out of range)" in done.stdout + done.stderr
         assert "bug" not in done.stderr
+
+
+def test_for_xarray_on_the_command_line_writes_xarrays_layout_and_refuses_what_references_cannot_give(
+        cf_file: Path, tmp_path: Path):
+    """``--reference --for xarray``: null default fills where the source has no _FillValue, every chunk still a
+    reference, and xarray reads tas and time as from the file; ``--for netcdf-c-4.9`` needs the codecs dropped:
+    one line, exit 2."""
+    out = tmp_path / "x.json"
+    done = _nc2nczarr(str(cf_file), str(out), "--reference", "--for", "xarray", "-q")
+    assert done.returncode == 0, done.stderr
+    refs = _refs(out)
+    import netCDF4
+
+    with netCDF4.Dataset(cf_file) as ds:
+        assert "_FillValue" not in ds["time"].ncattrs()  # the precondition: no fill of its own
+    assert json.loads(refs["time/.zarray"])["fill_value"] is None
+    assert isinstance(refs["tas/0.0.0"], list) and refs["tas/0.0.0"][0] == str(cf_file)
+    import xarray as xr
+
+    with xr.open_dataset(cf_file, engine="netcdf4") as want, _xr_refs(out) as got:
+        for name in ("tas", "time", "lat"):
+            xr.testing.assert_identical(got[name].load(), want[name].load())
+    refused = _nc2nczarr(str(cf_file), str(tmp_path / "c.json"), "--reference", "--for", "netcdf-c-4.9")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "references keep the file's chunks and codecs as stored" in refused.stderr
+    assert not (tmp_path / "c.json").exists()

@@ -354,7 +354,7 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
     if args.concat:
         return _reference_concat(parser, args, transforms)
     taken = [name for name, given in (("--append", args.append), ("transforms", transforms),
-                                      ("--zarr-format 3", args.zarr_format == 3), ("--for", args.for_readers),
+                                      ("--zarr-format 3", args.zarr_format == 3),
                                       ("--no-direct-copy", args.no_direct_copy)) if given]
     if taken:
         parser.error(f"--reference writes one file's references as it is stored: it takes no {', '.join(taken)}")
@@ -366,15 +366,20 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
     from nczarr_conformance.conversion.references import convert_references
 
     if is_icechunk_output(args.output):  # Zarr v3 with HDF5's codecs: no NCZarr flavor, no char dtype to choose
-        taken = [name for name, given in (("--flavor", args.flavor), ("--char-as", args.char_as)) if given]
+        taken = [name for name, given in (("--flavor", args.flavor), ("--char-as", args.char_as),
+                                          ("--for", args.for_readers)) if given]
         if taken:
             parser.error(f"--reference into an Icechunk repository writes Zarr v3: it takes no {', '.join(taken)}")
         stats = convert_icechunk_references(args.input, args.output, overwrite=args.overwrite,
                                             consolidate=args.consolidate, skip_unsupported=args.skip_unsupported)
     else:
+        if args.for_readers and (args.flavor or args.char_as):
+            parser.error("--for chooses the flavor and char dtype: give no --flavor or --char-as with it")
         stats = convert_references(args.input, args.output, flavor=args.flavor, overwrite=args.overwrite,
                                    char_as=args.char_as, consolidate=args.consolidate,
-                                   skip_unsupported=args.skip_unsupported)
+                                   skip_unsupported=args.skip_unsupported,
+                                   for_readers=_readers(parser, args.for_readers, "--for") or None,
+                                   prefer=_readers(parser, args.prefer, "--prefer") or None)
     safety.raise_if_interrupted()
     for warning in stats.warnings:
         print(f"nc2nczarr: warning: {warning}", file=sys.stderr)

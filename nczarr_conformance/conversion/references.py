@@ -169,8 +169,14 @@ def _whole_chunks(dataset: Dataset) -> None:
 def convert_references(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = False,
                        char_as: str | None = None, consolidate: bool | None = None, skip_unsupported: bool = False,
                        inline_limit: int = INLINE_LIMIT,
-                       storage_options: dict[str, Any] | None = None) -> ConvertStats:
+                       storage_options: dict[str, Any] | None = None, for_readers: list[str] | None = None,
+                       prefer: list[str] | None = None) -> ConvertStats:
     """Write kerchunk references (``dst``: ``.json`` or ``.parq``) of the NCZarr store ``src`` converts to.
+
+    ``for_readers`` (``nc2nczarr --for``; ``prefer`` as there) writes the Zarr v2 metadata layout those readers
+    read equal to the source (flavor, char dtype, a type's default fill written or null), the chunks still
+    the file's: a plan that needs other chunks or codecs (netcdf-c 4.9 reads no compressed chunk) is refused
+    in one line naming what it needs.
 
     ``flavor``, ``char_as`` and ``consolidate`` as for :func:`from_netcdf.convert` (char defaults to
     ``|S1`` here: :data:`REFERENCE_CHAR_AS`). ``stats.copied`` counts the chunks written as references.
@@ -185,7 +191,8 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
         flavor, char_as = reference_layout(flavor, char_as)
         collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)
         return collect_and_commit(src, collector, started, flavor=flavor, char_as=char_as, consolidate=consolidate,
-                                  skip_unsupported=skip_unsupported, storage_options=storage_options)
+                                  skip_unsupported=skip_unsupported, storage_options=storage_options,
+                                  for_readers=for_readers, prefer=prefer)
     if not os.path.exists(src):
         raise StoreError(f"{src}: no such file or directory")
     if not is_reference_path(dst):
@@ -196,7 +203,7 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
     flavor, char_as = reference_layout(flavor, char_as)
     collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)
     return collect_and_commit(src, collector, started, flavor=flavor, char_as=char_as, consolidate=consolidate,
-                              skip_unsupported=skip_unsupported)
+                              skip_unsupported=skip_unsupported, for_readers=for_readers, prefer=prefer)
 
 
 def collect_and_commit(src: str, collector: Any, started: float, **options: Any) -> ConvertStats:
@@ -227,7 +234,8 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
                  consolidate: bool | None, skip_unsupported: bool = False,
                  then: Callable[[DatasetWriter], None] | None = None,
                  make_writer: Callable[..., DatasetWriter] = DatasetWriter,
-                 storage_options: dict[str, Any] | None = None) -> ConvertStats:
+                 storage_options: dict[str, Any] | None = None, for_readers: list[str] | None = None,
+                 prefer: list[str] | None = None) -> ConvertStats:
     """The references of ``src`` put into ``collector`` (not committed: the caller commits or aborts).
 
     ``then`` is handed the writer once its chunks and metadata are written (``--concat --reference``
@@ -240,7 +248,7 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
             try:
                 return _collect(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
                                 skip_unsupported=skip_unsupported, then=then, make_writer=make_writer, obj=obj,
-                                netcdf=netcdf)
+                                netcdf=netcdf, for_readers=for_readers, prefer=prefer)
             except Exception:
                 if errors:  # what netcdf-c saw as an HTTP error: the object's own cause, named
                     raise errors[0] from None
@@ -249,7 +257,30 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
         raise UnsupportedError(f"{src}: not a netCDF-4 (HDF5) file; only HDF5 chunks can be referenced "
                                "(convert it without --reference)")
     return _collect(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
-                    skip_unsupported=skip_unsupported, then=then, make_writer=make_writer)
+                    skip_unsupported=skip_unsupported, then=then, make_writer=make_writer, for_readers=for_readers,
+                    prefer=prefer)
+
+
+def _planned(src: str, dataset: Dataset, readers: list[str], prefer: list[str],
+             stats: ConvertStats) -> tuple[str, str | None, dict[str, Any]]:
+    """The flavor, char dtype and writer options of the Zarr v2 layout ``readers`` read equal to ``src``
+    (conversion/audience.py, as ``nc2nczarr --for`` plans a copy), or UnsupportedError where that layout needs
+    chunks or codecs other than the file's: references keep them as stored."""
+    import copy
+
+    from nczarr_conformance.conversion.audience import decide, strip_codecs
+
+    stats.audience, choice = decide(dataset, "file", readers, prefer, {"zarr_format": 2})
+    changed = strip_codecs(copy.deepcopy(dataset), choice)
+    if changed:
+        needs = ", ".join(f"{knob} {choice[knob]}" for knob in ("filters", "compression", "chunks")
+                          if choice.get(knob) not in (None, "keep"))
+        raise UnsupportedError(f"{src}: --for {','.join(readers)}: those readers need {needs} of "
+                               f"{', '.join(sorted(changed))}, and references keep the file's chunks and codecs as "
+                               "stored (convert without --reference)")
+    flavor = str(choice.get("flavor", "nczarr-4.10"))
+    char_as = str(choice["char_as"]) if "char_as" in choice and flavor in DEFAULT_CHAR_AS else None
+    return flavor, char_as, {"default_fill": choice.get("default_fill") != "null"}
 
 
 @contextmanager
@@ -274,13 +305,17 @@ def _s3_input(src: str, storage_options: dict[str, Any] | None) -> Iterator[tupl
 def _collect(src: str, collector: ReferenceCollector, *, flavor: str, char_as: str | None,
              consolidate: bool | None, skip_unsupported: bool, then: Callable[[DatasetWriter], None] | None,
              make_writer: Callable[..., DatasetWriter], obj: S3Object | None = None,
-             netcdf: str | None = None) -> ConvertStats:
+             netcdf: str | None = None, for_readers: list[str] | None = None,
+             prefer: list[str] | None = None) -> ConvertStats:
     """:func:`collect_file` of a local file, or of the S3 object ``obj`` (netCDF4-python reading ``netcdf``)."""
     stats = ConvertStats()
     inline_limit = collector.inline_limit
     with _opened(src, skip_unsupported, hdf5=obj.open() if obj else None, netcdf=netcdf) as opened:
         variables: dict[str, Any] = {}
         dataset, reencode, stats.warnings = _prepare(opened, src, variables, skip_unsupported, None)
+        layout: dict[str, Any] = {}
+        if for_readers:
+            flavor, char_as, layout = _planned(src, dataset, for_readers, prefer or [], stats)
         refused = unreferenceable(src, dataset, obj.open() if obj else None)
         if refused:
             raise UnsupportedError(f"{src}: cannot be referenced, no Zarr codec reads these HDF5 filters' chunks: "
@@ -316,7 +351,8 @@ def _collect(src: str, collector: ReferenceCollector, *, flavor: str, char_as: s
             from nczarr_conformance.conversion.transforms import without_direct_copy
 
             writer = make_writer(dataset, collector, flavor=flavor, source=source, progress=counting, threads=1,
-                                 raw=without_direct_copy(raw, reencode), consolidate=consolidate, char_as=char_as)
+                                 raw=without_direct_copy(raw, reencode), consolidate=consolidate, char_as=char_as,
+                                 **layout)
             writer.write()
             if then is not None:
                 then(writer)
