@@ -8,7 +8,6 @@ store, under zarr-python and xarray), and through our reader: never from the wri
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
@@ -24,7 +23,7 @@ import nczarr_conformance
 from nczarr_conformance.conversion import reference_concat
 from nczarr_conformance.conversion.reference_concat import concat_references
 from nczarr_conformance.errors import UnsupportedError, UsageError
-from nczarr_conformance.sources import netcdf4 as nc4
+from tests.conftest import no_gc_on_other_threads
 from tests.test_reference_concat import DAYS, WIDE, _day, _netcdf4
 
 icechunk = pytest.importorskip("icechunk")
@@ -249,10 +248,9 @@ def test_on_a_dask_cluster_the_repository_holds_what_the_in_process_run_writes(t
     files = [_day(tmp_path / f"day{d}.nc", d, default_time=True) for d in range(3)]
     here, there = tmp_path / "here", tmp_path / "there"
     concat_references([str(p) for p in files], f"icechunk://{here}", "time", workers=1)
-    with nc4.LOCK:  # a netCDF4.Dataset an earlier test leaked, closed here, not on a worker thread
-        gc.collect()
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with no_gc_on_other_threads(), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
         concat_references([str(p) for p in files], f"icechunk://{there}", "time", client=client)
     (_, mine), (_, theirs) = _open(here), _open(there)
     assert _everything(theirs) == _everything(mine)

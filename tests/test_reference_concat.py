@@ -6,7 +6,6 @@ the writer under test.
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.conversion.reference_concat import concat_references
 from nczarr_conformance.errors import UnsupportedError, UsageError
-from nczarr_conformance.sources import netcdf4 as nc4
+from tests.conftest import no_gc_on_other_threads
 
 netCDF4 = pytest.importorskip("netCDF4")
 h5py = pytest.importorskip("h5py")
@@ -331,13 +330,9 @@ def test_on_a_dask_cluster_the_references_are_the_in_process_ones(days: list[Pat
     distributed = pytest.importorskip("distributed")
     here, there = tmp_path / "here.json", tmp_path / "there.json"
     concat_references([str(p) for p in days], str(here), "time", workers=1)
-    # A netCDF4.Dataset an earlier test left open lives in a reference cycle until the cyclic GC closes it,
-    # in whatever thread allocates then: on a worker thread that is libnetcdf called beside our reads, with
-    # none of our lock ("NetCDF: HDF error" in one CI run). Collected here, under the lock, first.
-    with nc4.LOCK:
-        gc.collect()
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with no_gc_on_other_threads(), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
         concat_references([str(p) for p in days], str(there), "time", client=client)
     assert _refs(there) == _refs(here)
     assert len(_refs(there)["nczarr:targets"]) == DAYS
@@ -349,10 +344,9 @@ def test_on_a_dask_cluster_straddling_variables_are_inline_as_in_process(default
     distributed = pytest.importorskip("distributed")
     here, there = tmp_path / "here.json", tmp_path / "there.json"
     concat_references([str(p) for p in default_days], str(here), "time", workers=1)
-    with nc4.LOCK:  # an earlier test's leaked netCDF4.Dataset closed here, not on a worker thread (see above)
-        gc.collect()
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with no_gc_on_other_threads(), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
         concat_references([str(p) for p in default_days], str(there), "time", client=client)
     refs = _refs(there)
     assert refs == _refs(here)
