@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn, TypeVar
@@ -161,22 +159,3 @@ def s3_bucket(moto_server, request):
     client.create_bucket(Bucket=name)
     return name
 
-
-@contextmanager
-def no_gc_on_other_threads() -> Iterator[None]:
-    """Python's cyclic GC stopped while a threaded dask cluster (``processes=False``) runs netCDF4 and h5py.
-
-    A netCDF4.Dataset left unclosed lives in a reference cycle until the GC closes it, in whatever thread
-    allocates then, a worker's or tornado's: libnetcdf and HDF5 called beside our locked reads, with none of
-    our lock ("NetCDF: HDF error" in one CI run, a segmentation fault in another). Collected first under the
-    lock, then no collection until the block ends.
-    """
-    from nczarr_conformance.sources import netcdf4 as nc4
-
-    with nc4.LOCK:
-        gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()

@@ -23,7 +23,6 @@ import nczarr_conformance
 from nczarr_conformance.conversion import reference_concat
 from nczarr_conformance.conversion.reference_concat import concat_references
 from nczarr_conformance.errors import UnsupportedError, UsageError
-from tests.conftest import no_gc_on_other_threads
 from tests.test_reference_concat import DAYS, WIDE, _day, _netcdf4
 
 icechunk = pytest.importorskip("icechunk")
@@ -242,15 +241,14 @@ def test_an_existing_repository_is_refused_without_overwrite_and_nczarr_options_
 
 
 def test_on_a_dask_cluster_the_repository_holds_what_the_in_process_run_writes(tmp_path: Path) -> None:
-    """The per-file tasks on a distributed.Client (threads, to stay fast), time inline there too: every key of the
-    repository holds the bytes the in-process run's does."""
+    """The per-file tasks on a distributed.Client (worker processes, as --workers runs them), time inline there
+    too: every key of the repository holds the bytes the in-process run's does."""
     distributed = pytest.importorskip("distributed")
     files = [_day(tmp_path / f"day{d}.nc", d, default_time=True) for d in range(3)]
     here, there = tmp_path / "here", tmp_path / "there"
     concat_references([str(p) for p in files], f"icechunk://{here}", "time", workers=1)
-    with no_gc_on_other_threads(), distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         concat_references([str(p) for p in files], f"icechunk://{there}", "time", client=client)
     (_, mine), (_, theirs) = _open(here), _open(there)
     assert _everything(theirs) == _everything(mine)

@@ -19,7 +19,6 @@ import pytest
 from nczarr_conformance.access.dataset import open_dataset
 from nczarr_conformance.conversion.reference_concat import concat_references
 from nczarr_conformance.errors import UnsupportedError, UsageError
-from tests.conftest import no_gc_on_other_threads
 
 netCDF4 = pytest.importorskip("netCDF4")
 h5py = pytest.importorskip("h5py")
@@ -326,13 +325,13 @@ def test_an_existing_output_is_refused_before_any_file_is_read(days: list[Path],
 
 
 def test_on_a_dask_cluster_the_references_are_the_in_process_ones(days: list[Path], tmp_path: Path):
-    """The tasks run on a distributed.Client (threads, to stay fast) give exactly the references made in process."""
+    """The tasks run on a distributed.Client (worker processes, as --workers runs them) give exactly the
+    references made in process."""
     distributed = pytest.importorskip("distributed")
     here, there = tmp_path / "here.json", tmp_path / "there.json"
     concat_references([str(p) for p in days], str(here), "time", workers=1)
-    with no_gc_on_other_threads(), distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         concat_references([str(p) for p in days], str(there), "time", client=client)
     assert _refs(there) == _refs(here)
     assert len(_refs(there)["nczarr:targets"]) == DAYS
@@ -344,9 +343,8 @@ def test_on_a_dask_cluster_straddling_variables_are_inline_as_in_process(default
     distributed = pytest.importorskip("distributed")
     here, there = tmp_path / "here.json", tmp_path / "there.json"
     concat_references([str(p) for p in default_days], str(here), "time", workers=1)
-    with no_gc_on_other_threads(), distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         concat_references([str(p) for p in default_days], str(there), "time", client=client)
     refs = _refs(there)
     assert refs == _refs(here)
