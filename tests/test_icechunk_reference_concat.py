@@ -23,7 +23,7 @@ import nczarr_conformance
 from nczarr_conformance.conversion import reference_concat
 from nczarr_conformance.conversion.reference_concat import concat_references
 from nczarr_conformance.errors import UnsupportedError, UsageError
-from tests.test_reference_concat import DAYS, WIDE, _day, _netcdf4
+from tests.test_reference_concat import DAYS, WIDE, _day, _netcdf4, in_process_and_on_a_cluster
 
 icechunk = pytest.importorskip("icechunk")
 netCDF4 = pytest.importorskip("netCDF4")
@@ -246,10 +246,7 @@ def test_on_a_dask_cluster_the_repository_holds_what_the_in_process_run_writes(t
     distributed = pytest.importorskip("distributed")
     files = [_day(tmp_path / f"day{d}.nc", d, default_time=True) for d in range(3)]
     here, there = tmp_path / "here", tmp_path / "there"
-    concat_references([str(p) for p in files], f"icechunk://{here}", "time", workers=1)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        concat_references([str(p) for p in files], f"icechunk://{there}", "time", client=client)
+    in_process_and_on_a_cluster(distributed, files, f"icechunk://{here}", f"icechunk://{there}")
     (_, mine), (_, theirs) = _open(here), _open(there)
     assert _everything(theirs) == _everything(mine)
     assert theirs.chunk_type("/time", [0]) == icechunk.ChunkType.INLINE

@@ -324,15 +324,21 @@ def test_an_existing_output_is_refused_before_any_file_is_read(days: list[Path],
     assert out.read_text() == "{}"
 
 
+def in_process_and_on_a_cluster(distributed: Any, files: list[Path], here: str, there: str) -> None:
+    """``concat_references`` of ``files`` along time into ``here`` in this process, and into ``there`` on a
+    two-worker process cluster (worker processes, as ``--workers`` runs them)."""
+    concat_references([str(p) for p in files], here, "time", workers=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        concat_references([str(p) for p in files], there, "time", client=client)
+
+
 def test_on_a_dask_cluster_the_references_are_the_in_process_ones(days: list[Path], tmp_path: Path):
     """The tasks run on a distributed.Client (worker processes, as --workers runs them) give exactly the
     references made in process."""
     distributed = pytest.importorskip("distributed")
     here, there = tmp_path / "here.json", tmp_path / "there.json"
-    concat_references([str(p) for p in days], str(here), "time", workers=1)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        concat_references([str(p) for p in days], str(there), "time", client=client)
+    in_process_and_on_a_cluster(distributed, days, str(here), str(there))
     assert _refs(there) == _refs(here)
     assert len(_refs(there)["nczarr:targets"]) == DAYS
 
@@ -342,10 +348,7 @@ def test_on_a_dask_cluster_straddling_variables_are_inline_as_in_process(default
     the references are the ones made in process, byte for byte."""
     distributed = pytest.importorskip("distributed")
     here, there = tmp_path / "here.json", tmp_path / "there.json"
-    concat_references([str(p) for p in default_days], str(here), "time", workers=1)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        concat_references([str(p) for p in default_days], str(there), "time", client=client)
+    in_process_and_on_a_cluster(distributed, default_days, str(here), str(there))
     refs = _refs(there)
     assert refs == _refs(here)
     assert list(_chunk_refs(refs["refs"], "time")) == ["time/0"] and refs["refs"]["time/0"].startswith("base64:")
