@@ -72,6 +72,10 @@ class Source:
     typed_fill_values: bool = False
     #: a float32 attribute a 64-bit reader of its JSON gets otherwise (0.1), or a float32 scale_factor/add_offset
     float32_attributes: bool = False
+    #: a group attribute whose name starts with ``_nc`` in any case (``_NCPROPERTIES``, ``_nc_note``)
+    nc_named_group_attributes: bool = False
+    #: a variable attribute whose name starts with ``_nc`` in any case
+    nc_named_variable_attributes: bool = False
 
 
 #: the attribute types a reader infers back from JSON alone (a number without a point, one with, text)
@@ -284,6 +288,10 @@ register(Reader("xarray", "xarray (open_zarr, one group)", (*_zarr_python_needs(
          "reads 32-bit float attributes as 64-bit (their JSON number), so packed variables decode to float64 and "
          "the attribute values differ past float32's precision", None, "NCZ-INTEROP-XARRAY-FLOATATTR", EVIDENCE,
          fatal=False),
+    Need("xarray-nc-attributes", lambda lay: lay.source.nc_named_group_attributes or (
+        lay.zarr_format == 2 and lay.source.nc_named_variable_attributes),
+         "drops attributes whose name starts with _nc in any case (_NCPROPERTIES): it hides NCZarr's own that "
+         "way: a group's in both formats, a Zarr v2 array's", None, None, EVIDENCE, fatal=False),
     Need("xarray-nczarr-scalar", lambda lay: lay.zarr_format == 2 and lay.nczarr and lay.scalars,
          "reads scalar variables as 1-element arrays along a dimension _scalar_ (NCZarr's shape-[1] scalar)",
          {"flavor": "zarr"}, "NCZ-INTEROP-XARRAY-SCALAR", EVIDENCE, fatal=False),

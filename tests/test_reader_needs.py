@@ -64,6 +64,9 @@ def _write_source(path: Path, kind: str) -> None:
             v.valid_min = np.int16(0)  # a short: pure Zarr's JSON gives back an int
         elif kind == "unuseddim":
             nc.createDimension("spare", 5)  # no variable uses it
+        elif kind == "ncattr":
+            nc.setncattr("_NC_history", "kept by netCDF, a name xarray's zarr engine hides")
+            v.setncattr("_ncNote", "the same on a variable")
         elif kind == "nanattr":
             v.missing = np.float64("nan")  # a double: a float32 one is xarray-float-attributes too
         elif kind == "ints":
@@ -136,6 +139,7 @@ RECIPES: dict[str, Recipe] = {
     "ours-zarr-dims": Recipe("unuseddim", {"flavor": "zarr"}),
     "c490-zarr-dims": Recipe("unuseddim", {"flavor": "zarr", "compression": "none"}),
     "xarray-float-attributes": Recipe("floatattr", {"default_fill": "null"}),
+    "xarray-nc-attributes": Recipe("ncattr", {"default_fill": "null"}),
     "ours-zarr-types": Recipe("groups", {"flavor": "zarr"}),
 }
 
@@ -160,7 +164,7 @@ def _sources(tmp: Path) -> dict[str, Path]:
     out = {}
     for kind in ("plain", "shuffle", "char", "strings", "scalar", "groups", "unlimited", "units", "int64attr",
                  "bigendian", "stringattr", "ints", "charrow",
-                 "nanattr", "unuseddim", "shortattr", "floatattr"):
+                 "nanattr", "unuseddim", "shortattr", "floatattr", "ncattr"):
         out[kind] = tmp / f"{kind}.nc"
         _write_source(out[kind], kind)
     return out

@@ -421,3 +421,32 @@ def test_for_xarray_on_the_command_line_writes_xarrays_layout_and_refuses_what_r
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "references keep the file's chunks and codecs as stored" in refused.stderr
     assert not (tmp_path / "c.json").exists()
+
+
+def test_for_xarray_refuses_naming_what_xarray_would_read_otherwise_and_accept_losses_writes_it(tmp_path: Path):
+    """A float32 ``scale_factor`` (xarray's zarr engine reads it as a JSON float64, so the variable decodes to
+    float64 where its netcdf4 engine gives float32): refused in one line naming the attribute, exit 2, nothing
+    written; ``--accept-losses`` writes the references and says the loss and where, even with -q."""
+    import netCDF4
+
+    src = tmp_path / "packed.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("x", 3)
+        v = nc.createVariable("t", "i2", ("x",), fill_value=np.int16(-1))
+        v.scale_factor = np.float32(0.5)
+        v[:] = np.array([1.0, 2.0, 3.0])
+    out = tmp_path / "p.json"
+    refused = _nc2nczarr(str(src), str(out), "--reference", "--for", "xarray")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "/t attribute scale_factor" in refused.stderr and "--accept-losses" in refused.stderr
+    assert not out.exists()
+    written = _nc2nczarr(str(src), str(out), "--reference", "--for", "xarray", "--accept-losses", "-q")
+    assert written.returncode == 0, written.stderr
+    assert "xarray loses: reads 32-bit float attributes as 64-bit" in written.stderr
+    assert "in /t attribute scale_factor" in written.stderr
+    import xarray as xr
+
+    with xr.open_dataset(src, engine="netcdf4") as want, _xr_refs(out) as got:
+        assert want["t"].dtype == np.float32 and got["t"].dtype == np.float64  # the loss said, as xarray has it
+    lone = _nc2nczarr(str(src), str(tmp_path / "q.json"), "--reference", "--accept-losses")
+    assert lone.returncode == 2 and "--accept-losses goes with --reference --for" in lone.stderr

@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--prefer", metavar="READER,...",
                    help="with --for: where the named readers conflict, these readers' needs win (default: the "
                         "order --for names them)")
+    r.add_argument("--accept-losses", action="store_true",
+                   help="with --reference --for: write the references even where a named reader would still read "
+                        "some object otherwise than the file (each is named; refused without this)")
     r.add_argument("--verify", action="store_true",
                    help="after writing, open the output with each reader (--for's, else every one of the list "
                         "that is installed) and print one line per reader; exit 1 when a named reader, or one the "
@@ -228,6 +231,8 @@ def _main(argv: list[str] | None) -> int:
     if (args.for_readers or args.prefer or args.verify) and (args.append or args.concat):
         parser.error("--for, --prefer and --verify go with a conversion of one file (--append keeps the store's "
                      "layout; --concat: convert with --for, then --append)")
+    if args.accept_losses and not (args.reference and args.for_readers):
+        parser.error("--accept-losses goes with --reference --for (a copy for --for is written and its losses said)")
     if args.prefer and not args.for_readers:
         parser.error("--prefer chooses among the readers of --for: give --for")
     readers = _readers(parser, args.for_readers, "--for")
@@ -379,10 +384,15 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
                                    char_as=args.char_as, consolidate=args.consolidate,
                                    skip_unsupported=args.skip_unsupported,
                                    for_readers=_readers(parser, args.for_readers, "--for") or None,
-                                   prefer=_readers(parser, args.prefer, "--prefer") or None)
+                                   prefer=_readers(parser, args.prefer, "--prefer") or None,
+                                   accept_losses=args.accept_losses)
     safety.raise_if_interrupted()
     for warning in stats.warnings:
         print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
+    lines = stats.audience.plan_lines() if stats.audience is not None else []
+    for line in lines:  # who still loses what, where (said even with -q)
+        if not args.quiet or " loses: " in line:
+            print(f"nc2nczarr: {line}", file=sys.stderr)
     if not args.quiet:
         print(f"nc2nczarr: {stats.objects} objects ({stats.copied} chunks referenced in {args.input}, "
               f"{stats.bytes_out} bytes of chunks inline), {stats.seconds:.2f} s", file=sys.stderr)

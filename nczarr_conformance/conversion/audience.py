@@ -8,6 +8,7 @@ made before anything is written, so a conflict (netcdf-c wants >S1 char, zarr-py
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,49 +26,99 @@ NUMBERS = frozenset({"byte", "ubyte", "short", "ushort", "int", "uint", "int64",
 COMPRESSORS = frozenset({"zlib", "gzip", "bz2", "lzma", "zstd", "blosc", "lz4"})
 
 
-def source_traits(dataset: Dataset) -> Source:
+#: the Source traits :func:`source_places` can point at, one object each (a variable, or an attribute)
+PLACED_TRAITS = ("char", "strings", "scalars", "groups", "chunks_over_shape", "unlimited", "big_endian",
+                 "unfilled_numbers", "unfilled_chars", "nan_attributes", "unused_dimensions", "subgroup_dimensions",
+                 "typed_fill_values", "float32_attributes", "nc_named_group_attributes",
+                 "nc_named_variable_attributes")
+
+
+def source_places(dataset: Dataset) -> dict[str, list[str]]:
+    """Each boolean trait of :class:`Source` → the objects that give the source that trait (``/g/v``, ``/g/v
+    attribute scale_factor``, ``/g dimension time``), in the model's order: a reader's loss is named where it
+    happens, not only as a kind of loss."""
+    places: dict[str, list[str]] = {trait: [] for trait in PLACED_TRAITS}
+    used: set[str] = set()
+    defined: dict[str, str] = {}
+    for gkey, group in dataset.root.walk():
+        if gkey != "/":
+            places["groups"].append(gkey)
+        for dname, dim in group.dimensions.items():
+            defined[keys.join(gkey, dname)] = f"{gkey} dimension {dname}"
+            if dim.unlimited:
+                places["unlimited"].append(f"{gkey} dimension {dname}")
+            if gkey != "/":
+                places["subgroup_dimensions"].append(f"{gkey} dimension {dname}")
+        _attribute_places(places, gkey, group.attributes, packed=False)
+        places["nc_named_group_attributes"] += [f"{gkey} attribute {n}" for n in group.attributes if _nc_named(n)]
+        for name, var in group.variables.items():
+            vkey = keys.join(gkey, name)
+            for trait, fires in (
+                    ("char", var.type == "char"), ("strings", var.type == "string"), ("scalars", var.is_scalar),
+                    ("big_endian", var.endianness == "big" and var.type not in ("byte", "ubyte", "char", "string")),
+                    ("unfilled_numbers", var.type in NUMBERS and takes_default_fill(var)),
+                    ("unfilled_chars", var.type == "char" and takes_default_fill(var)),
+                    ("chunks_over_shape", bool(var.chunks) and any(
+                        c > s > 0 for c, s in zip(var.chunks or (), var.shape, strict=False)))):
+                if fires:
+                    places[trait].append(vkey)
+            _attribute_places(places, vkey, {n: a for n, a in var.attributes.items() if n != "_FillValue"},
+                              packed=True)
+            places["nc_named_variable_attributes"] += [f"{vkey} attribute {n}" for n in var.attributes if _nc_named(n)]
+            used.update(var.dimensions)
+            fill = var.attributes.get("_FillValue")
+            if fill is not None and fill.type not in reader_needs.JSON_TYPES:
+                places["typed_fill_values"].append(f"{vkey} attribute _FillValue")
+    places["unused_dimensions"] = [where for key, where in defined.items() if key not in used]
+    return places
+
+
+def _nc_named(name: str) -> bool:
+    """A name xarray's zarr engine hides (it drops NCZarr's ``_nczarr_*`` keys by the prefix ``_nc``, any case)."""
+    return name.lower().startswith("_nc")
+
+
+def _attribute_places(places: dict[str, list[str]], owner: str, attributes: Mapping[str, Attribute], *,
+                      packed: bool) -> None:
+    """The attribute traits of one group's or variable's attributes; ``packed``: a variable's, whose float32
+    scale_factor/add_offset decides the type it decodes to."""
+    for name, attr in attributes.items():
+        if _not_finite(attr):
+            places["nan_attributes"].append(f"{owner} attribute {name}")
+        if attr.type == "float" and ((packed and name in ("scale_factor", "add_offset")) or _inexact_in_json(attr)):
+            places["float32_attributes"].append(f"{owner} attribute {name}")
+
+
+def source_traits(dataset: Dataset, places: Mapping[str, list[str]] | None = None) -> Source:
     """What the layout's traits depend on, as the (already transformed) model holds it."""
-    char = strings = scalars = over = False
+    places = places if places is not None else source_places(dataset)
     filters: set[str] = set()
     compressors: set[str] = set()
     types: set[str] = set()
     names: set[str] = set()
-    unlimited = big = unfilled = unfilled_chars = nan = typed_fill = float32_loss = False
-    used: set[str] = set()
-    defined: set[str] = set()
-    subdims = False
-    for gkey, group in dataset.root.walk():
-        unlimited |= any(dim.unlimited for dim in group.dimensions.values())
-        defined.update(keys.join(gkey, name) for name in group.dimensions)
-        subdims |= gkey != "/" and bool(group.dimensions)
+    for _, group in dataset.root.walk():
         types.update(a.type for a in group.attributes.values())
-        nan |= any(_not_finite(a) for a in group.attributes.values())
-        float32_loss |= any(a.type == "float" and _inexact_in_json(a) for a in group.attributes.values())
         for var in group.variables.values():
-            char |= var.type == "char"
-            strings |= var.type == "string"
-            scalars |= var.is_scalar
-            big |= var.endianness == "big" and var.type not in ("byte", "ubyte", "char", "string")
-            unfilled |= var.type in NUMBERS and takes_default_fill(var)
-            unfilled_chars |= var.type == "char" and takes_default_fill(var)
-            over |= bool(var.chunks) and any(c > s > 0 for c, s in zip(var.chunks or (), var.shape, strict=False))
             types.update(a.type for n, a in var.attributes.items() if n != "_FillValue")
             names.update(n for n in var.attributes if n != "_FillValue")
-            nan |= any(_not_finite(a) for n, a in var.attributes.items() if n != "_FillValue")
-            float32_loss |= any(a.type == "float" and (n in ("scale_factor", "add_offset") or _inexact_in_json(a))
-                                for n, a in var.attributes.items() if n != "_FillValue")
-            used.update(var.dimensions)
-            fill = var.attributes.get("_FillValue")
-            typed_fill |= fill is not None and fill.type not in reader_needs.JSON_TYPES
             for codec in var.filters or []:
                 cid = str(codec.get("id"))
                 (compressors if cid in COMPRESSORS else filters).add(cid)
-    return Source(char=char, strings=strings, scalars=scalars, groups=bool(dataset.root.groups),
-                  filters=frozenset(filters), compressors=frozenset(compressors), attribute_types=frozenset(types),
-                  variable_attributes=frozenset(names), chunks_over_shape=over, unlimited=unlimited,
-                  big_endian=big, unfilled_numbers=unfilled, unfilled_chars=unfilled_chars, nan_attributes=nan,
-                  unused_dimensions=bool(defined - used), subgroup_dimensions=subdims, typed_fill_values=typed_fill,
-                  float32_attributes=float32_loss)
+    return Source(filters=frozenset(filters), compressors=frozenset(compressors), attribute_types=frozenset(types),
+                  variable_attributes=frozenset(names), **{trait: bool(places[trait]) for trait in PLACED_TRAITS})
+
+
+def culprits(loss: Loss, layout: Layout, places: Mapping[str, list[str]]) -> list[str]:
+    """The objects behind ``loss`` in ``layout``: those of each source trait without which its need would not
+    fire (found by asking the need again with that trait off); [] where the layout alone decides it (a zip,
+    a filter)."""
+    found: list[str] = []
+    for trait in PLACED_TRAITS:
+        without: dict[str, Any] = {trait: False}
+        if getattr(layout.source, trait) and not loss.need.when(
+                dataclasses.replace(layout, source=dataclasses.replace(layout.source, **without))):
+            found += places[trait]
+    return found
 
 
 def _not_finite(attr: Attribute) -> bool:
@@ -123,6 +174,8 @@ class Audience:
     layout: Layout
     named: list[str] = field(default_factory=list)
     plan: Plan | None = None
+    #: the source's objects behind each trait (:func:`source_places`): where each loss happens
+    places: Mapping[str, list[str]] = field(default_factory=dict)
 
     def readable_line(self) -> str:
         """``readable by: …; not by: … (why)`` over the named readers, or every reader of the table."""
@@ -141,8 +194,16 @@ class Audience:
         lines = [f"for {', '.join(self.named)}: " + (", ".join(f"{_knob(k, v)}" for k, v in changed.items())
                                                       or "the default layout")]
         for loss in self.plan.losses:
-            lines.append(f"{loss.reader} loses: {loss.need.loses}{_cure_hint(loss)}")
+            lines.append(f"{loss.reader} loses: {loss.need.loses}{_cure_hint(loss)}{self.where(loss)}")
         return lines
+
+    def where(self, loss: Loss, most: int = 8) -> str:
+        """``: in /a, /b attribute scale_factor, … and N more`` (the objects behind ``loss``), or ""."""
+        objects = culprits(loss, self.layout, self.places)
+        if not objects:
+            return ""
+        more = f" and {len(objects) - most} more" if len(objects) > most else ""
+        return f": in {', '.join(objects[:most])}{more}"
 
 
 def _worst(needs: list[reader_needs.Need]) -> reader_needs.Need:
@@ -176,11 +237,12 @@ def _cure_hint(loss: Loss) -> str:
 def decide(dataset: Dataset, kind: str, readers: Iterable[str] | None, prefer: Iterable[str],
            fixed: Mapping[str, object]) -> tuple[Audience, dict[str, Any]]:
     """The audience of this conversion and the choices to write with (KNOBS names → values)."""
-    source = source_traits(dataset)
+    places = source_places(dataset)
+    source = source_traits(dataset, places)
     container = container_of(kind)
     named = list(readers or [])
     if named:
         chosen = reader_needs.plan(source, named, container=container, prefer=prefer, fixed=fixed)
-        return Audience(chosen.layout, named, chosen), dict(chosen.choice)
+        return Audience(chosen.layout, named, chosen, places), dict(chosen.choice)
     choice = {**{k: v for k, v in reader_needs.DEFAULT_CHOICE.items() if k != "char_as"}, **fixed}
-    return Audience(reader_needs.layout_of(source, choice, container)), choice
+    return Audience(reader_needs.layout_of(source, choice, container), places=places), choice

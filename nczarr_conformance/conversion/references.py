@@ -170,13 +170,15 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
                        char_as: str | None = None, consolidate: bool | None = None, skip_unsupported: bool = False,
                        inline_limit: int = INLINE_LIMIT,
                        storage_options: dict[str, Any] | None = None, for_readers: list[str] | None = None,
-                       prefer: list[str] | None = None) -> ConvertStats:
+                       prefer: list[str] | None = None, accept_losses: bool = False) -> ConvertStats:
     """Write kerchunk references (``dst``: ``.json`` or ``.parq``) of the NCZarr store ``src`` converts to.
 
     ``for_readers`` (``nc2nczarr --for``; ``prefer`` as there) writes the Zarr v2 metadata layout those readers
     read equal to the source (flavor, char dtype, a type's default fill written or null), the chunks still
     the file's: a plan that needs other chunks or codecs (netcdf-c 4.9 reads no compressed chunk) is refused
-    in one line naming what it needs.
+    in one line naming what it needs, and so is a plan where a named reader would still read something
+    otherwise than the file (xarray reads a float32 ``scale_factor`` as float64), naming each object, unless
+    ``accept_losses``: then the references are written and ``stats.audience`` says who loses what, where.
 
     ``flavor``, ``char_as`` and ``consolidate`` as for :func:`from_netcdf.convert` (char defaults to
     ``|S1`` here: :data:`REFERENCE_CHAR_AS`). ``stats.copied`` counts the chunks written as references.
@@ -192,7 +194,7 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
         collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)
         return collect_and_commit(src, collector, started, flavor=flavor, char_as=char_as, consolidate=consolidate,
                                   skip_unsupported=skip_unsupported, storage_options=storage_options,
-                                  for_readers=for_readers, prefer=prefer)
+                                  for_readers=for_readers, prefer=prefer, accept_losses=accept_losses)
     if not os.path.exists(src):
         raise StoreError(f"{src}: no such file or directory")
     if not is_reference_path(dst):
@@ -203,7 +205,8 @@ def convert_references(src: str, dst: str, *, flavor: str | None = None, overwri
     flavor, char_as = reference_layout(flavor, char_as)
     collector = ReferenceCollector(dst, overwrite=overwrite, inline_limit=inline_limit)
     return collect_and_commit(src, collector, started, flavor=flavor, char_as=char_as, consolidate=consolidate,
-                              skip_unsupported=skip_unsupported, for_readers=for_readers, prefer=prefer)
+                              skip_unsupported=skip_unsupported, for_readers=for_readers, prefer=prefer,
+                              accept_losses=accept_losses)
 
 
 def collect_and_commit(src: str, collector: Any, started: float, **options: Any) -> ConvertStats:
@@ -235,7 +238,7 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
                  then: Callable[[DatasetWriter], None] | None = None,
                  make_writer: Callable[..., DatasetWriter] = DatasetWriter,
                  storage_options: dict[str, Any] | None = None, for_readers: list[str] | None = None,
-                 prefer: list[str] | None = None) -> ConvertStats:
+                 prefer: list[str] | None = None, accept_losses: bool = False) -> ConvertStats:
     """The references of ``src`` put into ``collector`` (not committed: the caller commits or aborts).
 
     ``then`` is handed the writer once its chunks and metadata are written (``--concat --reference``
@@ -248,7 +251,7 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
             try:
                 return _collect(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
                                 skip_unsupported=skip_unsupported, then=then, make_writer=make_writer, obj=obj,
-                                netcdf=netcdf, for_readers=for_readers, prefer=prefer)
+                                netcdf=netcdf, for_readers=for_readers, prefer=prefer, accept_losses=accept_losses)
             except Exception:
                 if errors:  # what netcdf-c saw as an HTTP error: the object's own cause, named
                     raise errors[0] from None
@@ -258,14 +261,17 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
                                "(convert it without --reference)")
     return _collect(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
                     skip_unsupported=skip_unsupported, then=then, make_writer=make_writer, for_readers=for_readers,
-                    prefer=prefer)
+                    prefer=prefer, accept_losses=accept_losses)
 
 
-def _planned(src: str, dataset: Dataset, readers: list[str], prefer: list[str],
-             stats: ConvertStats) -> tuple[str, str | None, dict[str, Any]]:
+def _planned(src: str, dataset: Dataset, readers: list[str], prefer: list[str], stats: ConvertStats,
+             accept_losses: bool = False) -> tuple[str, str | None, dict[str, Any]]:
     """The flavor, char dtype and writer options of the Zarr v2 layout ``readers`` read equal to ``src``
     (conversion/audience.py, as ``nc2nczarr --for`` plans a copy), or UnsupportedError where that layout needs
-    chunks or codecs other than the file's: references keep them as stored."""
+    chunks or codecs other than the file's (references keep them as stored), or where a named reader would
+    still read some object otherwise than the file, each named (unless ``accept_losses``): references are
+    made to be read as the file reads, and a user who named the readers is told before anything is written,
+    not by a reader's values afterwards."""
     import copy
 
     from nczarr_conformance.conversion.audience import decide, strip_codecs
@@ -278,6 +284,12 @@ def _planned(src: str, dataset: Dataset, readers: list[str], prefer: list[str],
         raise UnsupportedError(f"{src}: --for {','.join(readers)}: those readers need {needs} of "
                                f"{', '.join(sorted(changed))}, and references keep the file's chunks and codecs as "
                                "stored (convert without --reference)")
+    plan = stats.audience.plan
+    if plan is not None and plan.losses and not accept_losses:
+        lost = "; ".join(f"{loss.reader} {loss.need.loses.split(' (')[0]}{stats.audience.where(loss)}"
+                         for loss in plan.losses)
+        raise UnsupportedError(f"{src}: --for {','.join(readers)}: references would still be read otherwise than the "
+                               f"file: {lost} (--accept-losses writes the references anyway)")
     flavor = str(choice.get("flavor", "nczarr-4.10"))
     char_as = str(choice["char_as"]) if "char_as" in choice and flavor in DEFAULT_CHAR_AS else None
     return flavor, char_as, {"default_fill": choice.get("default_fill") != "null"}
@@ -306,7 +318,7 @@ def _collect(src: str, collector: ReferenceCollector, *, flavor: str, char_as: s
              consolidate: bool | None, skip_unsupported: bool, then: Callable[[DatasetWriter], None] | None,
              make_writer: Callable[..., DatasetWriter], obj: S3Object | None = None,
              netcdf: str | None = None, for_readers: list[str] | None = None,
-             prefer: list[str] | None = None) -> ConvertStats:
+             prefer: list[str] | None = None, accept_losses: bool = False) -> ConvertStats:
     """:func:`collect_file` of a local file, or of the S3 object ``obj`` (netCDF4-python reading ``netcdf``)."""
     stats = ConvertStats()
     inline_limit = collector.inline_limit
@@ -315,7 +327,7 @@ def _collect(src: str, collector: ReferenceCollector, *, flavor: str, char_as: s
         dataset, reencode, stats.warnings = _prepare(opened, src, variables, skip_unsupported, None)
         layout: dict[str, Any] = {}
         if for_readers:
-            flavor, char_as, layout = _planned(src, dataset, for_readers, prefer or [], stats)
+            flavor, char_as, layout = _planned(src, dataset, for_readers, prefer or [], stats, accept_losses)
         refused = unreferenceable(src, dataset, obj.open() if obj else None)
         if refused:
             raise UnsupportedError(f"{src}: cannot be referenced, no Zarr codec reads these HDF5 filters' chunks: "
