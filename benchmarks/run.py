@@ -1,6 +1,6 @@
 """Benchmark nc2nczarr against nccopy (netcdf-c 4.9.0) and xarray on the same file, in one run.
 
-    python benchmarks/run.py [--ntime 256] [--only s3|concat|dump|report]
+    python benchmarks/run.py [--ntime 256] [--only s3|concat|dump|report|references]
 
 Makes the reference files if missing (make_reference.py), runs each tool as its own process,
 and records wall time, peak RSS (the process's own, from wait4), output size and objects
@@ -439,11 +439,12 @@ def render(doc: dict[str, object]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ntime", type=int, default=256)
-    ap.add_argument("--only", choices=("all", "s3", "concat", "dump", "report"), default="all",
+    ap.add_argument("--only", choices=("all", "s3", "concat", "dump", "report", "references"), default="all",
                     help="s3: the S3 rows alone; concat: the many-files rows alone (benchmarks/concat.py); "
                     "dump: nczarr-dump against ncdump alone (benchmarks/dump.py); report: a fresh "
-                    "nczarr-conformance report alone (benchmarks/report.py); each put into the last full run's "
-                    "reports/bench.*")
+                    "nczarr-conformance report alone (benchmarks/report.py); references: --concat --reference "
+                    "against VirtualiZarr and kerchunk alone (benchmarks/references.py, also written whole to "
+                    "reports/references-bench.*); each put into the last full run's reports/bench.*")
     ap.add_argument("--nfiles", type=int, default=200, help="daily files for the --concat rows")
     ap.add_argument("--nmany", type=int, default=500, help="daily files for the many-files rows (--concat against "
                     "ncrcat + nc2nczarr, the append loop, xarray); 0: none")
@@ -454,7 +455,7 @@ def main() -> None:
     # (set here) would otherwise compile every module from source in each timed process (70-90 ms measured)
     compileall.compile_dir(str(REPO / "nczarr_conformance"), quiet=1)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    if args.only in ("dump", "concat", "report"):  # the other sections stay as the last run wrote them
+    if args.only in ("dump", "concat", "report", "references"):  # the other sections stay as the last run wrote them
         doc = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
     else:
         doc = run(args.ntime, args.only)
@@ -485,6 +486,16 @@ def main() -> None:
         import report as report_bench
 
         text += "\n## The conformance report\n\n" + report_bench.render(doc["report"])
+    if args.only in ("all", "references"):  # references of 500 daily files: ours, VirtualiZarr, kerchunk
+        import references as references_bench
+
+        references_bench.main(["--out", str(out / "references-bench.md")])
+        doc["references"] = json.loads((out / "references-bench.json").read_text())
+    if "references" in doc:
+        import references as references_bench
+
+        text += "\n## References of many daily files\n\n" + references_bench.render(doc["references"]).split(
+            "\n", 2)[2]  # its own title dropped
     text = issue26(doc) + text
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
