@@ -139,3 +139,29 @@ def test_a_missing_object_or_one_not_hdf5_is_refused_in_one_line(on_s3: dict[str
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert f"s3://{BUCKET}/archive/{key}: {why}" in done.stderr
         assert not out.exists()
+
+
+def test_ranges_and_codecs_are_checked_against_the_s3_object_itself(on_s3: dict[str, Any], tmp_path: Path):
+    """NCZ-REF-RANGE holds each range to the object's size (one HEAD), NCZ-REF-CODECS each array's codecs and
+    ranges to the HDF5 dataset in the object (h5py over ranged GETs): both were left unchecked for S3 targets."""
+    local, url, out = on_s3["cf"]
+    clean = _run("nczarr_conformance.cli.check", str(out), "--select", "NCZ-REF")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    size = on_s3["client"].head_object(Bucket=BUCKET, Key="archive/cf.nc")["ContentLength"]
+    with h5py.File(local, "r") as f:  # the precondition: tas is shuffled and deflated in the file
+        assert f["tas"].shuffle and f["tas"].compression == "gzip"
+    doc = json.loads(out.read_text())
+    refs = doc["refs"]
+    first = sorted(k for k in refs if k.startswith("tas/") and isinstance(refs[k], list))[0]
+    refs[first] = [url, size - 4, 16]  # past the object's end
+    zarray = json.loads(refs["tas/.zarray"])
+    zarray["filters"] = None  # the shuffle the HDF5 dataset has, dropped
+    refs["tas/.zarray"] = json.dumps(zarray)
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(doc))
+    checked = _run("nczarr_conformance.cli.check", str(tampered), "--select", "NCZ-REF")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert f"NCZ-REF-RANGE /{first}: reads bytes {size - 4}-{size + 12} of {url} ({size} bytes)" in checked.stdout
+    assert f"NCZ-REF-CODECS /tas: declares codecs ['zlib'] but {url}/tas is stored with ['shuffle', 'zlib']" \
+        in checked.stdout, checked.stdout
+    assert f"NCZ-REF-CODECS /{first}: bytes {size - 4}-{size + 12} of {url} are no chunk" in checked.stdout

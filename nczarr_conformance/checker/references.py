@@ -31,7 +31,14 @@ from nczarr_conformance.checker.rules import Finding, Severity, get, rule
 from nczarr_conformance.checker.v3 import nodes
 from nczarr_conformance.errors import FormatError, NczarrError
 from nczarr_conformance.stores.icechunk_store import IcechunkStore, VirtualFault
-from nczarr_conformance.stores.references import ReferenceStore, local_path, target_problem
+from nczarr_conformance.stores.references import (
+    ReferenceStore,
+    local_path,
+    opened_target,
+    target_problem,
+    target_size,
+)
+from nczarr_conformance.stores.s3_object import is_s3_url
 from nczarr_conformance.zarr3.metadata import parse_key_encoding
 
 #: HDF5 filter id → the numcodecs id that reads its bytes (as filter or compressor)
@@ -108,11 +115,7 @@ def ranges_inside(ctx: CheckContext) -> Iterator[Finding]:
     for akey, ckey, ref in _refs(ctx, store):
         url = str(ref[0])
         if url not in sizes:
-            local = local_path(url)
-            try:
-                sizes[url] = os.stat(local).st_size if local is not None else None
-            except OSError:
-                sizes[url] = None  # NCZ-REF-TARGET names it
+            sizes[url] = target_size(url)  # None: missing or unreachable (NCZ-REF-TARGET names it)
         size = sizes[url]
         if size is None or len(ref) < 3:
             continue
@@ -157,16 +160,15 @@ def codecs_match_hdf5(ctx: CheckContext) -> Iterator[Finding]:
         if isinstance(compressor, dict):
             declared.append(str(compressor.get("id")))
         for url, chunks in sorted(targets.items()):
-            local = local_path(url)
-            if local is None or target_problem(url, store.targets.get(url)) is not None:
-                continue  # remote: not opened here; missing or changed: NCZ-REF-TARGET
-            yield from _against_hdf5(akey, url, local, declared, chunks)
+            if (local_path(url) is None and not is_s3_url(url)) or target_problem(url, store.targets.get(url)):
+                continue  # remote but not S3: not opened here; missing or changed: NCZ-REF-TARGET
+            yield from _against_hdf5(akey, url, declared, chunks)
 
 
-def _against_hdf5(akey: str, url: str, local: str, declared: list[str],
+def _against_hdf5(akey: str, url: str, declared: list[str],
                   chunks: list[tuple[str, int, int]]) -> Iterator[Finding]:
     finding = get("NCZ-REF-CODECS").finding
-    facts = _hdf5(akey, url, local)
+    facts = _hdf5(akey, url)
     if isinstance(facts, str):
         yield finding(akey, facts)
         return
@@ -192,14 +194,15 @@ class _Hdf5Dataset:
     stored: dict[tuple[int, ...], tuple[int, int]]  # element offset of each stored chunk -> (address, size)
 
 
-def _hdf5(akey: str, url: str, local: str) -> _Hdf5Dataset | str:
-    """The HDF5 dataset ``akey`` of the file ``local``, or the one line saying why there is none."""
+def _hdf5(akey: str, url: str) -> _Hdf5Dataset | str:
+    """The HDF5 dataset ``akey`` of the target ``url`` (a local file, or an S3 object read by byte range), or the
+    one line saying why there is none."""
     import h5py
 
     from nczarr_conformance.sources.netcdf4 import LOCK
 
     try:
-        with LOCK, h5py.File(local, "r") as f:
+        with LOCK, opened_target(url) as target, h5py.File(target, "r") as f:
             dataset = f.get(akey.lstrip("/"))
             if not isinstance(dataset, h5py.Dataset):
                 return f"refers to {url}, which holds no HDF5 dataset {akey}"
@@ -210,7 +213,7 @@ def _hdf5(akey: str, url: str, local: str) -> _Hdf5Dataset | str:
                 filters.append((int(fid), name.decode("ascii", "replace") if isinstance(name, bytes) else str(name)))
             chunks = None if dataset.chunks is None else tuple(int(c) for c in dataset.chunks)
             return _Hdf5Dataset(filters, chunks, _extents(dataset, dataset.ndim))
-    except OSError as exc:
+    except (OSError, NczarrError) as exc:
         return f"refers to {url}, which HDF5 cannot open ({exc})"
 
 
@@ -337,7 +340,7 @@ def _ice_codecs(ctx: CheckContext, store: IcechunkStore) -> Iterator[Finding]:
     finding = get("NCZ-REF-CODECS").finding
     docs = nodes(ctx).docs
     for akey, chunks in sorted(_virtual(ctx, store).items()):
-        facts = _hdf5(akey, url, local)
+        facts = _hdf5(akey, url)
         if isinstance(facts, str):
             yield finding(akey, facts)
             continue

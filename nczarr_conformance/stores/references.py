@@ -27,6 +27,7 @@ import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,45 @@ def _s3_target_problem(url: str, recorded: Target | None) -> str | None:
     what = (f"size {recorded.size} -> {now.size}" if now.size != recorded.size
             else f"ETag {recorded.etag} -> {now.etag}: overwritten")
     return f"target {url} changed since the references were made ({what})"
+
+
+def target_size(url: str) -> int | None:
+    """The size in bytes of the target ``url``: a local file's (stat), an S3 object's (one HEAD); None where it
+    cannot be had (missing, unreachable: :func:`target_problem` names it) or for another remote scheme."""
+    if is_s3_url(url):
+        from nczarr_conformance.stores.s3_object import S3Object
+
+        obj = None
+        try:
+            obj = S3Object(url)
+            now = obj.head()
+        except NczarrError:
+            return None
+        finally:
+            if obj is not None:
+                obj.close()
+        return None if now is None else now.size
+    local = local_path(url)
+    try:
+        return os.stat(local).st_size if local is not None else None
+    except OSError:
+        return None
+
+
+@contextmanager
+def opened_target(url: str) -> Iterator[Any]:
+    """The target ``url`` for h5py: a local path, or an S3 object's file object read by byte range (never
+    fetched whole); None for another remote scheme."""
+    if not is_s3_url(url):
+        yield local_path(url)
+        return
+    from nczarr_conformance.stores.s3_object import S3Object
+
+    obj = S3Object(url)
+    try:
+        yield obj.open()
+    finally:
+        obj.close()
 
 
 def local_path(url: str) -> str | None:
