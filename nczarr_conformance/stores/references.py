@@ -166,7 +166,7 @@ def target_size(url: str) -> int | None:
 
 @contextmanager
 def opened_target(url: str) -> Iterator[Any]:
-    """The target ``url`` for h5py: a local path, or an S3 object's file object read by byte range (never
+    """The target ``url`` for h5py: a local path, or an S3 object's file object read by byte range (not
     fetched whole); None for another remote scheme."""
     if not is_s3_url(url):
         yield local_path(url)
