@@ -201,3 +201,55 @@ def test_every_matrix_case_reads_equal_where_the_plan_promises(readers, tmp_path
                 wrong.append(f"{case.id}: {verdict.line()} (predicted: "
                              f"{[loss.need.id for loss in losers.get(verdict.reader, [])]})")
     assert wrong == []
+
+
+def test_for_xarray_writes_fill_value_null_where_the_source_has_no_fillvalue_and_check_predicts_it(tmp_path):
+    """Issue 39: on 160 real files, a variable without _FillValue got netCDF's default fill as .zarray fill_value,
+    which xarray masks (int32 -> float64, a value at the default fill -> NaN); nczarr-check said nothing. Now the
+    default layout is predicted (NCZ-INTEROP-XARRAY-FILL, reader table: xarray-default-fill) and ``--for xarray``
+    writes fill_value null for such variables, every chunk stored (a missing one would read as zarr-python's
+    0), a declared _FillValue kept: xarray.open_zarr then reads what its netCDF4 engine reads from the source,
+    and netCDF4-python still reads the source's values."""
+    xr = pytest.importorskip("xarray")
+    src = tmp_path / "src.nc"
+    with netCDF4.Dataset(src, "w") as nc:
+        nc.createDimension("x", 4)
+        level = nc.createVariable("level", "i4", ("x",), chunksizes=(2,))
+        level[:2] = [1, netCDF4.default_fillvals["i4"]]  # its second chunk is never written: the default fill
+        nc.createVariable("d", "f8", ("x",))[:] = [0.5, 1.5, 2.5, netCDF4.default_fillvals["f8"]]
+        nc.createVariable("t", "i2", ("x",), fill_value=-9)[:] = [1, -9, 3, 4]
+    default, for_xarray = tmp_path / "default.zarr", tmp_path / "xarray.zarr"
+    assert nc2nczarr("--quiet", str(src), str(default)).returncode == 0
+    done = nc2nczarr(str(src), str(for_xarray), "--for", "xarray")
+    assert done.returncode == 0 and "nc2nczarr: readable by: xarray" in done.stderr.splitlines(), done.stderr
+
+    def zarray(store: Path, name: str) -> tuple[str, object]:
+        doc = json.loads((store / name / ".zarray").read_text())
+        return doc["dtype"], doc["fill_value"]
+
+    assert [zarray(default, n) for n in ("level", "d", "t")] == [
+        ("<i4", int(netCDF4.default_fillvals["i4"])), ("<f8", float(netCDF4.default_fillvals["f8"])), ("<i2", -9)]
+    assert [zarray(for_xarray, n) for n in ("level", "d", "t")] == [("<i4", None), ("<f8", None), ("<i2", -9)]
+    assert sorted(p.name for p in (for_xarray / "level").iterdir() if not p.name.startswith(".")) == ["0", "1"]
+
+    engine = xr.open_dataset(src, engine="netcdf4")
+    masked, kept = xr.open_zarr(default), xr.open_zarr(for_xarray)
+    assert masked["level"].dtype == np.float64 and int(np.isnan(masked["level"].values).sum()) == 3  # the need
+    for name in ("level", "d", "t"):
+        assert kept[name].dtype == engine[name].dtype, name
+        np.testing.assert_array_equal(kept[name].values, engine[name].values, err_msg=name)
+    with netCDF4.Dataset(src) as want, netCDF4.Dataset(f"file://{for_xarray}#mode=nczarr,file") as got:
+        for name in ("level", "d", "t"):
+            want[name].set_auto_mask(False)
+            got[name].set_auto_mask(False)
+            assert got[name].dtype == want[name].dtype, name
+            np.testing.assert_array_equal(got[name][:], want[name][:], err_msg=name)
+
+    def xarray_fill(store: Path, *args: str) -> list[str]:
+        report = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", *args, str(store)],
+                                capture_output=True, text=True, timeout=300, check=False)
+        return [line.split()[2].rstrip(":") for line in report.stdout.splitlines() if "NCZ-INTEROP-XARRAY-FILL" in line]
+
+    assert xarray_fill(default) == xarray_fill(default, "--for", "xarray") == ["/d/.zarray", "/level/.zarray"]
+    assert xarray_fill(default, "--for", "netcdf-c-4.10") == []  # a prediction about xarray alone
+    assert xarray_fill(for_xarray) == []

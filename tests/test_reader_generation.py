@@ -265,3 +265,36 @@ def test_s3_generation_asks_the_root_again_and_reads_on_while_it_is_unchanged():
     root["now"] = response('"r2"', opened + dt.timedelta(seconds=90))  # an overwrite put its new root
     with pytest.raises(StoreError, match="replaced by another writer while being read"):
         generation.missing("/v/8")
+
+
+@pytest.mark.parametrize("clock", ["date", "root-last-modified"])
+def test_s3_a_chunk_modified_in_the_pinned_clocks_second_asks_the_root_again(clock):
+    """issue 39: S3's Last-Modified and Date have one-second resolution, so a chunk whose Last-Modified equals
+    the pinned clock to the second may have been written after the open (by an overwrite that started in that
+    second): it is not "older than the open" and the root is asked again; changed, the read is refused. One
+    second earlier is older and read without a question (the boundary on both sides). The clock is the server's
+    Date (boto3), or where no Date is at hand (obstore) the pinned root's own Last-Modified."""
+    import datetime as dt
+    from email.utils import format_datetime
+
+    from nczarr_conformance.stores.s3_generation import Generation
+
+    opened = dt.datetime(2024, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
+    root: dict[str, object] = (
+        {"ETag": '"r1"', "LastModified": opened - dt.timedelta(hours=1),
+         "ResponseMetadata": {"HTTPHeaders": {"date": format_datetime(opened, usegmt=True)}}} if clock == "date" else
+        {"ETag": '"r1"', "LastModified": opened})
+    answers = [dict(root, ETag='"r2"')]  # meanwhile an overwrite put its new root
+    asked: list[str] = []
+
+    def head(key: str) -> dict[str, object]:
+        asked.append(key)
+        return answers.pop(0)
+
+    generation = Generation("s3://b/p", head)
+    generation.seen("/.zmetadata", root)
+    generation.seen("/v/0", {"LastModified": opened - dt.timedelta(seconds=1)})
+    assert asked == []
+    with pytest.raises(StoreError, match="replaced by another writer while being read"):
+        generation.seen("/v/1", {"LastModified": opened})
+    assert asked == ["/.zmetadata"]

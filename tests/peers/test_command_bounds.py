@@ -124,6 +124,30 @@ def test_stdout_past_its_cap_fails_the_cell_and_memory_stays_bounded(tmp_path, k
     assert got["grown_mib"] < 100, got  # the cap's 64 MiB at most, not the endless output
 
 
+#: a reader printing the smallest model padded with spaces (JSON's whitespace) to the size it is given
+PADDED = r'''
+import json, sys
+model = json.dumps({"model": "nczarr-model/1",
+                    "root": {"dimensions": {}, "variables": {}, "groups": {}, "attributes": {}}}).encode()
+sys.stdout.buffer.write(model + b" " * (int(sys.argv[1]) - len(model)))
+'''
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["at-the-cap", "one-byte-past"])
+def test_the_stdout_cap_is_64_mib_to_the_byte(tmp_path, extra):
+    """Issue 39 (4): docs/plugins.md and CHANGELOG.md cap a reader's stdout at 64 MiB. A model of exactly 64 MiB
+    is read; one byte more fails the cell saying so (the memory test above would let a cap twice as big pass)."""
+    script = tmp_path / "padded.py"
+    script.write_text(PADDED)
+    peer = CommandPeer("padded", reader=f"{sys.executable} {script} {64 * 1024**2 + extra} {{path}}", timeout=60)
+    if extra:
+        with pytest.raises(PeerFailed) as caught:
+            peer.read(str(tmp_path / "store"))
+        assert str(caught.value) == "reader wrote more than 64 MiB on stdout (the cap of a model's JSON)"
+    else:
+        assert peer.read(str(tmp_path / "store")).root.variables == {}
+
+
 def test_a_reader_printing_deeply_nested_json_fails_its_cell_naming_the_depth(tmp_path):
     """Python's json parser recursed into it and the cell was graded "RecursionError": now the depth is named."""
     depth = 100_000

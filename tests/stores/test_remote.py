@@ -45,6 +45,9 @@ class Web:
         self.s3_words = False  # answer a fault as S3 does (an XML <Error> body, an x-amz-request-id header)
         self.sizeless = ""  # "chunked" or "close": a file's body without Content-Length, framed that way
         self.soft404 = False  # answer a missing file with 200 and an HTML page, as some servers and CDNs do
+        self.stall = ""  # regular expression on the path: such a request is held unanswered until ``release``
+        self.stalled = threading.Event()  # set when a request was first held
+        self.release = threading.Event()
         self.log: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self._lock = threading.Lock()
         web = self
@@ -59,6 +62,11 @@ class Web:
                 with web._lock:
                     web.log.append((self.command, self.path, dict(self.headers.items())))
                     status = next((s for pattern, s in web.faults.items() if re.search(pattern, self.path)), None)
+                if web.stall and re.search(web.stall, self.path):
+                    web.stalled.set()
+                    web.release.wait(120)
+                    self.close_connection = True
+                    return None
                 if status is not None and web.s3_words:
                     body = (b"<?xml version='1.0'?><Error><Code>AccessDenied</Code>"
                             b"<Message>Access Denied</Message></Error>")
@@ -138,7 +146,11 @@ def web(served):
     served.s3_words = False
     served.sizeless = ""
     served.soft404 = False
-    return served
+    served.stall = ""
+    served.stalled.clear()
+    served.release.clear()
+    yield served
+    served.release.set()  # a request still held ends now
 
 
 def cli(tool: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -809,3 +821,23 @@ def test_ctrl_c_ends_a_python_read_from_a_stalled_server(stall, how):
         proc.kill()
         proc.wait()
     assert (proc.returncode, out) == (0, "interrupted\n"), err
+
+
+def test_sigint_ends_nczarr_check_deep_whose_chunk_readers_wait_on_a_stalled_server(web):
+    """Issue 39 (1), ``nczarr-check --deep``: the chunks are read by a pool of threads, where Python runs no
+    signal handler; each waiting read looks at the recorded signal, so the pool stops and the command ends with
+    docs/guarantees.md's line instead of waiting out the request's timeout (its exit joins the pool)."""
+    store = web.root / "rich.file"
+    chunks = [p for p in store.rglob("*") if p.is_file() and re.fullmatch(r"\d+(\.\d+)*", p.name)]
+    assert len(chunks) > 2  # a pool of readers, not one read in the main thread
+    web.stall = r"/\d+(\.\d+)*$"  # the metadata is answered, every chunk held
+    proc = subprocess.Popen([sys.executable, "-m", "nczarr_conformance.cli.check", "--deep", f"{web.url}/rich.file"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert web.stalled.wait(60), "the command never asked for a chunk"
+        proc.send_signal(2)
+        _, err = proc.communicate(timeout=20)  # a bound for the failure only: the default timeout is 300 s
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, err) == (130, "nczarr-check: interrupted\n")
