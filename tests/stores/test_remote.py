@@ -784,6 +784,21 @@ def test_a_stalled_read_times_out_at_the_storage_option_and_a_bad_one_is_refused
             ncz.open(f"{stall.url}/ds", storage_options={"timeout": bad})
 
 
+def _interrupted_once_waiting(cmd: list[str], waiting: threading.Event,
+                              env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str, str]:
+    """``cmd`` run, sent SIGINT once the server sees it waiting (``waiting``), and its (process, stdout, stderr)
+    within 20 s: a bound for the failure only, the stall lasts for minutes (the default timeout is 300 s)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert waiting.wait(60), f"{cmd[1:3]} never sent its request"
+        proc.send_signal(2)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    return proc, out, err
+
+
 @pytest.mark.parametrize("command", ["check", "convert"])
 def test_sigint_ends_nczarr_check_and_nc2nczarr_waiting_on_a_stalled_server(stall, rich_nc, tmp_path, command):
     """Beyond nczarr-dump: nczarr-check reading a stalled HTTP store, and nc2nczarr writing to S3 at a stalled
@@ -793,15 +808,8 @@ def test_sigint_ends_nczarr_check_and_nc2nczarr_waiting_on_a_stalled_server(stal
     args = [f"{stall.url}/ds"] if command == "check" else [str(rich_nc), "s3://bucket/out.file"]
     env = {**os.environ, "AWS_ENDPOINT_URL": stall.url, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
            "AWS_REGION": "us-east-1"}
-    proc = subprocess.Popen([sys.executable, "-m", f"nczarr_conformance.cli.{command}", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert stall.asked.wait(60), "the command never sent its request"
-        proc.send_signal(2)
-        _, err = proc.communicate(timeout=20)  # a bound for the failure only: the stall lasts for minutes
-    finally:
-        proc.kill()
-        proc.wait()
+    proc, _, err = _interrupted_once_waiting([sys.executable, "-m", f"nczarr_conformance.cli.{command}", *args],
+                                             stall.asked, env=env)
     assert (proc.returncode, err) == (130, f"{tool}: interrupted\n")
 
 
@@ -812,14 +820,7 @@ def test_ctrl_c_ends_a_python_read_from_a_stalled_server(stall, how):
     call = (f"import nczarr_conformance as ncz; ncz.open({stall.url + '/ds'!r})" if how == "api" else
             f"import xarray as xr; xr.open_dataset({stall.url + '/ds'!r}, engine='nczarr')")
     script = f"try:\n    {call}\nexcept KeyboardInterrupt:\n    print('interrupted')\n"
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert stall.asked.wait(60), "the script never sent its request"
-        proc.send_signal(2)
-        out, err = proc.communicate(timeout=20)  # a bound for the failure only: the default timeout is 300 s
-    finally:
-        proc.kill()
-        proc.wait()
+    proc, out, err = _interrupted_once_waiting([sys.executable, "-c", script], stall.asked)
     assert (proc.returncode, out) == (0, "interrupted\n"), err
 
 
@@ -831,13 +832,6 @@ def test_sigint_ends_nczarr_check_deep_whose_chunk_readers_wait_on_a_stalled_ser
     chunks = [p for p in store.rglob("*") if p.is_file() and re.fullmatch(r"\d+(\.\d+)*", p.name)]
     assert len(chunks) > 2  # a pool of readers, not one read in the main thread
     web.stall = r"/\d+(\.\d+)*$"  # the metadata is answered, every chunk held
-    proc = subprocess.Popen([sys.executable, "-m", "nczarr_conformance.cli.check", "--deep", f"{web.url}/rich.file"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert web.stalled.wait(60), "the command never asked for a chunk"
-        proc.send_signal(2)
-        _, err = proc.communicate(timeout=20)  # a bound for the failure only: the default timeout is 300 s
-    finally:
-        proc.kill()
-        proc.wait()
+    proc, _, err = _interrupted_once_waiting(
+        [sys.executable, "-m", "nczarr_conformance.cli.check", "--deep", f"{web.url}/rich.file"], web.stalled)
     assert (proc.returncode, err) == (130, "nczarr-check: interrupted\n")
