@@ -186,6 +186,8 @@ class RemoteStore(Store):
         #: (operation, bucket key) of every S3 request, named as S3's API names them (stores/s3.py's too)
         self.requests: list[tuple[str, str]] = []
         self._bucket_prefix = where.removeprefix("s3://").partition("/")[2].strip("/") if kind == "s3" else ""
+        #: a signed S3 reader's URL, for what only botocore does (listing a key obstore refuses to parse)
+        self.botocore_spec: StoreSpec | None = None
         self._unsized = False  # a web server that sends no Content-Length: read with _get_unsized
         self.headers: dict[str, str] = {}  # what the caller's client_options send with every request (HTTP)
         self._generation = Generation(where, self._head) if pin else None
@@ -209,9 +211,11 @@ class RemoteStore(Store):
                 if not spec.anonymous and credentials is None:
                     raise UsageError(f"s3://{spec.path}: botocore reads this signed store (stores/s3_signed_read.py)")
                 attempts = READ_ATTEMPTS if credentials is None else read_attempts(READ_ATTEMPTS)
-                return cls(_s3(spec, timeout[0], credentials, attempts), f"s3://{spec.path}", "s3", pin=True,
-                           timeout=timeout, signed=credentials is not None, attempts=attempts,
-                           place=(endpoint, _s3_region(spec)))
+                store = cls(_s3(spec, timeout[0], credentials, attempts), f"s3://{spec.path}", "s3", pin=True,
+                            timeout=timeout, signed=credentials is not None, attempts=attempts,
+                            place=(endpoint, _s3_region(spec)))
+                store.botocore_spec = None if spec.anonymous else spec
+                return store
             if spec.kind == "gs":
                 return cls(_gcs(spec, timeout[0]), f"gs://{spec.path}", "gs", timeout=timeout)
             if spec.kind == "az":
@@ -428,13 +432,21 @@ class RemoteStore(Store):
 
         name = self._name(prefix).rstrip("/")
         self._record("ListObjectsV2", prefix)
+        found: list[str] = []
         try:
             pages = obstore.list(self._store, name or None)
             while (page := _interruptible(lambda: next(pages, None))) is not None:
-                for meta in page:
-                    yield keys.join(meta["path"])
+                found += [keys.join(meta["path"]) for meta in page]
         except Exception as exc:
-            raise self._fail(exc, f"list {prefix}") from exc
+            if self.botocore_spec is None or "invalid path" not in str(exc):
+                raise self._fail(exc, f"list {prefix}") from exc
+            # obstore refuses to list a key with a ".." segment at all; botocore lists it, and the caller refuses
+            # that key by name (nczarr-check's NCZ-STORE-UNSAFE), as on the botocore reader
+            from nczarr_conformance.stores.s3 import S3Store
+
+            with S3Store.from_spec(self.botocore_spec) as listing:
+                found = list(listing._list_prefix(prefix))
+        yield from found
 
     def _index(self, prefix: str) -> Iterator[str]:
         """Every object below ``prefix`` from the server's directory index pages, depth first."""
