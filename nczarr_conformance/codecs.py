@@ -32,7 +32,7 @@ import math
 import re
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -176,14 +176,22 @@ class Pipeline:
         buf = self.decode_buffer(raw, limit)
         return buf if isinstance(buf, bytes) else buf.tobytes()
 
-    def decode_buffer(self, raw: bytes, limit: int) -> bytes | np.ndarray:
+    def decode_buffer(self, raw: bytes, limit: int, keep_shuffled: bool = False) -> bytes | np.ndarray:
         """:meth:`decode` bounded by ``limit``, as bytes or a 1-d uint8 array: a filter's output (shuffle's,
         the last stage of netCDF's usual chain) is not copied once more into bytes, a whole chunk's worth
-        per chunk, for a reader that only views it as its dtype."""
+        per chunk, for a reader that only views it as its dtype.
+
+        ``keep_shuffled``: when the last stage is shuffle (:attr:`last_shuffle`), it is left undone: the
+        caller unshuffles the chunk a slab at a time straight into its output (:func:`unshuffled_slabs`)
+        rather than into a chunk-sized buffer of its own."""
         caps = self._stage_caps(limit)
         buf: Any = raw
         del raw  # a caller that kept no reference frees the stored bytes once the first stage has decoded them
         stages = ([self.compressor] if self.compressor is not None else []) + list(reversed(self.filters))
+        if keep_shuffled and self.last_shuffle is not None:
+            # shuffle keeps the size: the stage before it is capped at ``limit`` already (or, with none, the
+            # check below holds the stored bytes to it)
+            stages, caps = stages[:-1], caps[:-1]
         for codec, cap in zip(stages, caps, strict=True):
             buf = decode_stage(codec, buf, cap)
         if not stages:
@@ -191,6 +199,13 @@ class Pipeline:
             if len(buf) > limit:
                 raise InflateError(f"{len(buf)} bytes, more than the declared {limit}", buf[:limit])
         return buf if isinstance(buf, (bytes, np.ndarray)) else bytes(buf)
+
+    @property
+    def last_shuffle(self) -> int | None:
+        """The element size of the chain's last decoding stage when it is shuffle (``filters[0]``), else None."""
+        if self.filters and getattr(self.filters[0], "codec_id", "") == "shuffle":
+            return int(self.filters[0].elementsize)
+        return None
 
     def _decode_unbounded(self, raw: bytes) -> bytes:
         buf: Any = raw
@@ -219,6 +234,37 @@ class Pipeline:
         for codec in self.filters:
             cap = encoded_bound(codec, cap)
         return encoded_bound(self.compressor, cap) if self.compressor is not None else cap
+
+
+SLAB_BYTES = 1 << 20  # bytes unshuffled at a time by :func:`unshuffled_slabs`: cache-sized, not chunk-sized
+
+
+def unshuffled_slabs(shuffled: bytes | np.ndarray, elementsize: int, row_elements: int, rows: range,
+                     ) -> Iterator[tuple[int, np.ndarray]]:
+    """Rows ``rows`` (along the first axis, ``row_elements`` elements of ``elementsize`` bytes each) of a
+    chunk whose bytes are still shuffled, unshuffled a slab of about :data:`SLAB_BYTES` at a time:
+    ``(first row, uint8 array of the slab's rows)``, each slab valid until the next is yielded.
+
+    Shuffle stores byte ``j`` of every element in plane ``j``, so rows ``r0..r1`` are one run in each
+    plane: those runs are packed together and unshuffled by numcodecs' own routine. A reader copying
+    each slab into its output holds two slab buffers, never a second chunk-sized one.
+    """
+    from numcodecs import Shuffle
+
+    codec = Shuffle(elementsize)
+    planes = np.frombuffer(shuffled, dtype=np.uint8).reshape(elementsize, -1)
+    step = max(1, SLAB_BYTES // max(1, row_elements * elementsize))
+    width = min(step, len(rows)) * row_elements
+    packed = np.empty((elementsize, width), dtype=np.uint8)
+    plain = np.empty(elementsize * width, dtype=np.uint8)
+    for r0 in range(rows.start, rows.stop, step):
+        r1 = min(r0 + step, rows.stop)
+        count = (r1 - r0) * row_elements
+        part = packed[:, :count] if count == width else np.empty((elementsize, count), dtype=np.uint8)
+        part[...] = planes[:, r0 * row_elements:r1 * row_elements]
+        out = plain[:elementsize * count]
+        codec.decode(part, out=out)
+        yield r0, out
 
 
 _SAME_SIZE = frozenset({"shuffle", "bitround", "bitshuffle"})

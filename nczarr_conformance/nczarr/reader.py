@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from nczarr_conformance import keys, limits
-from nczarr_conformance.codecs import InflateError, Pipeline, check_chain, decode_vlen
+from nczarr_conformance.codecs import InflateError, Pipeline, check_chain, decode_vlen, unshuffled_slabs
 from nczarr_conformance.codecs import build as build_codec
 from nczarr_conformance.errors import FormatError, UnsupportedError
 from nczarr_conformance.model import (
@@ -255,6 +255,47 @@ class ArrayInfo:
         The stored object is read with the most bytes an honest encoding of the declared
         chunk could take, and decoding stops at the declared chunk size.
         """
+        decoded = self._decoded(store, index, max_bytes)
+        if decoded is None:
+            return None
+        arr = np.frombuffer(decoded, dtype=self.storage.numpy)
+        chunk_shape = self.chunks or (1,)
+        return arr.reshape(chunk_shape, order="F" if self.order == "F" else "C")
+
+    def copy_chunk(self, store: Store, index: tuple[int, ...], max_bytes: int, scope: ReadScope | None,
+                   out: np.ndarray, dst: tuple[Any, ...], src: tuple[Any, ...]) -> bool:
+        """``out[dst] = chunk[src]`` for one chunk; False (nothing copied) when it was never written.
+
+        A Zarr v2 chunk in C order whose last decoding stage is shuffle (netCDF-4's default chain) is
+        unshuffled a slab of rows at a time straight into ``out`` (:func:`codecs.unshuffled_slabs`): a
+        read then holds, besides its output, the chunk's inflated bytes alone on each thread, not a second
+        chunk-sized array as well (a whole variable with shuffle grew the process 32 % past its output).
+        Every other chunk is read whole (:meth:`load_chunk`, which each format overrides) and copied.
+        """
+        pipeline = resolved(self.pipeline)
+        elementsize = None if isinstance(pipeline, UnavailablePipeline) else pipeline.last_shuffle
+        if (type(self).load_chunk is not ArrayInfo.load_chunk or elementsize != self.storage.numpy.itemsize
+                or self.order == "F" or not self.zshape or not all(isinstance(s, slice) for s in (*dst, *src))
+                or src[0].step not in (None, 1)):  # (rows one after another: a strided first axis reads whole)
+            block = self.load_chunk(store, index, max_bytes, scope)
+            if block is None:
+                return False
+            out[dst] = block[src]
+            return True
+        shuffled = self._decoded(store, index, max_bytes, keep_shuffled=True)
+        if shuffled is None:
+            return False
+        target = out[dst]  # basic slices: a view of the output
+        rows = range(*src[0].indices(self.chunks[0]))
+        tail = self.chunks[1:]
+        for r0, slab in unshuffled_slabs(shuffled, elementsize, math.prod(tail), rows):
+            values = slab.view(self.storage.numpy).reshape(-1, *tail)
+            target[r0 - rows.start:r0 - rows.start + len(values)] = values[(slice(None), *src[1:])]
+        return True
+
+    def _decoded(self, store: Store, index: tuple[int, ...], max_bytes: int,
+                 keep_shuffled: bool = False) -> bytes | np.ndarray | None:
+        """The chunk's decoded bytes (still shuffled with ``keep_shuffled``), None when never written."""
         ckey = self.chunk_key(index)
         pipeline = resolved(self.pipeline)
         if isinstance(pipeline, UnavailablePipeline):
@@ -269,7 +310,7 @@ class ArrayInfo:
         stored = [raw]
         del raw  # handed over, not kept: a read holds a chunk's stored and decoded bytes at once only while inflating
         try:
-            decoded = pipeline.decode_buffer(stored.pop(), self.chunk_nbytes)
+            decoded = pipeline.decode_buffer(stored.pop(), self.chunk_nbytes, keep_shuffled)
         except InflateError as exc:
             if self.zshape or exc.head is None:
                 raise FormatError(f"{ckey}: chunk {exc}") from exc
@@ -281,9 +322,7 @@ class ArrayInfo:
         if len(decoded) != self.chunk_nbytes:
             raise FormatError(f"{ckey}: chunk holds {len(decoded)} bytes after decoding; "
                               f"{self.chunk_nbytes} expected")
-        arr = np.frombuffer(decoded, dtype=self.storage.numpy)
-        chunk_shape = self.chunks or (1,)
-        return arr.reshape(chunk_shape, order="F" if self.order == "F" else "C")
+        return decoded
 
 
 @dataclass
@@ -343,7 +382,7 @@ class UnavailablePipeline(Pipeline):
     def decode(self, raw: bytes, limit: int | None = None) -> bytes:
         raise self._refuse()
 
-    def decode_buffer(self, raw: bytes, limit: int) -> bytes | np.ndarray:
+    def decode_buffer(self, raw: bytes, limit: int, keep_shuffled: bool = False) -> bytes | np.ndarray:
         raise self._refuse()
 
     def max_encoded(self, limit: int) -> int:
@@ -386,8 +425,8 @@ class DeferredPipeline(Pipeline):
     def decode(self, raw: bytes, limit: int | None = None) -> bytes:
         return self.resolve().decode(raw, limit)
 
-    def decode_buffer(self, raw: bytes, limit: int) -> bytes | np.ndarray:
-        return self.resolve().decode_buffer(raw, limit)
+    def decode_buffer(self, raw: bytes, limit: int, keep_shuffled: bool = False) -> bytes | np.ndarray:
+        return self.resolve().decode_buffer(raw, limit, keep_shuffled)
 
     def max_encoded(self, limit: int) -> int:
         return self.resolve().max_encoded(limit)
@@ -466,6 +505,12 @@ class ChunkReader:
         shares among its chunks (:class:`ReadScope`)."""
         return info.load_chunk(self.store, index, self.max_bytes, scope)
 
+    def copy_chunk(self, info: ArrayInfo, index: tuple[int, ...], scope: ReadScope | None, out: np.ndarray,
+                   dst: tuple[Any, ...], src: tuple[Any, ...]) -> bool:
+        """``out[dst] = chunk[src]`` for one chunk of a read request (:meth:`ArrayInfo.copy_chunk`); False
+        when the chunk was never written (the caller fills ``out[dst]``)."""
+        return info.copy_chunk(self.store, index, self.max_bytes, scope, out, dst, src)
+
     def _storage_selection(self, info: ArrayInfo, selection: tuple[slice, ...]) -> tuple[slice, ...]:
         zshape = info.zshape or (1,)
         if len(selection) != len(zshape):
@@ -494,11 +539,8 @@ class ChunkReader:
                 lo, hi = max(s.start, i * c), min(s.stop, (i + 1) * c)
                 src.append(slice(lo - i * c, hi - i * c))
                 dst.append(slice(lo - s.start, hi - s.start))
-            block = self.read_chunk(info, index if info.zshape else (), scope)
-            if block is None:
+            if not self.copy_chunk(info, index if info.zshape else (), scope, out, tuple(dst), tuple(src)):
                 out[tuple(dst)] = info.fill
-            else:
-                out[tuple(dst)] = block[tuple(src)]
 
         scope = ReadScope()
         run_each(place, itertools.product(*ranges), read_threads(self.store, info.chunk_nbytes, out.nbytes))

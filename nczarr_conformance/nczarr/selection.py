@@ -127,11 +127,9 @@ def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
 
         def place(parts: tuple[tuple[int, Place, Place], ...]) -> None:
             """One chunk's share of the output (each chunk is read once); the fill value where unwritten."""
-            block = reader.read_chunk(info, tuple(p[0] for p in parts), scope)
-            if block is None:
+            if not reader.copy_chunk(info, tuple(p[0] for p in parts), scope, out, _place(parts, 1, out.shape),
+                                     _place(parts, 2, info.chunks)):
                 out[_place(parts, 1, out.shape)] = info.fill
-            else:
-                out[_place(parts, 1, out.shape)] = block[_place(parts, 2, block.shape)]
 
         scope = ReadScope()
         run_each(place, itertools.product(*per_dim), read_threads(reader.store, info.chunk_nbytes, out.nbytes))

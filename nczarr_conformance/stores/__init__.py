@@ -1,7 +1,8 @@
 """Store backends and ``open_store``, which picks one from a URL or path.
 
-Directory, zip and signed S3 (boto3) read and write; plain HTTP(S), unsigned S3, gs:// and az://
-are read through obstore (remote.py); urls.py says which URL names which.
+Directory, zip and signed S3 (botocore) read and write; plain HTTP(S), unsigned S3, gs:// and az://
+are read through obstore (remote.py), and so is signed S3 when obstore can be handed the credentials
+botocore would use (s3_signed_read.py); urls.py says which URL names which.
 
 May import only the ground floor (errors, keys, limits, safety, urls); every wing above reads
 and writes through them.
@@ -50,9 +51,9 @@ def reopen(url: str, pin: Pin | None, storage_options: Mapping[str, Any] | None 
     """
     spec = parse(url, storage_options)
     if spec.kind == "s3" and not spec.anonymous:
-        from nczarr_conformance.stores.s3 import S3Store
+        from nczarr_conformance.stores.s3 import at_pinned_place
 
-        return S3Store.reopen(spec, pin)
+        spec = at_pinned_place(spec, pin)  # the endpoint and region the other reader used
     store = _open(spec, "r", False)
     try:
         store.hold_to(pin)
@@ -121,7 +122,7 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
         from nczarr_conformance.stores.icechunk_store import IcechunkStore  # icechunk is imported only when used
 
         return IcechunkStore(spec.path, spec.params)
-    if spec.kind in REMOTE_KINDS or (spec.kind == "s3" and spec.anonymous):
+    if spec.kind in REMOTE_KINDS or (spec.kind == "s3" and (spec.anonymous or _obstore_signs(spec, mode))):
         if mode != "r":
             raise _read_only(spec)
         from nczarr_conformance.stores.remote import (
@@ -136,3 +137,11 @@ def _open(url: str | os.PathLike[str] | StoreSpec, mode: str, overwrite: bool) -
 
         return S3Store.from_spec(spec, mode, overwrite)
     raise UsageError(f"unknown storage kind {spec.kind!r}")
+
+
+def _obstore_signs(spec: StoreSpec, mode: str) -> bool:
+    """A signed S3 read obstore can make with the credentials botocore would use (s3_signed_read.py)."""
+    from nczarr_conformance.stores.remote import s3_endpoint
+    from nczarr_conformance.stores.s3_signed_read import obstore_credentials
+
+    return mode == "r" and obstore_credentials(spec, s3_endpoint(spec)) is not None

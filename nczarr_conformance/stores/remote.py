@@ -4,8 +4,9 @@ Why obstore (reports/remote-stores.md has the numbers): one wheel with no Python
 serves all four (fsspec needs s3fs, gcsfs and adlfs, each with its cloud's SDK); it imports and
 makes a client in ~16 ms (fsspec: 0.4 s for HTTP, 0.9 s for S3); its synchronous ``get`` is one
 GET an object where s3fs sends a HEAD first; ``skip_signature`` is unsigned access on S3, GCS and
-Azure alike; it ships type stubs. Signed S3 stays on boto3 (stores/s3.py): the writer's
-marker claim, ordered commit and the reader's generation pinning are built on it.
+Azure alike; it ships type stubs. Signed S3 is read here too when obstore can be handed every
+credential botocore would use (stores/s3_signed_read.py says when); otherwise, and for every write,
+it stays on botocore (stores/s3.py): the writer's marker claim and ordered commit are built on it.
 
 Our rules stay on top of the library, as on every store (stores/base.py):
 
@@ -28,7 +29,10 @@ Our rules stay on top of the library, as on every store (stores/base.py):
   timeout. The wait is interrupted by the signal (the main thread) or checks the recorded
   signal a few times a second (a worker thread of ``nczarr-check --deep``), and the request
   left behind dies with the process;
-* unsigned S3 pins the dataset it opened (stores/s3_generation.py), as a signed reader does; obstore
+* S3 (signed or not) records each request as ``(operation, bucket key)`` in ``requests``, as the
+  botocore store does, so tests hold both readers to one request budget; it reads byte ranges
+  (a shard's index, one inner chunk) with ranged GETs;
+* S3 pins the dataset it opened (stores/s3_generation.py), as a signed reader does; obstore
   gives no server clock (``Date``), so the pinned root's Last-Modified stands in: a chunk written in
   an earlier second than the root costs its GET alone, one written in the root's own second (a small
   store written within a second) one HEAD of the root more.
@@ -59,16 +63,20 @@ from nczarr_conformance.errors import (
     StoreUnavailableError,
     UsageError,
 )
-from nczarr_conformance.stores.base import Store
-from nczarr_conformance.stores.s3_generation import Generation
+from nczarr_conformance.stores.base import Pin, Store, resolve_range
+from nczarr_conformance.stores.s3_generation import Generation, Pinned
+from nczarr_conformance.stores.s3_signed_read import obstore_credentials, read_attempts, region_of
 from nczarr_conformance.urls import StoreSpec
 
 if TYPE_CHECKING:
+    from obstore import GetOptions
     from obstore.store import ClientConfig, ObjectStore, RetryConfig
 
 READ_ATTEMPTS = 3  # per request, the first one included (as stores/s3.py reads)
 PIECE = 1 << 20  # bytes streamed at a time: a body past its limit is refused within one piece
 _MISSING_LENGTH = "Content-Length Header missing"  # obstore's refusal of a body that declares no size
+_NO_BUCKET = "<Code>NoSuchBucket</Code>"  # S3's error body when the bucket, not the object, is missing
+_S3_CODE = re.compile(r"<Code>([A-Za-z0-9.]+)</Code>")  # an S3 error body's code
 _STATUS = re.compile(r"status code: (\d{3})([^:\n]*)")
 DEFAULT_TIMEOUT = 300.0  # seconds a whole request may take (obstore's ``timeout``): a chunk over a slow link
 TIMEOUT_ENV = "NCZARR_REMOTE_TIMEOUT"
@@ -79,8 +87,8 @@ _ALIASES = {"endpoint_url": "endpoint", "region_name": "region", "key": "access_
             "secret": "secret_access_key", "token": "session_token"}
 
 
-def _retry() -> RetryConfig:
-    return {"max_retries": READ_ATTEMPTS - 1, "retry_timeout": dt.timedelta(seconds=120),
+def _retry(attempts: int = READ_ATTEMPTS) -> RetryConfig:
+    return {"max_retries": attempts - 1, "retry_timeout": dt.timedelta(seconds=120),
             "backoff": {"init_backoff": dt.timedelta(milliseconds=100), "max_backoff": dt.timedelta(seconds=5),
                         "base": 2}}
 
@@ -161,14 +169,25 @@ class RemoteStore(Store):
     read_concurrency = 16  # concurrent range GETs: a chunk's latency, not its decoding, is the cost
 
     def __init__(self, store: ObjectStore, where: str, kind: str, *, pin: bool = False,
-                 timeout: tuple[float, str] = (DEFAULT_TIMEOUT, "the default")) -> None:
+                 timeout: tuple[float, str] = (DEFAULT_TIMEOUT, "the default"), signed: bool = False,
+                 place: tuple[str | None, str | None] = (None, None), attempts: int = READ_ATTEMPTS) -> None:
         """``store`` is rooted at the dataset (its prefix); ``pin`` holds reads to the dataset opened;
-        ``timeout`` is the bound its client was given and what set it (for the timeout's message)."""
+        ``timeout`` is the bound its client was given and what set it (for the timeout's message);
+        ``signed``: S3 requests carry credentials; ``place``: S3's endpoint and region, for :meth:`pin`;
+        ``attempts``: what the client's retry policy allows a request, for the messages."""
         super().__init__()
         self._store = store
         self.where = where
         self.kind = kind
+        self.signed = signed
+        self._place = place
+        self._attempts = attempts
         self._timeout = timeout
+        #: (operation, bucket key) of every S3 request, named as S3's API names them (stores/s3.py's too)
+        self.requests: list[tuple[str, str]] = []
+        self._bucket_prefix = where.removeprefix("s3://").partition("/")[2].strip("/") if kind == "s3" else ""
+        #: a signed S3 reader's URL, for what only botocore does (listing a key obstore refuses to parse)
+        self.botocore_spec: StoreSpec | None = None
         self._unsized = False  # a web server that sends no Content-Length: read with _get_unsized
         self.headers: dict[str, str] = {}  # what the caller's client_options send with every request (HTTP)
         self._generation = Generation(where, self._head) if pin else None
@@ -187,7 +206,16 @@ class RemoteStore(Store):
                 store.headers = _http_headers(spec.options.get("client_options"))
                 return store
             if spec.kind == "s3":
-                return cls(_s3(spec, timeout[0]), f"s3://{spec.path}", "s3", pin=True, timeout=timeout)
+                endpoint = s3_endpoint(spec)
+                credentials = None if spec.anonymous else obstore_credentials(spec, endpoint)
+                if not spec.anonymous and credentials is None:
+                    raise UsageError(f"s3://{spec.path}: botocore reads this signed store (stores/s3_signed_read.py)")
+                attempts = READ_ATTEMPTS if credentials is None else read_attempts(READ_ATTEMPTS)
+                store = cls(_s3(spec, timeout[0], credentials, attempts), f"s3://{spec.path}", "s3", pin=True,
+                            timeout=timeout, signed=credentials is not None, attempts=attempts,
+                            place=(endpoint, _s3_region(spec)))
+                store.botocore_spec = None if spec.anonymous else spec
+                return store
             if spec.kind == "gs":
                 return cls(_gcs(spec, timeout[0]), f"gs://{spec.path}", "gs", timeout=timeout)
             if spec.kind == "az":
@@ -199,12 +227,14 @@ class RemoteStore(Store):
     # ---- reading ----------------------------------------------------------------------
     def _get(self, key: str, limit: int | None = None) -> bytes | None:
         why = ""
-        for _ in range(READ_ATTEMPTS):
+        for _ in range(self._attempts):
             try:
                 if self._unsized:
                     return _interruptible(lambda: self._get_unsized(key, limit))
                 return _interruptible(lambda: self._get_once(key, limit))
-            except FileNotFoundError:
+            except FileNotFoundError as exc:
+                if self.kind == "s3" and _NO_BUCKET in str(exc):  # S3's 404 for the bucket, not the object
+                    raise self._fail(exc, f"get {key}") from exc
                 if self._generation is not None:
                     self._generation.missing(key)
                 return None
@@ -218,11 +248,12 @@ class RemoteStore(Store):
                     return _interruptible(lambda: self._get_unsized(key, limit))
                 raise self._fail(exc, f"get {key}") from exc
         raise StoreUnavailableError(f"{self._at(key)}: the response was cut short ({why}) on each of "
-                                    f"{READ_ATTEMPTS} attempts")
+                                    f"{self._attempts} attempts")
 
     def _get_once(self, key: str, limit: int | None) -> bytes:
         import obstore
 
+        self._record("GetObject", key)
         result = obstore.get(self._store, self._name(key))
         size = result.meta["size"]
         if limit is not None and size > limit:
@@ -280,9 +311,51 @@ class RemoteStore(Store):
                 raise StoreUnavailableError(f"{self.where}: could not get {key} ({exc.reason})") from None
             raise _CutShort(f"{type(exc).__name__}: {exc}") from None
 
+    def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
+        """S3: one ranged GET, never more than ``length`` bytes held; the object's size from the answer.
+        Other kinds read the object whole, under the in-memory budget (the base's default): a web server
+        need not serve ranges."""
+        if self.kind != "s3":
+            return super()._get_range(key, start, length)
+        if length == 0:
+            head = self._head(key)
+            return None if head is None else (b"", int(head.get("ContentLength") or 0))
+        import obstore
+
+        wanted: GetOptions = {"range": {"suffix": -start}} if start < 0 else {"range": {"offset": start}}
+
+        def ranged() -> tuple[bytes, int]:
+            self._record("GetObject", key)
+            result = obstore.get(self._store, self._name(key), options=wanted)
+            size = int(result.meta["size"])
+            _, count = resolve_range(size, start, length)
+            body = bytearray()
+            for piece in result.stream(min_chunk_size=min(PIECE, count + 1)):
+                body += piece
+                if len(body) >= count:
+                    break  # the rest of the object is not read: a range holds at most ``length`` bytes
+            if len(body) < count:
+                raise _CutShort(f"{len(body)} of {count} bytes")
+            return bytes(body[:count]), size
+
+        try:
+            return _interruptible(ranged)
+        except FileNotFoundError as exc:
+            if _NO_BUCKET in str(exc):
+                raise self._fail(exc, f"get {key}") from exc
+            return None
+        except _CutShort as exc:
+            raise StoreError(f"{self._at(key)}: range from {start} cut short ({exc})") from exc
+        except Exception as exc:
+            if "416" in str(exc) or "Range Not Satisfiable" in str(exc) or "InvalidRange" in str(exc):
+                head = self._head(key)  # past the end (or an empty object)
+                return None if head is None else (b"", int(head.get("ContentLength") or 0))
+            raise self._fail(exc, f"get {key} (from byte {start})") from exc
+
     def _head(self, key: str) -> Mapping[str, Any] | None:
         import obstore
 
+        self._record("HeadObject", key)
         try:
             return _response(_interruptible(lambda: obstore.head(self._store, self._name(key))))
         except FileNotFoundError:
@@ -327,6 +400,29 @@ class RemoteStore(Store):
         if self._generation is not None:
             self._generation.settle()
 
+    def pin(self) -> Pin | None:
+        """S3: the endpoint, the region and the root pinned at open, in the form the botocore store gives
+        (stores/s3.py), so a worker reopening the URL with either is held to the dataset opened here."""
+        if self._generation is None:
+            return None
+        return "s3", self._place[0], self._place[1], self._generation.pinned()
+
+    def hold_to(self, pin: Pin | None) -> None:
+        """Take over another process's S3 pin before reading anything (s3_generation.py's rules)."""
+        if pin is None:
+            return
+        if self._generation is None or self.reads or len(pin) != 4 or pin[0] != "s3":
+            raise StoreError(f"{self!r}: cannot be held to {pin[0]!r} pinned by another process")
+        pinned = cast(Pinned | None, pin[3])
+        if pinned is not None:
+            self._generation.restore(pinned)
+
+    def _record(self, operation: str, key: str) -> None:
+        """One S3 request, named by its operation and its bucket key (list.append: safe across threads)."""
+        if self.kind == "s3":
+            name = self._name(key)
+            self.requests.append((operation, f"{self._bucket_prefix}/{name}" if self._bucket_prefix else name))
+
     # ---- listing ----------------------------------------------------------------------
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         if self.kind == "http":
@@ -335,13 +431,22 @@ class RemoteStore(Store):
         import obstore
 
         name = self._name(prefix).rstrip("/")
+        self._record("ListObjectsV2", prefix)
+        found: list[str] = []
         try:
             pages = obstore.list(self._store, name or None)
             while (page := _interruptible(lambda: next(pages, None))) is not None:
-                for meta in page:
-                    yield keys.join(meta["path"])
+                found += [keys.join(meta["path"]) for meta in page]
         except Exception as exc:
-            raise self._fail(exc, f"list {prefix}") from exc
+            if self.botocore_spec is None or "invalid path" not in str(exc):
+                raise self._fail(exc, f"list {prefix}") from exc
+            # obstore refuses to list a key with a ".." segment at all; botocore lists it, and the caller refuses
+            # that key by name (nczarr-check's NCZ-STORE-UNSAFE), as on the botocore reader
+            from nczarr_conformance.stores.s3 import S3Store
+
+            with S3Store.from_spec(self.botocore_spec) as listing:
+                found = list(listing._list_prefix(prefix))
+        yield from found
 
     def _index(self, prefix: str) -> Iterator[str]:
         """Every object below ``prefix`` from the server's directory index pages, depth first."""
@@ -393,15 +498,23 @@ class RemoteStore(Store):
         match = _STATUS.search(text)
         status = int(match.group(1)) if match else None
         reason = f"HTTP {status}{match.group(2).rstrip()}" if match else _first_line(exc)
+        code = _S3_CODE.search(text) if self.kind == "s3" else None
+        if code is not None:  # S3's own error code, as the botocore reader words it (SlowDown, AccessDenied, …)
+            reason = code.group(1)
         if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)) or status in (401, 403):
             hint = ""
             if self.kind == "http" and ("x-amz-request-id" in text.lower() or "<Error><Code>" in text):
                 hint = "; the server answers as S3: add s3 to the mode (#mode=nczarr,s3) to sign with credentials"
-            elif self.kind == "s3":
+            elif self.kind == "s3" and not self.signed:
                 hint = "; the request was unsigned and the bucket is not public: drop aws.profile=no / --anon to sign"
             return StoreError(f"{self.where}: access denied ({reason}) while trying to {what}{hint}")
+        if self.kind == "s3" and _NO_BUCKET in text:
+            return StoreError(f"{self.where}: no such bucket {self.where.removeprefix('s3://').partition('/')[0]!r}")
         if status is None or status >= 500:
-            return StoreUnavailableError(f"{self.where}: could not {what} ({reason}) after {READ_ATTEMPTS} attempts")
+            if self.kind == "s3":  # the botocore reader's words (stores/s3.py), whichever client read
+                return StoreUnavailableError(f"{self.where}: {reason} while trying to {what} (gave up after "
+                                             f"{self._attempts} attempts)")
+            return StoreUnavailableError(f"{self.where}: could not {what} ({reason}) after {self._attempts} attempts")
         return StoreError(f"{self.where}: {reason} while trying to {what}")
 
     def __repr__(self) -> str:
@@ -414,7 +527,8 @@ def _first_line(exc: BaseException) -> str:
 
 def _response(meta: Mapping[str, Any]) -> dict[str, Any]:
     """obstore's object metadata as s3_generation.py reads a boto3 response (no server clock)."""
-    return {"ETag": meta.get("e_tag"), "LastModified": meta.get("last_modified"), "VersionId": meta.get("version")}
+    return {"ETag": meta.get("e_tag"), "LastModified": meta.get("last_modified"), "VersionId": meta.get("version"),
+            "ContentLength": meta.get("size")}
 
 
 class _Links(html.parser.HTMLParser):
@@ -471,22 +585,37 @@ def _http(spec: StoreSpec, timeout: float = DEFAULT_TIMEOUT) -> ObjectStore:
     return HTTPStore.from_url(spec.path, client_options=client, retry_config=_retry())
 
 
-def _s3(spec: StoreSpec, timeout: float = DEFAULT_TIMEOUT) -> ObjectStore:
+def _s3(spec: StoreSpec, timeout: float = DEFAULT_TIMEOUT, credentials: Mapping[str, str] | None = None,
+        attempts: int = READ_ATTEMPTS) -> ObjectStore:
+    """obstore's S3 store: unsigned (``credentials`` None, ``anon``), or signed with ``credentials``
+    (stores/s3_signed_read.py's, taken from the environment; nothing else is looked up)."""
     from obstore.store import S3Store
 
     bucket, _, prefix = spec.path.partition("/")
     options = _options(spec)
-    endpoint = options.pop("endpoint", None) or _s3_endpoint(spec)
-    region = options.pop("region", None) or spec.params.get("aws.region") or os.environ.get("AWS_REGION") or \
-        os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    endpoint = s3_endpoint(spec)
+    options.pop("endpoint", None)
+    options.pop("region", None)
+    region = _s3_region(spec)
     client = _client(endpoint, options.pop("client_options", None), timeout)
+    if credentials is not None:
+        options.update(credentials)
     return S3Store(bucket, prefix=prefix or None, endpoint=endpoint, region=region, client_options=client,
-                   retry_config=_retry(), **options)
+                   retry_config=_retry(attempts), **options)
 
 
-def _s3_endpoint(spec: StoreSpec) -> str | None:
-    """The URL's own host (not AWS's: obstore finds the regional one), else ``AWS_ENDPOINT_URL`` as boto3 does."""
-    if spec.endpoint and not urlsplit(spec.endpoint).hostname.endswith("amazonaws.com"):  # type: ignore[union-attr]
+def _s3_region(spec: StoreSpec) -> str:
+    return region_of(spec) or "us-east-1"
+
+
+def s3_endpoint(spec: StoreSpec) -> str | None:
+    """The storage option's endpoint, else the URL's own host (not AWS's: obstore finds the regional one),
+    else ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` as botocore does."""
+    option = _options(spec, allowed_anon=False).get("endpoint")
+    if option:
+        endpoint = str(option)
+        return None if (urlsplit(endpoint).hostname or "").endswith("amazonaws.com") else endpoint
+    if spec.endpoint and not (urlsplit(spec.endpoint).hostname or "").endswith("amazonaws.com"):
         return spec.endpoint
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 

@@ -356,10 +356,7 @@ class S3Store(Store):
     def reopen(cls, spec: StoreSpec, pin: Pin | None) -> S3Store:
         """The prefix ``spec`` names, read here through the endpoint and region another process's
         reader used (found in its environment, maybe not in this one's) and held to its pin."""
-        if pin is not None and len(pin) == 4 and pin[0] == "s3":
-            params = dict(spec.params, **({"aws.region": str(pin[2])} if pin[2] else {}))
-            spec = dataclasses.replace(spec, endpoint=str(pin[1]) if pin[1] else None, params=params)
-        store = cls.from_spec(spec)
+        store = cls.from_spec(at_pinned_place(spec, pin))
         try:
             store.hold_to(pin)
         except BaseException:
@@ -784,6 +781,15 @@ def _signed_options(spec: StoreSpec) -> dict[str, str]:
         raise UsageError(f"s3://{spec.path}: storage option(s) {', '.join(unknown)} not taken by the signed S3 store "
                          f"(it takes {', '.join(sorted(_SIGNED_OPTIONS))}, and anon=True for unsigned reads)")
     return {_SIGNED_OPTIONS[k]: str(v) for k, v in flat.items()}
+
+
+def at_pinned_place(spec: StoreSpec, pin: Pin | None) -> StoreSpec:
+    """``spec`` at the endpoint and region another process's S3 reader pinned (its ``pin()``: found in its
+    environment, maybe not in this one's); ``spec`` itself for no pin or another store's."""
+    if pin is None or len(pin) != 4 or pin[0] != "s3":
+        return spec
+    params = dict(spec.params, **({"aws.region": str(pin[2])} if pin[2] else {}))
+    return dataclasses.replace(spec, endpoint=str(pin[1]) if pin[1] else None, params=params)
 
 
 def hold_prefix(spec: StoreSpec) -> safety.WriterLock:
