@@ -405,9 +405,10 @@ def test_for_xarray_refuses_a_float32_scale_factor_naming_it_unless_accept_losse
 
 def test_for_a_reader_needing_other_codecs_or_an_icechunk_output_is_refused(cf_days: list[Path], tmp_path: Path):
     """netcdf-c 4.9.0 reads no compressed chunk: references keep the codecs, so refused in one line (exit 2),
-    nothing written; an Icechunk repository (Zarr v3) takes no --for; --verify stays one file's."""
+    naming the first file along time (the plan's), nothing written; an Icechunk repository (Zarr v3) takes no --for;
+    --verify stays one file's."""
     out = tmp_path / "c.json"
-    refused = _nc2nczarr("--concat", "time", "--reference", *cf_days, out, "--for", "netcdf-c-4.9")
+    refused = _nc2nczarr("--concat", "time", "--reference", *reversed(cf_days), out, "--for", "netcdf-c-4.9")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert f"{cf_days[0]}: --for netcdf-c-4.9: those readers need compression none of " in refused.stderr
     assert "/tas" in refused.stderr and "references keep the file's chunks and codecs as stored" in refused.stderr
