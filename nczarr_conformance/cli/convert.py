@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--for", dest="for_readers", metavar="READER,...",
                    help="write the layout these readers read equal to the source (Zarr format, flavor, char dtype, "
                         "filters, compression, the zip's entries), chosen before writing; where they conflict, "
-                        "each reader's loss is said first. Readers: " + ", ".join(READER_IDS))
+                        "each reader's loss is said first; with --concat, only --reference (planned from the first "
+                        "file along DIM). Readers: " + ", ".join(READER_IDS))
     r.add_argument("--prefer", metavar="READER,...",
                    help="with --for: where the named readers conflict, these readers' needs win (default: the "
                         "order --for names them)")
