@@ -29,13 +29,15 @@ DAYS = 4
 
 def _day(path: Path, day: int, *, records: int = 1, time_chunk: int = 1, complevel: int = 4,
          lat: tuple[float, ...] = (-10.0, 0.0, 10.0), start: int | None = None, default_time: bool = False,
-         wide: int = 0, big: int = 0) -> Path:
+         wide: int = 0, big: int = 0, count: bool = False, packed: bool = False) -> Path:
     """A daily file: time unlimited (chunk ``time_chunk``), a lat coordinate, packed attributes, a char variable.
 
     ``default_time``: ``time`` and ``time_bnds`` chunked as netCDF4-python chunks them by default (no chunksizes
     given). ``wide``: a variable (time, x) of that many doubles a record, chunk ``(records + 1, wide)``.
     ``big``: a float variable (time, y, x) of ``big`` x ``big`` values a record, chunk ``(records + 1, big, big)``,
     never written (HDF5 stores no chunk of it; netCDF-4 reads it as fill).
+    ``count``: an int variable (time, lat) without _FillValue (HDF5's fill netCDF's default); ``packed``: with a
+    float32 ``scale_factor`` too.
     """
     with netCDF4.Dataset(path, "w") as ds:
         ds.title = "daily means"
@@ -57,6 +59,11 @@ def _day(path: Path, day: int, *, records: int = 1, time_chunk: int = 1, complev
             ds.createDimension("y", big)
             ds.createDimension("x2", big)
             ds.createVariable("big", "f4", ("time", "y", "x2"), chunksizes=(records + 1, big, big))
+        if count:
+            n = ds.createVariable("count", "i4", ("time", "lat"), chunksizes=(time_chunk, len(lat)))
+            n.long_name = "observations"
+            if packed:
+                n.scale_factor = np.float32(0.5)
         la = ds.createVariable("lat", "f4", ("lat",))
         la.units = "degrees_north"
         la[:] = np.asarray(lat, dtype="f4")
@@ -71,6 +78,8 @@ def _day(path: Path, day: int, *, records: int = 1, time_chunk: int = 1, complev
             values[0, 0] = -999.0 if step % 3 == 1 else values[0, 0]  # a missing value now and then
             tas[r] = values
             label[r] = netCDF4.stringtochar(np.array([f"d{step}"], dtype="S4"))[0]
+            if count:
+                n[r] = np.arange(len(lat), dtype="i4") + 10 * step
             if default_time:
                 bounds[r] = [step, step + 1]
             if wide:
@@ -324,13 +333,103 @@ def test_an_existing_output_is_refused_before_any_file_is_read(days: list[Path],
     assert out.read_text() == "{}"
 
 
-def in_process_and_on_a_cluster(distributed: Any, files: list[Path], here: str, there: str) -> None:
+# ---- --for READERS: one plan, the first file's, for every file ------------------------------------------------
+def _nc2nczarr(*args: Any) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    return subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.fixture
+def cf_days(tmp_path: Path) -> list[Path]:
+    """Daily files whose ``time`` and int ``count`` have no _FillValue (HDF5's fill netCDF's default)."""
+    files = [_day(tmp_path / f"day{d}.nc", d, count=True) for d in range(DAYS)]
+    with netCDF4.Dataset(files[0]) as ds:  # the precondition, as netCDF4-python sees the file
+        assert "_FillValue" not in ds["time"].ncattrs() and "_FillValue" not in ds["count"].ncattrs()
+        assert ds["count"].dtype == np.int32
+    return files
+
+
+def test_for_xarray_writes_null_default_fills_for_every_file_and_xarray_reads_them_as_the_files(
+        cf_days: list[Path], tmp_path: Path):
+    """``--concat time --reference --for xarray``: time's and count's fill_value null (xarray masks a written default
+    fill: the default references make it read the int count as float64), every chunk still its file's reference,
+    the rest of the storage the default's, and xarray's zarr engine reads what open_mfdataset reads from the files."""
+    xr = pytest.importorskip("xarray")
+    default = tmp_path / "default.json"
+    concat_references([str(p) for p in cf_days], str(default), "time", workers=1)
+    with _xr_refs(default) as ds:  # the precondition: the problem --for xarray cures exists
+        assert ds["count"].dtype == np.float64
+    out = tmp_path / "for.json"
+    done = _nc2nczarr("--concat", "time", "--reference", *reversed(cf_days), out, "--for", "xarray", "-q")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    refs, plain = _refs(out)["refs"], _refs(default)["refs"]
+    for name in ("time", "count"):
+        zarray, before = json.loads(refs[f"{name}/.zarray"]), json.loads(plain[f"{name}/.zarray"])
+        assert zarray["fill_value"] is None and before["fill_value"] is not None, (zarray, before)
+        assert {**zarray, "fill_value": None} == {**before, "fill_value": None}  # dtype, chunks, codecs unchanged
+    for name in ("time", "count", "tas", "label"):
+        got = _chunk_refs(refs, name)
+        assert len(got) == DAYS and got == _chunk_refs(plain, name), name  # each file's own HDF5 chunk, by reference
+        assert all(isinstance(ref, list) for ref in got.values()), name
+    assert json.loads(refs["count/.zarray"])["dtype"] == "<i4"
+    with xr.open_mfdataset(cf_days, engine="netcdf4", combine="nested", concat_dim="time") as want, \
+            _xr_refs(out) as got_ds:
+        want = want.load()
+        for name in want.variables:
+            xr.testing.assert_identical(got_ds[name].load(), want[name])
+        assert got_ds["count"].dtype == want["count"].dtype == np.int32
+
+
+def test_for_xarray_refuses_a_float32_scale_factor_naming_it_unless_accept_losses(tmp_path: Path):
+    """xarray's zarr engine reads a float32 ``scale_factor`` as float64: refused in one line (exit 2) naming the
+    attribute, nothing written; ``--accept-losses`` writes the references and says the loss, even with -q."""
+    files = [_day(tmp_path / f"p{d}.nc", d, count=True, packed=True) for d in range(2)]
+    with netCDF4.Dataset(files[0]) as ds:  # the precondition: float32, as netCDF4-python reads it
+        assert ds["count"].getncattr("scale_factor").dtype == np.float32
+    out = tmp_path / "p.json"
+    refused = _nc2nczarr("--concat", "time", "--reference", *files, out, "--for", "xarray")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(f"nc2nczarr: {files[0]}: --for xarray: references would still be read "
+                                     "otherwise than the file"), refused.stderr
+    assert "/count attribute scale_factor" in refused.stderr and "--accept-losses" in refused.stderr
+    _nothing_written(tmp_path, files)
+    written = _nc2nczarr("--concat", "time", "--reference", *files, out, "--for", "xarray", "--accept-losses", "-q")
+    assert written.returncode == 0, written.stderr
+    assert written.stderr.startswith("nc2nczarr: xarray loses: reads 32-bit float attributes as 64-bit"), written.stderr
+    assert written.stderr.endswith(": in /count attribute scale_factor\n") and written.stderr.count("\n") == 1
+    one = _nc2nczarr(files[0], tmp_path / "one.json", "--reference", "--for", "xarray", "--accept-losses", "-q")
+    assert written.stderr == one.stderr  # said as for one file
+    assert json.loads(_refs(out)["refs"]["time/.zarray"])["fill_value"] is None  # written with the plan
+
+
+def test_for_a_reader_needing_other_codecs_or_an_icechunk_output_is_refused(cf_days: list[Path], tmp_path: Path):
+    """netcdf-c 4.9.0 reads no compressed chunk: references keep the codecs, so refused in one line (exit 2),
+    naming the first file along time (the plan's), nothing written; an Icechunk repository (Zarr v3) takes no --for;
+    --verify stays one file's."""
+    out = tmp_path / "c.json"
+    refused = _nc2nczarr("--concat", "time", "--reference", *reversed(cf_days), out, "--for", "netcdf-c-4.9")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"{cf_days[0]}: --for netcdf-c-4.9: those readers need compression none of " in refused.stderr
+    assert "/tas" in refused.stderr and "references keep the file's chunks and codecs as stored" in refused.stderr
+    _nothing_written(tmp_path, cf_days)
+    icechunk = _nc2nczarr("--concat", "time", "--reference", *cf_days, f"icechunk://{tmp_path / 'r'}", "--for",
+                          "xarray")
+    assert icechunk.returncode == 2 and icechunk.stderr.count("\n") == 1, icechunk.stderr
+    assert "writes Zarr v3: it takes no --for (--for plans a Zarr v2 layout" in icechunk.stderr
+    verify = _nc2nczarr("--concat", "time", "--reference", *cf_days, out, "--for", "xarray", "--verify")
+    assert verify.returncode == 2 and "--verify goes with a conversion of one file" in verify.stderr
+    _nothing_written(tmp_path, cf_days)
+
+
+def in_process_and_on_a_cluster(distributed: Any, files: list[Path], here: str, there: str, **options: Any) -> None:
     """``concat_references`` of ``files`` along time into ``here`` in this process, and into ``there`` on a
-    two-worker process cluster (worker processes, as ``--workers`` runs them)."""
-    concat_references([str(p) for p in files], here, "time", workers=1)
+    two-worker process cluster (worker processes, as ``--workers`` runs them); ``options`` of concat_references
+    for both."""
+    concat_references([str(p) for p in files], here, "time", workers=1, **options)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        concat_references([str(p) for p in files], there, "time", client=client)
+        concat_references([str(p) for p in files], there, "time", client=client, **options)
 
 
 def test_on_a_dask_cluster_the_references_are_the_in_process_ones(days: list[Path], tmp_path: Path):
@@ -354,3 +453,12 @@ def test_on_a_dask_cluster_straddling_variables_are_inline_as_in_process(default
     assert list(_chunk_refs(refs["refs"], "time")) == ["time/0"] and refs["refs"]["time/0"].startswith("base64:")
     assert list(_chunk_refs(refs["refs"], "wide")) == ["wide/0.0"]
     assert np.array_equal(open_dataset(str(there)).root.variables["time"].data, _netcdf4(default_days, "time"))
+
+
+def test_on_a_dask_cluster_for_xarray_the_references_are_the_in_process_ones(cf_days: list[Path], tmp_path: Path):
+    """The plan is made once on the client and carried in each task: worker processes write the fills it chose."""
+    distributed = pytest.importorskip("distributed")
+    here, there = tmp_path / "here.json", tmp_path / "there.json"
+    in_process_and_on_a_cluster(distributed, cf_days, str(here), str(there), for_readers=["xarray"])
+    assert _refs(there) == _refs(here)
+    assert json.loads(_refs(there)["refs"]["count/.zarray"])["fill_value"] is None

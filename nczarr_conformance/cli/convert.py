@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--for", dest="for_readers", metavar="READER,...",
                    help="write the layout these readers read equal to the source (Zarr format, flavor, char dtype, "
                         "filters, compression, the zip's entries), chosen before writing; where they conflict, "
-                        "each reader's loss is said first. Readers: " + ", ".join(READER_IDS))
+                        "each reader's loss is said first; with --concat, only --reference (planned from the first "
+                        "file along DIM). Readers: " + ", ".join(READER_IDS))
     r.add_argument("--prefer", metavar="READER,...",
                    help="with --for: where the named readers conflict, these readers' needs win (default: the "
                         "order --for names them)")
@@ -228,9 +229,12 @@ def _main(argv: list[str] | None) -> int:
     many = bool(args.concat) or (bool(args.append) and (len(args.input) > 1 or bool(args.scheduler or args.workers)))
     if args.concat and transforms is not None:
         parser.error("--concat copies the files' layout as it is; it takes no -d/-s/-c/-M/-u/-V/-G/--compressor")
-    if (args.for_readers or args.prefer or args.verify) and (args.append or args.concat):
-        parser.error("--for, --prefer and --verify go with a conversion of one file (--append keeps the store's "
-                     "layout; --concat: convert with --for, then --append)")
+    if args.verify and (args.append or args.concat):
+        parser.error("--verify goes with a conversion of one file (--concat: verify a file converted with --for, "
+                     "then --append)")
+    if (args.for_readers or args.prefer) and (args.append or (args.concat and not args.reference)):
+        parser.error("--for and --prefer go with a conversion of one file or --concat --reference (--append keeps "
+                     "the store's layout; --concat: convert with --for, then --append)")
     if args.accept_losses and not (args.reference and args.for_readers):
         parser.error("--accept-losses goes with --reference --for (a copy for --for is written and its losses said)")
     if args.prefer and not args.for_readers:
@@ -374,7 +378,8 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
         taken = [name for name, given in (("--flavor", args.flavor), ("--char-as", args.char_as),
                                           ("--for", args.for_readers)) if given]
         if taken:
-            parser.error(f"--reference into an Icechunk repository writes Zarr v3: it takes no {', '.join(taken)}")
+            parser.error(f"--reference into an Icechunk repository writes Zarr v3: it takes no {', '.join(taken)}"
+                         f"{_V2_ONLY if args.for_readers else ''}")
         stats = convert_icechunk_references(args.input, args.output, overwrite=args.overwrite,
                                             consolidate=args.consolidate, skip_unsupported=args.skip_unsupported)
     else:
@@ -399,6 +404,11 @@ def _reference(parser: argparse.ArgumentParser, args: argparse.Namespace, transf
     return 0
 
 
+#: why an Icechunk repository takes no --for
+_V2_ONLY = (" (--for plans a Zarr v2 layout: flavor, char dtype, default fill; write kerchunk references, .json or "
+            ".parq, for it)")
+
+
 def _reference_concat(parser: argparse.ArgumentParser, args: argparse.Namespace,
                       transforms: Transforms | None) -> int:
     """``--concat DIM --reference``: one reference store over many files (conversion/reference_concat.py)."""
@@ -411,17 +421,27 @@ def _reference_concat(parser: argparse.ArgumentParser, args: argparse.Namespace,
     from nczarr_conformance.conversion.reference_concat import concat_references
 
     if is_icechunk_output(args.output):  # Zarr v3 with HDF5's codecs, as for one file
-        taken = [name for name, given in (("--flavor", args.flavor), ("--char-as", args.char_as)) if given]
+        taken = [name for name, given in (("--flavor", args.flavor), ("--char-as", args.char_as),
+                                          ("--for", args.for_readers)) if given]
         if taken:
-            parser.error(f"--reference into an Icechunk repository writes Zarr v3: it takes no {', '.join(taken)}")
+            parser.error(f"--reference into an Icechunk repository writes Zarr v3: it takes no {', '.join(taken)}"
+                         f"{_V2_ONLY if args.for_readers else ''}")
+    elif args.for_readers and (args.flavor or args.char_as):
+        parser.error("--for chooses the flavor and char dtype: give no --flavor or --char-as with it")
 
     stats = concat_references(args.input, args.output, args.concat, flavor=args.flavor, overwrite=args.overwrite,
                               char_as=args.char_as, consolidate=args.consolidate,
                               skip_unsupported=args.skip_unsupported, allow_gaps=args.allow_gaps,
-                              scheduler=args.scheduler, workers=args.workers)
+                              scheduler=args.scheduler, workers=args.workers,
+                              for_readers=_readers(parser, args.for_readers, "--for") or None,
+                              prefer=_readers(parser, args.prefer, "--prefer") or None,
+                              accept_losses=args.accept_losses)
     safety.raise_if_interrupted()
     for warning in stats.warnings:
         print(f"nc2nczarr: warning: {warning}", file=sys.stderr)
+    for line in stats.audience.plan_lines() if stats.audience is not None else []:
+        if not args.quiet or " loses: " in line:  # who still loses what, where (said even with -q), as for one file
+            print(f"nc2nczarr: {line}", file=sys.stderr)
     if not args.quiet:
         print(f"nc2nczarr: {stats.files} files, {stats.records} records along {args.concat}: {stats.objects} objects "
               f"({stats.referenced} chunks referenced, {stats.inline_bytes} bytes of chunks inline), "

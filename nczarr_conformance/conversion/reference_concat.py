@@ -45,7 +45,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,7 +66,7 @@ from nczarr_conformance.conversion.concat import (
 )
 from nczarr_conformance.conversion.icechunk_references import is_icechunk_output, v3_writer
 from nczarr_conformance.conversion.reference_keys import KERCHUNK, ZARR_V3, ReferenceKeys, V3Keys
-from nczarr_conformance.conversion.references import INLINE_LIMIT, collect_file, reference_layout
+from nczarr_conformance.conversion.references import INLINE_LIMIT, collect_file, plan_file, reference_layout
 from nczarr_conformance.errors import UnsupportedError, UsageError
 from nczarr_conformance.nczarr.writer import DatasetWriter
 from nczarr_conformance.stores.icechunk_store import IcechunkCollector
@@ -78,6 +78,9 @@ from nczarr_conformance.stores.references import (
 )
 from nczarr_conformance.urls import parse
 
+if TYPE_CHECKING:
+    from nczarr_conformance.conversion.audience import Audience
+
 
 @dataclass
 class ReferenceConcatStats:
@@ -88,6 +91,8 @@ class ReferenceConcatStats:
     objects: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    #: with ``for_readers``: the plan made from the first file and who still loses what, where (``plan_lines()``)
+    audience: Audience | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,9 @@ class FileJob:
     files: tuple[str, ...] = ()
     #: the output's layout: kerchunk's Zarr v2 (the NCZarr writer) or an Icechunk repository's Zarr v3 (its writer)
     layout: ReferenceKeys = KERCHUNK
+    #: False: fill_value null for number and char variables without a _FillValue (planned by ``--for`` on the client,
+    #: from the first file: every task writes the same layout, on a dask worker too)
+    default_fill: bool = True
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,8 @@ def reference_file(job: FileJob) -> FileRefs:
     inlined: dict[str, int] = {}
     writer_of: dict[str, Any] = {"make_writer": v3_writer} if v3 else {}
     stats = collect_file(job.path, collector, flavor=job.flavor, char_as=job.char_as, consolidate=job.consolidate,
-                         skip_unsupported=job.skip_unsupported, then=stretch, **writer_of)
+                         skip_unsupported=job.skip_unsupported, then=stretch, default_fill=job.default_fill,
+                         **writer_of)
     refuse_if_changed(job.path, job.stamp, device=False)
     stats.warnings += [f"{item.path}: {item.key}: written inline, {inlined[item.key]} bytes: {item.warning}"
                        for item in job.inline]
@@ -343,8 +352,9 @@ def _axis(info: FileInfo, array: str, dim: str) -> int | None:
 def concat_references(inputs: list[str], dst: str, dim_name: str, *, flavor: str | None = None,
                       overwrite: bool = False, char_as: str | None = None, consolidate: bool | None = None,
                       skip_unsupported: bool = False, allow_gaps: bool = False, scheduler: str | None = None,
-                      workers: int | None = None, client: Any = None,
-                      inline_limit: int = INLINE_LIMIT) -> ReferenceConcatStats:
+                      workers: int | None = None, client: Any = None, inline_limit: int = INLINE_LIMIT,
+                      for_readers: list[str] | None = None, prefer: list[str] | None = None,
+                      accept_losses: bool = False) -> ReferenceConcatStats:
     """Kerchunk references (``dst``: ``.json`` or ``.parq``), or a new Icechunk repository (``dst``:
     ``icechunk://PATH``, one commit, Zarr v3 as ``nc2nczarr IN.nc icechunk://PATH --reference`` writes it: no
     ``flavor`` or ``char_as`` there), of the files ``inputs`` concatenated along ``dim_name``.
@@ -355,6 +365,13 @@ def concat_references(inputs: list[str], dst: str, dim_name: str, *, flavor: str
     ``consolidate``, ``skip_unsupported``, ``inline_limit`` as there), on ``client``, a cluster on
     ``scheduler`` or of ``workers`` processes, or in this process for small work
     (:func:`~nczarr_conformance.conversion.concat.in_process`).
+
+    ``for_readers`` (``nc2nczarr --for``; ``prefer`` and ``accept_losses`` as there) writes the Zarr v2 layout those
+    readers read equal to the files, planned once from the first file along ``dim_name`` once the files are
+    ordered, before any file is referenced, and refused as
+    :func:`~nczarr_conformance.conversion.references.convert_references` refuses it for one file (a plan needing
+    other chunks or codecs; a named reader still reading some object otherwise, unless ``accept_losses``); every
+    file is then written with that plan (``stats.audience`` holds it). Not into an Icechunk repository: Zarr v3.
     """
     from nczarr_conformance.conversion.cluster import open_client
 
@@ -369,6 +386,13 @@ def concat_references(inputs: list[str], dst: str, dim_name: str, *, flavor: str
     for path in files:
         if os.path.realpath(path) == real_dst:
             raise UsageError(f"{dst}: the output would replace its own input")
+    if for_readers and (flavor is not None or char_as is not None):
+        raise UsageError("--for chooses the flavor and char dtype: give no --flavor or --char-as with it")
+    if (prefer or accept_losses) and not for_readers:
+        raise UsageError("--prefer and --accept-losses go with --for: give --for")
+    if for_readers and icechunk:
+        raise UsageError(f"{dst}: --for plans a Zarr v2 layout (flavor, char dtype, default fill), and an Icechunk "
+                         "repository is written as Zarr v3: write kerchunk references (.json or .parq) for --for")
     collector: ReferenceCollector
     layout: ReferenceKeys
     if icechunk:
@@ -384,7 +408,8 @@ def concat_references(inputs: list[str], dst: str, dim_name: str, *, flavor: str
     stats = ReferenceConcatStats(files=len(files))
     options: dict[str, Any] = {"flavor": flavor, "char_as": char_as, "consolidate": consolidate,
                                "skip_unsupported": skip_unsupported, "allow_gaps": allow_gaps, "layout": layout,
-                               "where": dst}
+                               "where": dst, "for_readers": for_readers, "prefer": prefer or [],
+                               "accept_losses": accept_losses}
     try:
         if client is not None:
             _run(OnCluster(client, own=False), files, collector, dim_name, stats, **options)
@@ -409,7 +434,8 @@ def _in_batches(runner: Runner, items: list[Any], sizes: list[int]) -> list[list
 
 def _run(runner: Runner, files: list[str], collector: ReferenceCollector, dim_name: str,
          stats: ReferenceConcatStats, *, flavor: str, char_as: str | None, consolidate: bool | None,
-         skip_unsupported: bool, allow_gaps: bool, layout: ReferenceKeys, where: str) -> None:
+         skip_unsupported: bool, allow_gaps: bool, layout: ReferenceKeys, where: str,
+         for_readers: list[str] | None, prefer: list[str], accept_losses: bool) -> None:
     stamps = {path: Stamp.of(path) for path in files}
     sizes = [stamps[path].size for path in files]
     found: dict[str, FileInfo] = {}
@@ -427,9 +453,15 @@ def _run(runner: Runner, files: list[str], collector: ReferenceCollector, dim_na
     dim = ordered[0].dim
     total = sum(info.length for info in ordered)
     in_order = tuple(info.path for info in ordered)
+    default_fill = True
+    if for_readers:  # one plan, the first file's, for every file: refused here before any file is referenced
+        flavor, char_as, default_fill, planned = plan_file(ordered[0].path, for_readers, prefer,
+                                                           accept_losses=accept_losses,
+                                                           skip_unsupported=skip_unsupported)
+        stats.audience = planned.audience
     jobs = [FileJob(info.path, stamps[info.path], dim, total, n == 0, flavor, char_as, consolidate,
                     skip_unsupported, collector.inline_limit, tuple(inline.values()) if n == 0 else (),
-                    in_order if n == 0 else (), layout) for n, info in enumerate(ordered)]
+                    in_order if n == 0 else (), layout, default_fill) for n, info in enumerate(ordered)]
     done: dict[str, FileRefs] = {}
 
     def referenced(results: list[FileRefs]) -> None:

@@ -238,9 +238,13 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
                  then: Callable[[DatasetWriter], None] | None = None,
                  make_writer: Callable[..., DatasetWriter] = DatasetWriter,
                  storage_options: dict[str, Any] | None = None, for_readers: list[str] | None = None,
-                 prefer: list[str] | None = None, accept_losses: bool = False) -> ConvertStats:
+                 prefer: list[str] | None = None, accept_losses: bool = False,
+                 default_fill: bool = True) -> ConvertStats:
     """The references of ``src`` put into ``collector`` (not committed: the caller commits or aborts).
 
+    ``default_fill=False`` writes fill_value null for number and char variables without a _FillValue (what
+    ``for_readers`` may plan; ``--concat --reference --for`` plans once, from the first file, and hands each
+    file's task the plan: :func:`plan_file`).
     ``then`` is handed the writer once its chunks and metadata are written (``--concat --reference``
     stretches the first file's arrays along DIM and writes their metadata again: conversion/reference_concat.py).
     ``make_writer`` builds the writer (the Zarr v3 one for an Icechunk repository: conversion/icechunk_references.py).
@@ -251,7 +255,8 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
             try:
                 return _collect(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
                                 skip_unsupported=skip_unsupported, then=then, make_writer=make_writer, obj=obj,
-                                netcdf=netcdf, for_readers=for_readers, prefer=prefer, accept_losses=accept_losses)
+                                netcdf=netcdf, for_readers=for_readers, prefer=prefer, accept_losses=accept_losses,
+                                default_fill=default_fill)
             except Exception:
                 if errors:  # what netcdf-c saw as an HTTP error: the object's own cause, named
                     raise errors[0] from None
@@ -261,7 +266,24 @@ def collect_file(src: str, collector: ReferenceCollector, *, flavor: str, char_a
                                "(convert it without --reference)")
     return _collect(src, collector, flavor=flavor, char_as=char_as, consolidate=consolidate,
                     skip_unsupported=skip_unsupported, then=then, make_writer=make_writer, for_readers=for_readers,
-                    prefer=prefer, accept_losses=accept_losses)
+                    prefer=prefer, accept_losses=accept_losses, default_fill=default_fill)
+
+
+def plan_file(src: str, readers: list[str], prefer: list[str], *, accept_losses: bool = False,
+              skip_unsupported: bool = False) -> tuple[str, str | None, bool, ConvertStats]:
+    """The flavor, char dtype and default fill (False: fill_value null) of the Zarr v2 layout ``readers`` read
+    equal to the local file ``src``, and the stats whose ``audience`` says who loses what, where; refused as
+    :func:`convert_references` refuses a plan (:func:`_planned`). Only the header is read: ``--concat --reference
+    --for`` plans once from the first file, before any file's task runs, and hands every task this plan as plain
+    values (a dask worker cannot plan it again and be sure to agree)."""
+    if not hdf5_types.is_hdf5(src):
+        raise UnsupportedError(f"{src}: not a netCDF-4 (HDF5) file; only HDF5 chunks can be referenced "
+                               "(convert it without --reference)")
+    stats = ConvertStats()
+    with _opened(src, skip_unsupported) as opened:
+        dataset, _, _ = _prepare(opened, src, {}, skip_unsupported, None)
+        flavor, char_as, layout = _planned(src, dataset, readers, prefer, stats, accept_losses)
+    return flavor, char_as, bool(layout.get("default_fill", True)), stats
 
 
 def _planned(src: str, dataset: Dataset, readers: list[str], prefer: list[str], stats: ConvertStats,
@@ -318,14 +340,15 @@ def _collect(src: str, collector: ReferenceCollector, *, flavor: str, char_as: s
              consolidate: bool | None, skip_unsupported: bool, then: Callable[[DatasetWriter], None] | None,
              make_writer: Callable[..., DatasetWriter], obj: S3Object | None = None,
              netcdf: str | None = None, for_readers: list[str] | None = None,
-             prefer: list[str] | None = None, accept_losses: bool = False) -> ConvertStats:
+             prefer: list[str] | None = None, accept_losses: bool = False,
+             default_fill: bool = True) -> ConvertStats:
     """:func:`collect_file` of a local file, or of the S3 object ``obj`` (netCDF4-python reading ``netcdf``)."""
     stats = ConvertStats()
     inline_limit = collector.inline_limit
     with _opened(src, skip_unsupported, hdf5=obj.open() if obj else None, netcdf=netcdf) as opened:
         variables: dict[str, Any] = {}
         dataset, reencode, stats.warnings = _prepare(opened, src, variables, skip_unsupported, None)
-        layout: dict[str, Any] = {}
+        layout: dict[str, Any] = {} if default_fill else {"default_fill": False}
         if for_readers:
             flavor, char_as, layout = _planned(src, dataset, for_readers, prefer or [], stats, accept_losses)
         refused = unreferenceable(src, dataset, obj.open() if obj else None)
