@@ -165,3 +165,57 @@ def test_ranges_and_codecs_are_checked_against_the_s3_object_itself(on_s3: dict[
     assert f"NCZ-REF-CODECS /tas: declares codecs ['zlib'] but {url}/tas is stored with ['shuffle', 'zlib']" \
         in checked.stdout, checked.stdout
     assert f"NCZ-REF-CODECS /{first}: bytes {size - 4}-{size + 12} of {url} are no chunk" in checked.stdout
+
+
+def test_a_public_bucket_is_referenced_read_and_checked_without_credentials(on_s3: dict[str, Any], tmp_path: Path):
+    """``--anon``: an object of a public bucket referenced with no credentials anywhere (botocore signing would
+    refuse: no credentials); the references record ``"anon": true``, so our reader, ``nczarr-check`` and
+    xarray (told ``anon``) read it unsigned, as netCDF4-python reads the local copy."""
+    local, _, _ = on_s3["cf"]
+    client = on_s3["client"]
+    client.upload_file(str(local), BUCKET, "public/cf.nc", ExtraArgs={"ACL": "public-read"})
+    url = f"s3://{BUCKET}/public/cf.nc"
+    nowhere = str(tmp_path / "no-such-aws-file")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ENDPOINT_URL=on_s3["endpoint"], AWS_SHARED_CREDENTIALS_FILE=nowhere, AWS_CONFIG_FILE=nowhere,
+               AWS_DEFAULT_REGION="us-east-1", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=300)
+
+    out = tmp_path / "public.json"
+    signed = run("-m", "nczarr_conformance.cli.convert", url, str(out), "--reference")
+    assert signed.returncode == 2 and signed.stderr.count("\n") == 1, signed.stderr  # the precondition
+    assert not out.exists()
+    done = run("-m", "nczarr_conformance.cli.convert", url, str(out), "--reference", "--anon", "-q")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    head = client.head_object(Bucket=BUCKET, Key="public/cf.nc")
+    assert doc["nczarr:targets"] == {url: {"size": head["ContentLength"], "etag": head["ETag"], "anon": True}}
+    assert chunks_match_hdf5(doc["refs"], local, url) == 12
+    read = run("-c", "import sys, json; from nczarr_conformance.access.dataset import open_dataset; "
+               "print(json.dumps(open_dataset(sys.argv[1]).to_json()))", str(out))
+    assert read.returncode == 0, read.stderr
+    checked = run("-m", "nczarr_conformance.cli.check", str(out), "--select", "NCZ-REF")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    from nczarr_conformance.model import Dataset
+
+    assert diff(nc4.read(str(local)), Dataset.from_json(json.loads(read.stdout)), ignore=CONTIGUOUS) == []
+    lone = run("-m", "nczarr_conformance.cli.convert", str(local), str(tmp_path / "x.json"), "--reference", "--anon")
+    assert lone.returncode == 2 and "--anon goes with --reference of one s3:// input" in lone.stderr
+    client.put_object_acl(Bucket=BUCKET, Key="public/cf.nc", ACL="private")  # unsigned reads now refused
+    refused = run("-m", "nczarr_conformance.cli.check", str(out), "--select", "NCZ-REF")
+    assert refused.returncode == 1 and f"NCZ-REF-TARGET -: target {url} is not reachable" in refused.stdout, \
+        refused.stdout + refused.stderr
+
+
+def test_an_unsigned_s3_store_is_not_opened_for_writing():
+    """Unsigned (``aws.profile=no``, ``anon``) reaches the botocore store for reading S3 objects now: a write
+    through it is refused before any request, not sent signed with whatever credentials are about."""
+    from nczarr_conformance.errors import UsageError
+    from nczarr_conformance.stores.s3 import S3Store
+    from nczarr_conformance.urls import parse
+
+    for url, options in (("s3://bucket/x#mode=nczarr,s3&aws.profile=no", None), ("s3://bucket/x", {"anon": True})):
+        with pytest.raises(UsageError, match=r"unsigned \(anon, aws.profile=no\) is for reading"):
+            S3Store.from_spec(parse(url, options), "w")

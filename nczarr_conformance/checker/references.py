@@ -115,7 +115,9 @@ def ranges_inside(ctx: CheckContext) -> Iterator[Finding]:
     for akey, ckey, ref in _refs(ctx, store):
         url = str(ref[0])
         if url not in sizes:
-            sizes[url] = target_size(url)  # None: missing or unreachable (NCZ-REF-TARGET names it)
+            recorded = store.targets.get(url)
+            # None: missing or unreachable (NCZ-REF-TARGET names it)
+            sizes[url] = target_size(url, recorded is not None and recorded.anonymous)
         size = sizes[url]
         if size is None or len(ref) < 3:
             continue
@@ -162,13 +164,14 @@ def codecs_match_hdf5(ctx: CheckContext) -> Iterator[Finding]:
         for url, chunks in sorted(targets.items()):
             if (local_path(url) is None and not is_s3_url(url)) or target_problem(url, store.targets.get(url)):
                 continue  # remote but not S3: not opened here; missing or changed: NCZ-REF-TARGET
-            yield from _against_hdf5(akey, url, declared, chunks)
+            recorded = store.targets.get(url)
+            yield from _against_hdf5(akey, url, declared, chunks, recorded is not None and recorded.anonymous)
 
 
-def _against_hdf5(akey: str, url: str, declared: list[str],
-                  chunks: list[tuple[str, int, int]]) -> Iterator[Finding]:
+def _against_hdf5(akey: str, url: str, declared: list[str], chunks: list[tuple[str, int, int]],
+                  anonymous: bool = False) -> Iterator[Finding]:
     finding = get("NCZ-REF-CODECS").finding
-    facts = _hdf5(akey, url)
+    facts = _hdf5(akey, url, anonymous)
     if isinstance(facts, str):
         yield finding(akey, facts)
         return
@@ -194,15 +197,15 @@ class _Hdf5Dataset:
     stored: dict[tuple[int, ...], tuple[int, int]]  # element offset of each stored chunk -> (address, size)
 
 
-def _hdf5(akey: str, url: str) -> _Hdf5Dataset | str:
-    """The HDF5 dataset ``akey`` of the target ``url`` (a local file, or an S3 object read by byte range), or the
-    one line saying why there is none."""
+def _hdf5(akey: str, url: str, anonymous: bool = False) -> _Hdf5Dataset | str:
+    """The HDF5 dataset ``akey`` of the target ``url`` (a local file, or an S3 object read by byte range,
+    unsigned where ``anonymous``), or the one line saying why there is none."""
     import h5py
 
     from nczarr_conformance.sources.netcdf4 import LOCK
 
     try:
-        with LOCK, opened_target(url) as target, h5py.File(target, "r") as f:
+        with LOCK, opened_target(url, anonymous) as target, h5py.File(target, "r") as f:
             dataset = f.get(akey.lstrip("/"))
             if not isinstance(dataset, h5py.Dataset):
                 return f"refers to {url}, which holds no HDF5 dataset {akey}"

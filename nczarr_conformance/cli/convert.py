@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after writing, open the output with each reader (--for's, else every one of the list "
                         "that is installed) and print one line per reader; exit 1 when a named reader, or one the "
                         "conversion said reads it, does not read it equal to the source")
+    p.add_argument("--anon", action="store_true",
+                   help="with --reference of an s3:// input: read it unsigned, a public bucket (netcdf-c's "
+                        "#...&aws.profile=no); the references record it, so readers read it unsigned too")
     p.add_argument("--reference", action="store_true",
                    help="write no chunk: OUTPUT (.json: kerchunk JSON, .parq: kerchunk Parquet) holds the NCZarr "
                         "metadata with each chunk a reference into INPUT (docs/references.md); what cannot be "
@@ -245,6 +248,13 @@ def _main(argv: list[str] | None) -> int:
         parser.error(f"--prefer {','.join(prefer)}: name readers of --for ({','.join(readers)})")
     if not many:
         args.input = args.input[0]
+    if args.anon:
+        from nczarr_conformance.stores.s3_object import is_s3_url
+        from nczarr_conformance.urls import anonymous_url
+
+        if not (args.reference and not args.concat and is_s3_url(args.input)):
+            parser.error("--anon goes with --reference of one s3:// input (a public bucket, read unsigned)")
+        args.input = anonymous_url(args.input)
     if args.reference:
         return _reference(parser, args, transforms)
     _return_big_buffers_to_the_os(to_s3=_is_s3(args.output))

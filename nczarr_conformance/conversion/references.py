@@ -379,7 +379,8 @@ def _collect(src: str, collector: ReferenceCollector, *, flavor: str, char_as: s
                                        "and cannot be referenced")
             if obj is not None:
                 stamp = obj.stamp()
-                raw.handle = collector.register_remote(obj.url, Target(stamp.size, etag=stamp.etag), obj.read)
+                target = Target(stamp.size, etag=stamp.etag, anonymous=obj.anonymous)
+                raw.handle = collector.register_remote(obj.url, target, obj.read)
                 raw.read_remote = obj.read
             else:
                 collector.register(raw.fd, src)

@@ -71,6 +71,8 @@ class Target:
     size: int
     mtime_ns: int | None = None
     etag: str | None = None
+    #: an S3 object of a public bucket, read unsigned (``"anon": true``): so are its HEADs and GETs here
+    anonymous: bool = False
 
     @classmethod
     def of(cls, path: str) -> Target:
@@ -83,6 +85,8 @@ class Target:
             out["mtime_ns"] = self.mtime_ns
         if self.etag is not None:
             out["etag"] = self.etag
+        if self.anonymous:
+            out["anon"] = True
         return out
 
 
@@ -125,7 +129,7 @@ def _s3_target_problem(url: str, recorded: Target | None) -> str | None:
 
     obj = None
     try:
-        obj = S3Object(url)
+        obj = S3Object(url, _unsigned(recorded is not None and recorded.anonymous))
         now = obj.head()
     except NczarrError as exc:
         return f"target {url} is not reachable ({exc})"
@@ -141,15 +145,21 @@ def _s3_target_problem(url: str, recorded: Target | None) -> str | None:
     return f"target {url} changed since the references were made ({what})"
 
 
-def target_size(url: str) -> int | None:
-    """The size in bytes of the target ``url``: a local file's (stat), an S3 object's (one HEAD); None where it
-    cannot be had (missing, unreachable: :func:`target_problem` names it) or for another remote scheme."""
+def _unsigned(anonymous: bool) -> dict[str, Any] | None:
+    """The storage options of an S3 target read unsigned (recorded ``"anon": true``), else None."""
+    return {"anon": True} if anonymous else None
+
+
+def target_size(url: str, anonymous: bool = False) -> int | None:
+    """The size in bytes of the target ``url``: a local file's (stat), an S3 object's (one HEAD; unsigned where
+    ``anonymous``); None where it cannot be had (missing, unreachable: :func:`target_problem` names it) or for
+    another remote scheme."""
     if is_s3_url(url):
         from nczarr_conformance.stores.s3_object import S3Object
 
         obj = None
         try:
-            obj = S3Object(url)
+            obj = S3Object(url, _unsigned(anonymous))
             now = obj.head()
         except NczarrError:
             return None
@@ -165,15 +175,15 @@ def target_size(url: str) -> int | None:
 
 
 @contextmanager
-def opened_target(url: str) -> Iterator[Any]:
+def opened_target(url: str, anonymous: bool = False) -> Iterator[Any]:
     """The target ``url`` for h5py: a local path, or an S3 object's file object read by byte range (not
-    fetched whole); None for another remote scheme."""
+    fetched whole; unsigned where ``anonymous``); None for another remote scheme."""
     if not is_s3_url(url):
         yield local_path(url)
         return
     from nczarr_conformance.stores.s3_object import S3Object
 
-    obj = S3Object(url)
+    obj = S3Object(url, _unsigned(anonymous))
     try:
         yield obj.open()
     finally:
@@ -200,7 +210,7 @@ def read_targets(path: str) -> dict[str, Target]:
         mtime, etag = rec.get("mtime_ns"), rec.get("etag")
         if isinstance(mtime, int) or isinstance(etag, str):
             out[str(name)] = Target(rec["size"], mtime if isinstance(mtime, int) else None,
-                                    etag if isinstance(etag, str) else None)
+                                    etag if isinstance(etag, str) else None, rec.get("anon") is True)
     return out
 
 
@@ -248,7 +258,9 @@ class ReferenceStore(Store):
         on_s3 = bool(self.targets) and all(is_s3_url(url) for url in self.targets)
         remote: dict[str, Any] = {"remote_protocol": "file"} if local else {}
         if on_s3:
-            remote = {"remote_protocol": "s3", "remote_options": s3_remote_options(sorted(self.targets)[0])}
+            first = sorted(self.targets)[0]
+            remote = {"remote_protocol": "s3",
+                      "remote_options": s3_remote_options(first, self.targets[first].anonymous)}
         try:
             self.fs = fsspec.filesystem("reference", fo=path, skip_instance_cache=True, **remote)
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:  # IndexError: a reference []
@@ -379,15 +391,17 @@ class ReferenceStore(Store):
                     yield name
 
 
-def s3_remote_options(url: str) -> dict[str, Any]:
+def s3_remote_options(url: str, anonymous: bool = False) -> dict[str, Any]:
     """fsspec's ``remote_options`` reading the S3 object ``url`` (s3fs) through the endpoint and region the
     signed S3 store resolves (``AWS_ENDPOINT_URL``, the profile, ``~/.aws/config``): the object our
-    HEAD checked, wherever the references are read."""
+    HEAD checked, wherever the references are read; ``anonymous``: unsigned, as s3fs's ``anon``."""
     from nczarr_conformance.stores.s3_object import S3Object
 
-    obj = S3Object(url)
+    obj = S3Object(url, _unsigned(anonymous))
     try:
-        return {"endpoint_url": obj.endpoint, "client_kwargs": {"region_name": obj.store.client.meta.region_name}}
+        options: dict[str, Any] = {"endpoint_url": obj.endpoint,
+                                   "client_kwargs": {"region_name": obj.store.client.meta.region_name}}
+        return {**options, "anon": True} if anonymous else options
     finally:
         obj.close()
 

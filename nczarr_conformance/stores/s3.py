@@ -80,7 +80,7 @@ UPLOAD_CONCURRENCY = 16
 UPLOAD_IN_FLIGHT_BYTES = 64 * 1024**2
 MULTIPART_THRESHOLD = 16 * 1024**2
 PART_SIZE = 8 * 1024**2
-_CLIENTS: dict[tuple[str | None, str | None, str | None, str | None], tuple[Any, Any]] = {}
+_CLIENTS: dict[tuple[str | None, str | None, str | None, str | None, bool], tuple[Any, Any]] = {}
 _CLIENTS_LOCK = threading.Lock()
 #: the root objects an append deletes before its metadata PUTs and puts (back) last, in this order:
 #: without them no reader opens the dataset (v2's root group, then its consolidated metadata; v3's
@@ -92,33 +92,39 @@ class _CutShort(Exception):
     """A GET's body ended before its Content-Length: the connection dropped mid-body."""
 
 
-def _clients(endpoint: str | None, profile: str | None, region: str | None) -> tuple[Any, Any]:
-    """A reading and a writing botocore client per (endpoint, profile, region, AWS_ENDPOINT_URL).
+def _clients(endpoint: str | None, profile: str | None, region: str | None,
+             anonymous: bool = False) -> tuple[Any, Any]:
+    """A reading and a writing botocore client per (endpoint, profile, region, AWS_ENDPOINT_URL, unsigned).
+
+    ``anonymous``: unsigned requests, no credentials looked for (a public bucket; netcdf-c's
+    ``aws.profile=no``); the profile is then not read.
 
     Making the first costs ~0.1 s, the second ~5 ms. They differ in retries only (see the
     module docstring); both keep enough connections for every upload thread.
     """
+    import botocore
     import botocore.config
     import botocore.session
 
-    cache_key = (endpoint, profile, region, os.environ.get("AWS_ENDPOINT_URL"))
+    cache_key = (endpoint, None if anonymous else profile, region, os.environ.get("AWS_ENDPOINT_URL"), anonymous)
     with _CLIENTS_LOCK:
         if cache_key in _CLIENTS:
             return _CLIENTS[cache_key]
         # botocore's own session and clients (what boto3's wrap): importing boto3 and its s3transfer cost a
         # read's open 0.13 s and nothing here uses what they add
-        core = botocore.session.Session(profile=profile)
+        core = botocore.session.Session(profile=None if anonymous else profile)
         scoped = core.get_scoped_config()  # raises ProfileNotFound for an unknown profile
         attempts = core.get_config_variable("max_attempts")
         mode = os.environ.get("AWS_RETRY_MODE") or scoped.get("retry_mode") or "standard"
         kwargs: dict[str, Any] = {"region_name": region or core.get_config_variable("region") or "us-east-1"}
         if endpoint:
             kwargs["endpoint_url"] = endpoint
+        unsigned: dict[str, Any] = {"signature_version": botocore.UNSIGNED} if anonymous else {}
         pair = tuple(
             core.create_client("s3", config=botocore.config.Config(
                 retries={"total_max_attempts": int(attempts or default), "mode": mode}, connect_timeout=5,
-                read_timeout=60, max_pool_connections=UPLOAD_CONCURRENCY + 16, s3={"addressing_style": "path"}),
-                **kwargs)
+                read_timeout=60, max_pool_connections=UPLOAD_CONCURRENCY + 16, s3={"addressing_style": "path"},
+                **unsigned), **kwargs)
             for default in (READ_ATTEMPTS, WRITE_ATTEMPTS))
         _CLIENTS[cache_key] = (pair[0], pair[1])
         return _CLIENTS[cache_key]
@@ -131,7 +137,8 @@ class S3Store(Store):
 
     def __init__(self, bucket: str, prefix: str, *, mode: str = "r", overwrite: bool = False,
                  endpoint: str | None = None, profile: str | None = None, region: str | None = None,
-                 concurrency: int = UPLOAD_CONCURRENCY, in_flight_bytes: int = UPLOAD_IN_FLIGHT_BYTES,
+                 anonymous: bool = False, concurrency: int = UPLOAD_CONCURRENCY,
+                 in_flight_bytes: int = UPLOAD_IN_FLIGHT_BYTES,
                  multipart_threshold: int = MULTIPART_THRESHOLD, part_size: int = PART_SIZE) -> None:
         """``concurrency`` PUTs at once, holding at most ``in_flight_bytes`` (see s3_upload.py)."""
         super().__init__()
@@ -147,7 +154,7 @@ class S3Store(Store):
         import botocore.exceptions as bx
 
         try:
-            self.client, self.write_client = _clients(endpoint, profile, region)
+            self.client, self.write_client = _clients(endpoint, profile, region, anonymous)
         except bx.BotoCoreError as exc:  # ProfileNotFound and friends
             raise StoreError(f"s3://{bucket}/{self.prefix}: {exc}") from exc
         self._recorder = self._record
@@ -344,13 +351,17 @@ class S3Store(Store):
         ``region_name`` or ``region``, ``profile``, also inside s3fs's ``client_kwargs``); credentials come from
         the profile or the environment, as for every AWS tool."""
         bucket, _, prefix = spec.path.partition("/")
+        if spec.anonymous and mode != "r":
+            raise UsageError(f"s3://{spec.path}: unsigned (anon, aws.profile=no) is for reading; writing needs "
+                             "credentials")
         options = _signed_options(spec)
         profile = options.get("profile") or spec.params.get("aws.profile") or spec.params.get("awsprofile")
         region = options.get("region") or spec.params.get("aws.region")
         endpoint = options.get("endpoint") or spec.endpoint
         if endpoint and endpoint.split("://")[-1].split(":")[0].endswith("amazonaws.com"):
             endpoint = None  # AWS itself: boto3 picks the regional endpoint (or AWS_ENDPOINT_URL)
-        return cls(bucket, prefix, mode=mode, overwrite=overwrite, endpoint=endpoint, profile=profile, region=region)
+        return cls(bucket, prefix, mode=mode, overwrite=overwrite, endpoint=endpoint, profile=profile, region=region,
+                   anonymous=spec.anonymous)
 
     @classmethod
     def reopen(cls, spec: StoreSpec, pin: Pin | None) -> S3Store:
@@ -774,7 +785,7 @@ def _signed_options(spec: StoreSpec) -> dict[str, str]:
     for name, value in spec.options.items():
         if name == "client_kwargs" and isinstance(value, dict):
             flat.update(value)
-        elif name != "anon" or value:  # anon=False: signed, as without it
+        elif name != "anon":  # anon=True is spec.anonymous (the unsigned client); anon=False: signed, as without it
             flat[name] = value
     unknown = sorted(k for k in flat if k not in _SIGNED_OPTIONS)
     if unknown:

@@ -49,9 +49,6 @@ class S3Object:
         spec = parse(url, storage_options)
         if spec.kind != "s3":
             raise UsageError(f"{url}: not an s3:// URL")
-        if spec.anonymous:
-            raise UsageError(f"{url}: references into S3 are made with credentials (the signed S3 store); "
-                             "drop aws.profile=no / anon")
         bucket, _, key = spec.path.partition("/")
         if not bucket or not key or key.endswith("/"):
             raise UsageError(f"{url}: name one object, s3://BUCKET/KEY")
@@ -59,6 +56,7 @@ class S3Object:
 
         self.store = S3Store.from_spec(dataclasses.replace(spec, path=bucket), "r")
         self.url = f"s3://{bucket}/{key}"
+        self.anonymous = spec.anonymous  # unsigned requests (a public bucket): what a reader of the references needs
         self.bucket, self.key = bucket, key
         self._stamp: Stamp | None = None
         self._blocks: OrderedDict[int, bytes] = OrderedDict()
