@@ -328,6 +328,88 @@ def _inflate(module: Any, raw: bytes, cap: int) -> bytes:
     return out
 
 
+#: the deflate codecs :class:`StreamInflater` takes, with the ``wbits`` that reads each one's framing
+DEFLATE_WBITS = {"zlib": 15, "gzip": 31}
+#: compressed bytes handed to the inflater at a time: what it keeps of its input between calls (its
+#: ``unconsumed_tail``, copied on each call) stays this small whatever piece a store hands over
+FEED_BYTES = 256 << 10
+
+
+def deflate_wbits(pipeline: Pipeline) -> int | None:
+    """The ``wbits`` of a chain that is a deflate codec alone (zlib or gzip, no filter), else None: the
+    chains :class:`StreamInflater` decodes a piece at a time."""
+    if pipeline.filters or pipeline.compressor is None:
+        return None
+    return DEFLATE_WBITS.get(getattr(pipeline.compressor, "codec_id", ""))
+
+
+class StreamFailed(Exception):
+    """A piecewise inflate went wrong (damaged, truncated or over-long stream, a gzip with a second member):
+    the caller decodes the chunk whole instead, which words the error exactly as every other read does."""
+
+
+class StreamInflater:
+    """One deflate stream fed in pieces (:meth:`feed`), its output handed on in pieces of ``piece`` bytes
+    (``emit(offset, data)``; the last one shorter), never more than ``size`` bytes in all: a reader taking a
+    few elements of a chunk never holds the chunk inflated, only one piece of it.
+
+    The bound is the declared size, as :func:`_inflate`'s: a stream that would inflate past ``size``, ends
+    short of it or breaks raises :class:`StreamFailed` (before anything past ``size`` is held)."""
+
+    def __init__(self, wbits: int, size: int, piece: int, emit: Callable[[int, bytes], None]) -> None:
+        self._inflater = inflate_module.decompressobj(wbits)
+        self._gzip = wbits == DEFLATE_WBITS["gzip"]
+        self.size, self.piece, self._emit = size, piece, emit
+        self._held: list[bytes] = []  # output of the piece being filled (it arrives in bits where input ends)
+        self._held_bytes = 0
+        self.done = 0  # bytes emitted
+
+    def feed(self, data: Any) -> None:
+        """Inflate ``data`` (bytes-like), the stream's next compressed bytes."""
+        view = memoryview(data).cast("B")
+        for start in range(0, len(view), FEED_BYTES):
+            self._feed(view[start:start + FEED_BYTES])
+
+    def _feed(self, data: Any) -> None:
+        inflater = self._inflater
+        limited = False  # the last call stopped at its max_length: the inflater may hold more output
+        while len(data) or (limited and not inflater.eof):
+            if inflater.eof:
+                if self._gzip:  # a second member (or trailing bytes) is GzipFile's business: decode it whole
+                    raise StreamFailed("data after the gzip member")
+                return  # trailing bytes after a zlib stream are ignored, as by _inflate
+            want = min(self.piece - self._held_bytes, self.size + 1 - self.done - self._held_bytes)
+            try:
+                out = inflater.decompress(data, want)
+            except Exception as exc:  # isal's error or zlib's: the whole decode words it
+                raise StreamFailed(str(exc)) from exc
+            limited = len(out) == want
+            if not out and len(inflater.unconsumed_tail) == len(data) and len(data) and not inflater.eof:
+                raise StreamFailed("the inflater took none of its input")  # never loop without progress
+            data = inflater.unconsumed_tail
+            if out:
+                self._held.append(out)
+                self._held_bytes += len(out)
+                if self.done + self._held_bytes > self.size:
+                    raise StreamFailed(f"inflates to more than the declared {self.size}")
+                if self._held_bytes == self.piece or self.done + self._held_bytes == self.size:
+                    self._flush()
+
+    def _flush(self) -> None:
+        out = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+        self._held, self._held_bytes = [], 0
+        start, self.done = self.done, self.done + len(out)
+        self._emit(start, out)
+
+    def finish(self) -> None:
+        """Check the stream ended where it was declared to: its end seen, exactly ``size`` bytes out."""
+        if self._gzip and self._inflater.unused_data:  # a second member: GzipFile's business (decode it whole)
+            raise StreamFailed("data after the gzip member")
+        if not self._inflater.eof or self.done + self._held_bytes != self.size:
+            raise StreamFailed(f"{self.done + self._held_bytes} bytes and {'an' if self._inflater.eof else 'no'} "
+                               f"end of stream; {self.size} declared")
+
+
 def _gzip(codec: Codec, raw: bytes, cap: int) -> bytes:
     try:
         return _read_capped(gzip_module.GzipFile(fileobj=io.BytesIO(raw), mode="rb"), cap)

@@ -31,7 +31,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from nczarr_conformance import keys, limits
-from nczarr_conformance.codecs import InflateError, Pipeline, check_chain, decode_vlen, unshuffled_slabs
+from nczarr_conformance.codecs import (
+    InflateError,
+    Pipeline,
+    StreamFailed,
+    check_chain,
+    decode_vlen,
+    deflate_wbits,
+    unshuffled_slabs,
+)
 from nczarr_conformance.codecs import build as build_codec
 from nczarr_conformance.errors import FormatError, UnsupportedError
 from nczarr_conformance.model import (
@@ -53,7 +61,8 @@ from nczarr_conformance.nczarr.dtypes import (
     vlen_codec,
 )
 from nczarr_conformance.nczarr.flavors import MetadataSource, detect, find_piece
-from nczarr_conformance.stores.base import Store
+from nczarr_conformance.nczarr.streamed import copy_streamed
+from nczarr_conformance.stores.base import RestartRead, Store
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -273,6 +282,10 @@ class ArrayInfo:
         Every other chunk is read whole (:meth:`load_chunk`, which each format overrides) and copied.
         """
         pipeline = resolved(self.pipeline)
+        if self._streams(pipeline, dst, src):
+            done = self._copy_streamed(store, index, max_bytes, pipeline, out, dst, src)
+            if done is not None:
+                return done
         elementsize = None if isinstance(pipeline, UnavailablePipeline) else pipeline.last_shuffle
         if (type(self).load_chunk is not ArrayInfo.load_chunk or elementsize != self.storage.numpy.itemsize
                 or self.order == "F" or not self.zshape or not all(isinstance(s, slice) for s in (*dst, *src))
@@ -292,6 +305,28 @@ class ArrayInfo:
             values = slab.view(self.storage.numpy).reshape(-1, *tail)
             target[r0 - rows.start:r0 - rows.start + len(values)] = values[(slice(None), *src[1:])]
         return True
+
+    def _streams(self, pipeline: Pipeline, dst: tuple[Any, ...], src: tuple[Any, ...]) -> bool:
+        """Whether a chunk's share is copied out as its bytes inflate (:mod:`nczarr.streamed`): a Zarr v2
+        chunk in C order whose chain is a deflate codec alone, a selection of slices, a chunk this reader
+        would hold whole (a larger one is refused as before)."""
+        return (type(self).load_chunk is ArrayInfo.load_chunk and not isinstance(pipeline, UnavailablePipeline)
+                and deflate_wbits(pipeline) is not None and self.order == "C" and bool(self.zshape)
+                and self.storage.numpy.kind != "O" and all(isinstance(s, slice) for s in (*dst, *src)))
+
+    def _copy_streamed(self, store: Store, index: tuple[int, ...], max_bytes: int, pipeline: Pipeline,
+                       out: np.ndarray, dst: tuple[Any, ...], src: tuple[Any, ...]) -> bool | None:
+        """:func:`streamed.copy_streamed` for one chunk; None when the stream failed (damaged, truncated,
+        over-long, cut short): the chunk is then decoded whole, which says why in the words of every read."""
+        if self.chunk_nbytes > max_bytes:
+            return None  # refused by the whole decode, with its one line
+        wbits = deflate_wbits(pipeline)
+        assert wbits is not None
+        try:
+            return copy_streamed(store, self.chunk_key(index), self.max_stored_bytes(), wbits, self.storage.numpy,
+                                 self.chunks, out[dst], src)
+        except (StreamFailed, RestartRead):
+            return None
 
     def _decoded(self, store: Store, index: tuple[int, ...], max_bytes: int,
                  keep_shuffled: bool = False) -> bytes | np.ndarray | None:

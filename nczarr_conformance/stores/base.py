@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from typing import Self
+from typing import Any, Self
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError
@@ -25,6 +25,15 @@ from nczarr_conformance.errors import StoreError
 #: What names the dataset a read store opened, as another process can check it (:meth:`Store.pin`):
 #: a tuple of plain values, small, picklable and hashable (xarray's file cache keys on it).
 Pin = tuple[Hashable, ...]
+
+
+#: bytes a local store reads at a time for :meth:`Store.read_pieces`
+READ_PIECE = 1 << 20
+
+
+class RestartRead(Exception):
+    """:meth:`Store.read_pieces` stopped after handing over pieces that are now void (a remote body cut
+    short): whatever the consumer did with them is to be undone by reading the object whole."""
 
 
 def replaced(where: str, what: str) -> StoreError:
@@ -112,6 +121,28 @@ class Store(ABC):
         with self._count_lock:
             self.reads += 1
         return self._get_range(key, start, length)
+
+    def read_pieces(self, key: str, limit: int, consume: Callable[[Any], None]) -> bool:
+        """``consume(piece)`` for each piece of an object's bytes, in order, at most ``limit`` bytes in all
+        (LimitError past it, as :meth:`get`); False, nothing consumed, when the object is missing.
+
+        A reader that inflates a chunk as its bytes arrive holds one piece, not the object (a local file is
+        read :data:`READ_PIECE` bytes at a time, a remote body as it streams); a backend without a stream
+        hands the object over whole, as one piece. :class:`RestartRead` when the pieces already consumed
+        are void (a body cut short): the caller reads the object again with :meth:`get`.
+        """
+        key = keys.validate(key)
+        with self._count_lock:
+            self.reads += 1
+        return self._read_pieces(key, limit, consume)
+
+    def _read_pieces(self, key: str, limit: int, consume: Callable[[Any], None]) -> bool:
+        """Default: the object read whole (:meth:`_get`), one piece."""
+        data = self._get(key, limit)
+        if data is None:
+            return False
+        consume(data)
+        return True
 
     def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
         """Default for backends without a ranged read: the object read whole, under the in-memory budget."""

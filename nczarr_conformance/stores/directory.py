@@ -24,13 +24,13 @@ import stat
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from nczarr_conformance import keys, limits, safety
 from nczarr_conformance.errors import StoreError
-from nczarr_conformance.stores.base import Pin, Store, fd_name, read_extent, replaced, resolve_range
+from nczarr_conformance.stores.base import READ_PIECE, Pin, Store, fd_name, read_extent, replaced, resolve_range
 from nczarr_conformance.stores.sniff import special_kind
 
 
@@ -178,6 +178,23 @@ class DirectoryStore(Store):
             if total > limit:  # it grew while we read
                 raise limits.too_big(str(self._path(key)), None, limit)
             return b"".join(pieces)
+
+    def _read_pieces(self, key: str, limit: int, consume: Callable[[Any], None]) -> bool:
+        """The file read :data:`READ_PIECE` bytes at a time through the same open as :meth:`_get`, each piece
+        handed on before the next is read: a chunk inflated as it is read never sits whole in memory."""
+        with self._regular_file(key) as opened:
+            if opened is None:
+                return False
+            fd, info = opened
+            if info.st_size > limit:
+                raise limits.too_big(str(self._path(key)), info.st_size, limit)
+            total = 0
+            while piece := os.read(fd, min(READ_PIECE, limit + 1 - total)):
+                total += len(piece)
+                if total > limit:  # it grew while we read
+                    raise limits.too_big(str(self._path(key)), None, limit)
+                consume(piece)
+            return True
 
     def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
         """Ranged read (pread) through the same no-symlink, regular-file-only open as :meth:`_get`."""

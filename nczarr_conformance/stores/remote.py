@@ -63,7 +63,7 @@ from nczarr_conformance.errors import (
     StoreUnavailableError,
     UsageError,
 )
-from nczarr_conformance.stores.base import Pin, Store, resolve_range
+from nczarr_conformance.stores.base import Pin, RestartRead, Store, resolve_range
 from nczarr_conformance.stores.s3_generation import Generation, Pinned
 from nczarr_conformance.stores.s3_signed_read import obstore_credentials, read_attempts, region_of
 from nczarr_conformance.urls import StoreSpec
@@ -270,6 +270,59 @@ class RemoteStore(Store):
         if self._generation is not None:
             self._generation.seen(key, _response(result.meta))
         return b"".join(pieces)
+
+    def _read_pieces(self, key: str, limit: int, consume: Callable[[Any], None]) -> bool:
+        """The body handed on as it streams, :data:`PIECE` bytes at a time, on the thread that waits for it
+        (:func:`_interruptible`): a chunk inflated as it arrives never sits whole in memory, compressed or not.
+
+        A failure before the first piece was handed on is left to :meth:`_get` (its retries, its words, a
+        server that sends no size); one after that is :class:`RestartRead`: the caller reads the object whole.
+        What ``consume`` raises is raised as it is."""
+        if self._unsized:
+            return super()._read_pieces(key, limit, consume)
+        handed: list[bool] = []
+        refused: list[BaseException] = []
+
+        def streamed() -> None:
+            import obstore
+
+            self._record("GetObject", key)
+            result = obstore.get(self._store, self._name(key))
+            size = result.meta["size"]
+            if size > limit:
+                raise limits.too_big(self._at(key), size, limit)
+            got = 0
+            for piece in result.stream(min_chunk_size=min(PIECE, limit + 1)):
+                got += len(piece)
+                if got > limit:
+                    raise limits.too_big(self._at(key), None, limit)
+                handed.append(True)
+                try:
+                    consume(piece)
+                except BaseException as exc:
+                    refused.append(exc)
+                    raise
+                del piece  # the next piece is fetched while this one is already let go
+            if got < size:
+                raise _CutShort(f"{got} of {size} bytes")
+            if self._generation is not None:
+                self._generation.seen(key, _response(result.meta))
+
+        try:
+            _interruptible(streamed)
+        except Exception as exc:
+            if refused and exc is refused[0]:
+                raise
+            if isinstance(exc, FileNotFoundError) and not (self.kind == "s3" and _NO_BUCKET in str(exc)):
+                if self._generation is not None:
+                    self._generation.missing(key)
+                return False
+            if isinstance(exc, NczarrError):
+                raise
+            if handed:
+                raise RestartRead(f"{self._at(key)}: {exc}") from exc
+            return super()._read_pieces(key, limit, consume)  # _get: its retries and its words
+        return True
 
     def _get_unsized(self, key: str, limit: int | None) -> bytes:
         """One GET of a web server that declares no size (obstore refuses a body without ``Content-Length``).
