@@ -71,6 +71,9 @@ if TYPE_CHECKING:
 SLAB_BYTES = 16 * 1024**2
 #: Stored bytes accepted for a Zarr scalar's chunk, which netcdf-c reads even when over-long.
 OVERLONG_SCALAR_BYTES = 1024**2
+#: a chunk whose selected share is less than this fraction of it is inflated in pieces, only that share
+#: copied out (:meth:`ArrayInfo._streams`); at or past it the chunk is decoded whole
+STREAM_BELOW = 0.5
 ANONYMOUS_DIM = "_Anonymous_Dim_{}"
 
 
@@ -308,11 +311,16 @@ class ArrayInfo:
 
     def _streams(self, pipeline: Pipeline, dst: tuple[Any, ...], src: tuple[Any, ...]) -> bool:
         """Whether a chunk's share is copied out as its bytes inflate (:mod:`nczarr.streamed`): a Zarr v2
-        chunk in C order whose chain is a deflate codec alone, a selection of slices, a chunk this reader
-        would hold whole (a larger one is refused as before)."""
-        return (type(self).load_chunk is ArrayInfo.load_chunk and not isinstance(pipeline, UnavailablePipeline)
+        chunk in C order whose chain is a deflate codec alone, a selection of slices taking less than
+        :data:`STREAM_BELOW` of the chunk (a point's time series, a window), a chunk this reader would hold
+        whole (a larger one is refused as before). A chunk read (nearly) whole is decoded whole: its output
+        share is as large as the chunk, and one inflate call is cheaper than many pieces."""
+        if not (type(self).load_chunk is ArrayInfo.load_chunk and not isinstance(pipeline, UnavailablePipeline)
                 and deflate_wbits(pipeline) is not None and self.order == "C" and bool(self.zshape)
-                and self.storage.numpy.kind != "O" and all(isinstance(s, slice) for s in (*dst, *src)))
+                and self.storage.numpy.kind != "O" and all(isinstance(s, slice) for s in (*dst, *src))):
+            return False
+        taken = math.prod(len(range(*s.indices(c))) for s, c in zip(src, self.chunks or (1,), strict=False))
+        return taken < STREAM_BELOW * math.prod(self.chunks or (1,))
 
     def _copy_streamed(self, store: Store, index: tuple[int, ...], max_bytes: int, pipeline: Pipeline,
                        out: np.ndarray, dst: tuple[Any, ...], src: tuple[Any, ...]) -> bool | None:
