@@ -61,7 +61,7 @@ from nczarr_conformance.nczarr.dtypes import (
     vlen_codec,
 )
 from nczarr_conformance.nczarr.flavors import MetadataSource, detect, find_piece
-from nczarr_conformance.nczarr.streamed import copy_streamed
+from nczarr_conformance.nczarr.streamed import PIECE_BYTES, copy_streamed
 from nczarr_conformance.stores.base import RestartRead, Store
 
 if TYPE_CHECKING:
@@ -309,15 +309,31 @@ class ArrayInfo:
             target[r0 - rows.start:r0 - rows.start + len(values)] = values[(slice(None), *src[1:])]
         return True
 
+    def held_per_read(self, chunks: int, output_bytes: int) -> int:
+        """The bytes one chunk read in flight holds, for :func:`read_threads`: a streamed share (:meth:`_streams`:
+        a deflate-only chain, the output under :data:`STREAM_BELOW` of the chunks it touches) holds a piece of
+        stored and one of inflated bytes, not the chunk; anything else the chunk (and :func:`read_threads`
+        counts the stored bytes beside it)."""
+        pipeline = resolved(self.pipeline)
+        sparse = output_bytes < STREAM_BELOW * chunks * self.chunk_nbytes
+        if sparse and self._streamable(pipeline):
+            return min(self.chunk_nbytes, PIECE_BYTES)
+        return self.chunk_nbytes
+
+    def _streamable(self, pipeline: Pipeline) -> bool:
+        """A chunk this reader could inflate in pieces: a Zarr v2 chunk in C order whose chain is a deflate codec
+        alone, of fixed-size values."""
+        return (type(self).load_chunk is ArrayInfo.load_chunk and not isinstance(pipeline, UnavailablePipeline)
+                and deflate_wbits(pipeline) is not None and self.order == "C" and bool(self.zshape)
+                and self.storage.numpy.kind != "O")
+
     def _streams(self, pipeline: Pipeline, dst: tuple[Any, ...], src: tuple[Any, ...]) -> bool:
         """Whether a chunk's share is copied out as its bytes inflate (:mod:`nczarr.streamed`): a Zarr v2
         chunk in C order whose chain is a deflate codec alone, a selection of slices taking less than
         :data:`STREAM_BELOW` of the chunk (a point's time series, a window), a chunk this reader would hold
         whole (a larger one is refused as before). A chunk read (nearly) whole is decoded whole: its output
         share is as large as the chunk, and one inflate call is cheaper than many pieces."""
-        if not (type(self).load_chunk is ArrayInfo.load_chunk and not isinstance(pipeline, UnavailablePipeline)
-                and deflate_wbits(pipeline) is not None and self.order == "C" and bool(self.zshape)
-                and self.storage.numpy.kind != "O" and all(isinstance(s, slice) for s in (*dst, *src))):
+        if not (self._streamable(pipeline) and all(isinstance(s, slice) for s in (*dst, *src))):
             return False
         taken = math.prod(len(range(*s.indices(c))) for s, c in zip(src, self.chunks or (1,), strict=False))
         return taken < STREAM_BELOW * math.prod(self.chunks or (1,))
@@ -586,7 +602,8 @@ class ChunkReader:
                 out[tuple(dst)] = info.fill
 
         scope = ReadScope()
-        run_each(place, itertools.product(*ranges), read_threads(self.store, info.chunk_nbytes, out.nbytes))
+        held = info.held_per_read(math.prod(len(r) for r in ranges), out.nbytes)
+        run_each(place, itertools.product(*ranges), read_threads(self.store, held, out.nbytes))
         return out
 
     def _budget(self, akey: str, count: int, info: ArrayInfo, what: str) -> None:

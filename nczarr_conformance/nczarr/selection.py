@@ -132,6 +132,7 @@ def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
                 out[_place(parts, 1, out.shape)] = info.fill
 
         scope = ReadScope()
-        run_each(place, itertools.product(*per_dim), read_threads(reader.store, info.chunk_nbytes, out.nbytes))
+        held = info.held_per_read(math.prod(len(chunks) for chunks in per_dim), out.nbytes)
+        run_each(place, itertools.product(*per_dim), read_threads(reader.store, held, out.nbytes))
     dropped = tuple(i for i, a in enumerate(axes) if isinstance(a, int))
     return reader._to_model_values(out.squeeze(axis=dropped) if dropped else out, info)

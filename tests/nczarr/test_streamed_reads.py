@@ -218,3 +218,25 @@ def test_a_remote_body_is_inflated_as_it_streams(deflated, http_root, monkeypatc
         for key in (np.s_[:, 70, 3], np.s_[2, 20:110, 10:190], np.s_[1:4:2, 2:200:4, ::3], np.s_[...]):
             np.testing.assert_array_equal(np.asarray(ds["r"][key]), nc["r"][key].data)
     assert stored > 1_000_000 and sum(fed) == 4 * stored and max(fed) < stored // 2  # pieces, never a whole body
+
+
+def test_a_streamed_read_asks_for_threads_with_the_bytes_a_piece_holds(deflated, monkeypatch):
+    """A sparse read of deflate-only chunks holds a piece per chunk in flight, not a chunk: read_threads is asked
+    with the piece's bytes (a remote store then fetches more chunks at once); a whole read, with the chunk's."""
+    asked: list[int] = []
+    real = reader.read_threads
+
+    def spy(store, held=0, output=0):
+        asked.append(held)
+        return real(store, held, output)
+
+    from nczarr_conformance.nczarr import selection
+
+    monkeypatch.setattr(selection, "read_threads", spy)
+    monkeypatch.setattr(reader, "PIECE_BYTES", 64)
+    chunk = int(np.prod(CHUNKS)) * 4  # f: <f4
+    _, store = deflated
+    with ncz.open(str(store)) as ds:
+        ds["f"][:, 7, 3]
+        ds["f"][0:8, 0:12, 0:10]  # eight whole chunks
+    assert asked == [64, chunk]
