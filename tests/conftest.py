@@ -14,6 +14,9 @@ import pytest
 from nczarr_conformance.resources import netcdf_c_corpus
 from nczarr_conformance.testing.samples import small_model, write_rich_nc
 
+#: the files the last run spent longest on go to the xdist workers first (--dist loadfile): tests/longest_first.py
+pytest_plugins = ["tests.longest_first"]
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
 #: netcdf-c's reference files ship inside the package (the matrix reads them when installed)

@@ -195,8 +195,8 @@ def run_matrix(workdir: Path | None = None, cases: list[Case] | None = None, pee
                     seen[(cell.case, cell.writer, cell.reader)] = model
                 record(cell)
         finally:
-            for peer in readers:
-                peer.close()  # its workers (a command peer's `serve`) end with the run
+            for peer in peers:
+                peer.close()  # its workers (a command peer's `serve`, a writer's fork servers) end with the run
     cells = [done[(case.id, w.id, r.id)] for case in cases for w in writers for r in readers]
     return MatrixRun([d.result() for d in described], cells, stores, workdir, seen)
 

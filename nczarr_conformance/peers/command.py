@@ -309,9 +309,19 @@ class CommandPeer(Peer):
         return self._outcome("reader", returncode, out, err)
 
     def close(self) -> None:
-        """End the workers kept for the run (``serve``); a later read starts a new one."""
+        """End the workers kept for the run (``serve``) and its idle fork servers (``preload``): a later call
+        starts new ones. Why the fork servers too: each holds an interpreter with the adapter's libraries
+        imported (a VirtualiZarr writer's: about 200 MB), which would otherwise live until the process exits."""
         if self._pool is not None:
             self._pool.close()
+        with self._servers_lock:
+            idle = list(self._servers.values())
+        for servers in idle:
+            while True:
+                try:
+                    servers.get_nowait().close()
+                except queue.Empty:
+                    break
 
     def version(self) -> str:
         if self.version_command is None:
@@ -437,6 +447,8 @@ class _ForkServer:
             self.stdin.close()
         self.proc.kill()
         self.proc.wait()
+        with contextlib.suppress(ValueError):  # closed before the process exits: nothing left for atexit
+            _SERVERS.remove(self)
 
 
 
@@ -503,7 +515,7 @@ _SERVERS: list[_ForkServer] = []
 
 @atexit.register
 def _close_servers() -> None:
-    for server in _SERVERS:
+    for server in list(_SERVERS):  # a copy: each close() takes itself out of the list
         server.close()
 
 

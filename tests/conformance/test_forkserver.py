@@ -169,3 +169,33 @@ def test_a_line_reader_hands_out_lines_that_arrived_together(tmp_path):
         os.close(read)
         if write >= 0:
             os.close(write)
+
+
+def test_a_writers_fork_servers_end_with_the_matrix_run(tmp_path, monkeypatch):
+    """A writer-only peer's fork servers (its ``preload``) end when the run does, as a reader's ``serve`` workers
+    do: each holds an interpreter with the adapter's libraries imported (a VirtualiZarr writer's: about 200 MB),
+    which would otherwise live until this process exits, one set per report run."""
+    from nczarr_conformance.conformance.cases import BY_ID
+    from nczarr_conformance.conformance.matrix import run_matrix
+    from nczarr_conformance.peers import command
+    from nczarr_conformance.peers.base import registered
+
+    started: list[command._ForkServer] = []
+
+    class Recorded(command._ForkServer):
+        def __init__(self, *args: object, **kw: object) -> None:
+            super().__init__(*args, **kw)  # type: ignore[arg-type]
+            started.append(self)
+
+    monkeypatch.setattr(command, "_ForkServer", Recorded)
+    script = tmp_path / "write.py"
+    script.write_text("import sys\nprint('this writer writes nothing', file=sys.stderr)\nsys.exit(1)\n")
+    writer = CommandPeer("fork-writer", writer=f"{sys.executable} {script} {{model_json}} {{path}}",
+                         preload=("json",))
+    with registered([writer]):
+        run = run_matrix(tmp_path / "m", cases=[BY_ID["scalar"]], peer_ids=["fork-writer", "ours"], jobs=2)
+    written = [c for c in run.cells if c.writer == "fork-writer"]
+    assert written and all(c.status == "fails" and "this writer writes nothing" in c.message for c in written)
+    assert started, "the write did not go through a fork server"
+    assert all(server.proc.poll() is not None for server in started)
+    assert writer._servers[sys.executable].qsize() == 0

@@ -37,6 +37,29 @@ def test_the_committed_config_declares_the_outside_implementations():
                    "virtualizarr-parquet", "virtualizarr-icechunk", "kerchunk-hdf5"}
 
 
+#: the configured Python adapters whose imports cost more than a call's work, each loaded once in a fork server
+PRELOADED = ["netcdf-c-4.9", "virtualizarr-json", "virtualizarr-parquet", "virtualizarr-icechunk", "kerchunk-hdf5"]
+
+
+@pytest.mark.parametrize("peer_id", PRELOADED)
+def test_each_configured_preload_imports_in_its_own_interpreter(peer_id):
+    """A preload that does not import falls back to a process per call without a word (docs/plugins.md), and the
+    report takes its old time again: the reference writers' 96 writes cost 131 s of the matrix's 88 s wall on two
+    threads as processes, 15 s as forks (VirtualiZarr's imports: about 1 s of CPU a call)."""
+    peer = configured(peer_id)
+    assert peer.available() is None, f"{peer_id} cannot run: {peer.available()} (scripts/test installs it)"
+    assert peer.preload, f"{peer_id} declares no preload"
+    template = peer.writer or peer.reader
+    assert template is not None
+    interpreter = template.expand({f: "x" for f in template.fields})[0]
+    server = peer._server(interpreter)
+    try:
+        assert server is not None, f"{peer_id}'s preload {peer.preload} does not import in {interpreter}"
+    finally:
+        if server is not None:
+            server.close()
+
+
 def test_requires_names_the_tool_a_wrapper_script_runs(tmp_path):
     """A wrapper (python3 wrap.py) is always on PATH; the tool it runs is what may be missing."""
     (tmp_path / CONFIG_NAME).write_text('[implementations.w]\nreader = "python3 wrap.py {path}"\n'
