@@ -24,8 +24,9 @@ import numpy as np
 from nczarr_conformance.codecs import StreamInflater
 from nczarr_conformance.stores.base import Store
 
-#: decoded bytes inflated at a time (at least one row): cache-sized, not chunk-sized
-PIECE_BYTES = 1 << 20
+#: decoded bytes inflated at a time (at least one row): a few of a chunk's, not all (1 MiB pieces cost a whole
+#: 398 MB variable from S3 about 20 % more time than decoding its 25 MB chunks whole; 4 MiB as fast)
+PIECE_BYTES = 4 << 20
 
 
 class SelectedRows:

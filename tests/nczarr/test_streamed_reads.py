@@ -78,37 +78,11 @@ KEYS = [np.s_[:, 7, 3], np.s_[:, 12, 10], np.s_[5, 2:11, 1:10], np.s_[2:9, 1:12,
 
 @pytest.fixture
 def whole_decode_refused(monkeypatch):
-    """Any chunk decoded whole fails the test: the streamed path took them all (every share streams, the whole
-    chunk's too: a share of half a chunk or more is decoded whole by default, STREAM_BELOW)."""
+    """Any chunk decoded whole fails the test: the streamed path took them all."""
     def refused(*args, **kwargs):
         raise AssertionError("a chunk was decoded whole")
 
     monkeypatch.setattr(reader.ArrayInfo, "_decoded", refused)
-    monkeypatch.setattr(reader, "STREAM_BELOW", 2.0)
-
-
-def test_a_sparse_share_streams_and_a_whole_chunk_is_decoded_whole(deflated, monkeypatch):
-    """By default: a point's time series inflates in pieces; reading the whole variable, a chunk it takes whole is
-    decoded whole (one inflate call), only an edge chunk the array ends early in streams; netCDF4's values."""
-    import netCDF4
-
-    streamed_keys: list[str] = []
-    copy = reader.copy_streamed
-    monkeypatch.setattr(reader, "copy_streamed", lambda store, key, *a: (streamed_keys.append(key),
-                                                                          copy(store, key, *a))[1])
-    path, store = deflated
-    with netCDF4.Dataset(path) as nc, ncz.open(str(store)) as ds:
-        np.testing.assert_array_equal(np.asarray(ds["f"][:, 7, 3]), nc["f"][:, 7, 3].data)
-        assert len(streamed_keys) == 3  # three chunks along t, each a sliver
-        streamed_keys.clear()
-        np.testing.assert_array_equal(np.asarray(ds["f"][...]), nc["f"][...].data)
-    # the whole variable: only edge chunks whose share (the array ends inside them) is under half a chunk
-    slivers = set()
-    for index in np.ndindex(*(-(-n // c) for n, c in zip(SHAPE, CHUNKS, strict=True))):
-        held = np.prod([min(c, n - i * c) for i, n, c in zip(index, SHAPE, CHUNKS, strict=True)])
-        if held < 0.5 * np.prod(CHUNKS):
-            slivers.add("/f/" + ".".join(map(str, index)))
-    assert "/f/0.0.0" not in slivers and set(streamed_keys) == slivers, sorted(streamed_keys)
 
 
 @pytest.mark.parametrize("piece", [1 << 20, 64, 8], ids=["whole-chunk-pieces", "row-pieces", "element-pieces"])
