@@ -179,7 +179,7 @@ class DirectoryStore(Store):
                 raise limits.too_big(str(self._path(key)), None, limit)
             return b"".join(pieces)
 
-    def _read_pieces(self, key: str, limit: int, consume: Callable[[Any], None]) -> bool:
+    def _read_pieces(self, key: str, limit: int, consume: Callable[[Any], None], whole: bool = False) -> bool:
         """The file read :data:`READ_PIECE` bytes at a time through the same open as :meth:`_get`, each piece
         handed on before the next is read: a chunk inflated as it is read never sits whole in memory."""
         with self._regular_file(key) as opened:

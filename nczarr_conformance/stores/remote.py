@@ -271,14 +271,14 @@ class RemoteStore(Store):
             self._generation.seen(key, _response(result.meta))
         return b"".join(pieces)
 
-    def _read_pieces(self, key: str, limit: int, consume: Callable[[Any], None]) -> bool:
+    def _read_pieces(self, key: str, limit: int, consume: Callable[[Any], None], whole: bool = False) -> bool:
         """The body handed on as it streams, :data:`PIECE` bytes at a time, on the thread that waits for it
         (:func:`_interruptible`): a chunk inflated as it arrives never sits whole in memory, compressed or not.
 
         A failure before the first piece was handed on is left to :meth:`_get` (its retries, its words, a
         server that sends no size); one after that is :class:`RestartRead`: the caller reads the object whole.
         What ``consume`` raises is raised as it is."""
-        if self._unsized:
+        if self._unsized or whole:
             return super()._read_pieces(key, limit, consume)
         handed: list[bool] = []
         refused: list[BaseException] = []
