@@ -164,20 +164,7 @@ class DirectoryStore(Store):
         with self._regular_file(key) as opened:
             if opened is None:
                 return None
-            fd, info = opened
-            if info.st_size > limit:
-                raise limits.too_big(str(self._path(key)), info.st_size, limit)
-            pieces: list[bytes] = []
-            total = 0
-            while total <= limit:
-                piece = os.read(fd, min(limit + 1 - total, max(info.st_size - total, 0) + 1, 1 << 26))
-                if not piece:
-                    break
-                pieces.append(piece)
-                total += len(piece)
-            if total > limit:  # it grew while we read
-                raise limits.too_big(str(self._path(key)), None, limit)
-            return b"".join(pieces)
+            return b"".join(self._pieces(key, *opened, limit, 1 << 26))
 
     def _read_pieces(self, key: str, limit: int, consume: Callable[[Any], None], whole: bool = False) -> bool:
         """The file read :data:`READ_PIECE` bytes at a time through the same open as :meth:`_get`, each piece
@@ -185,16 +172,21 @@ class DirectoryStore(Store):
         with self._regular_file(key) as opened:
             if opened is None:
                 return False
-            fd, info = opened
-            if info.st_size > limit:
-                raise limits.too_big(str(self._path(key)), info.st_size, limit)
-            total = 0
-            while piece := os.read(fd, min(READ_PIECE, limit + 1 - total)):
-                total += len(piece)
-                if total > limit:  # it grew while we read
-                    raise limits.too_big(str(self._path(key)), None, limit)
+            for piece in self._pieces(key, *opened, limit, READ_PIECE):
                 consume(piece)
             return True
+
+    def _pieces(self, key: str, fd: int, info: os.stat_result, limit: int, most: int) -> Iterator[bytes]:
+        """The open file's bytes, ``most`` at a time, refused past ``limit`` by its size, or as it grows while
+        read (one byte past the size is asked for, so growth is seen)."""
+        if info.st_size > limit:
+            raise limits.too_big(str(self._path(key)), info.st_size, limit)
+        total = 0
+        while piece := os.read(fd, min(most, limit + 1 - total, max(info.st_size - total, 0) + 1)):
+            total += len(piece)
+            if total > limit:  # it grew while we read
+                raise limits.too_big(str(self._path(key)), None, limit)
+            yield piece
 
     def _get_range(self, key: str, start: int, length: int) -> tuple[bytes, int] | None:
         """Ranged read (pread) through the same no-symlink, regular-file-only open as :meth:`_get`."""
