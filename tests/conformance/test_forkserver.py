@@ -199,3 +199,21 @@ def test_a_writers_fork_servers_end_with_the_matrix_run(tmp_path, monkeypatch):
     assert started, "the write did not go through a fork server"
     assert all(server.proc.poll() is not None for server in started)
     assert writer._servers[sys.executable].qsize() == 0
+
+
+def test_the_exit_hook_ends_every_fork_server_still_running():
+    """A run that ends without closing its peers (an error, Ctrl-C) leaves fork servers: the exit hook ends each
+    one (it iterates over a copy, as each close takes itself out of the list: over the list itself, every other
+    server would live on after the process)."""
+    from nczarr_conformance.peers import command
+
+    servers = [command._ForkServer([sys.executable, str(Path(command.__file__).with_name("forkserver.py")), "json"],
+                                   dict(os.environ), None) for _ in range(3)]
+    try:
+        assert all(s.proc.poll() is None for s in servers) and set(servers) <= set(command._SERVERS)
+        command._close_servers()
+        assert [s.proc.poll() is not None for s in servers] == [True, True, True]
+        assert not set(servers) & set(command._SERVERS)
+    finally:
+        for server in servers:
+            server.close()
