@@ -45,7 +45,7 @@ from nczarr_conformance.errors import (
 )
 from nczarr_conformance.limits import too_big
 from nczarr_conformance.stores.base import Store, fd_name, read_extent, resolve_range
-from nczarr_conformance.stores.s3_object import is_s3_url
+from nczarr_conformance.stores.s3_object import Stamp, is_s3_url
 from nczarr_conformance.stores.sniff import special_kind
 from nczarr_conformance.urls import REFERENCE_SUFFIXES
 
@@ -125,17 +125,10 @@ def _well_formed(ref: Any) -> bool:
 
 def _s3_target_problem(url: str, recorded: Target | None) -> str | None:
     """:func:`target_problem` of an S3 object: one HEAD, its size and ETag against the recorded ones."""
-    from nczarr_conformance.stores.s3_object import S3Object
-
-    obj = None
     try:
-        obj = S3Object(url, _unsigned(recorded is not None and recorded.anonymous))
-        now = obj.head()
+        now = _s3_head(url, recorded is not None and recorded.anonymous)
     except NczarrError as exc:
         return f"target {url} is not reachable ({exc})"
-    finally:
-        if obj is not None:
-            obj.close()
     if now is None:
         return f"target {url} is not reachable (no such object)"
     if recorded is None or (now.size == recorded.size and (recorded.etag is None or now.etag == recorded.etag)):
@@ -150,22 +143,29 @@ def _unsigned(anonymous: bool) -> dict[str, Any] | None:
     return {"anon": True} if anonymous else None
 
 
+def _s3_head(url: str, anonymous: bool) -> Stamp | None:
+    """The S3 object ``url``'s size and ETag now (one HEAD, unsigned where ``anonymous``), None when missing;
+    NczarrError when it cannot be asked."""
+    from nczarr_conformance.stores.s3_object import S3Object
+
+    obj = None
+    try:
+        obj = S3Object(url, _unsigned(anonymous))
+        return obj.head()
+    finally:
+        if obj is not None:
+            obj.close()
+
+
 def target_size(url: str, anonymous: bool = False) -> int | None:
     """The size in bytes of the target ``url``: a local file's (stat), an S3 object's (one HEAD; unsigned where
     ``anonymous``); None where it cannot be had (missing, unreachable: :func:`target_problem` names it) or for
     another remote scheme."""
     if is_s3_url(url):
-        from nczarr_conformance.stores.s3_object import S3Object
-
-        obj = None
         try:
-            obj = S3Object(url, _unsigned(anonymous))
-            now = obj.head()
+            now = _s3_head(url, anonymous)
         except NczarrError:
             return None
-        finally:
-            if obj is not None:
-                obj.close()
         return None if now is None else now.size
     local = local_path(url)
     try:
