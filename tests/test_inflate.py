@@ -98,11 +98,12 @@ def test_a_damaged_stream_is_an_error_not_data(inflater: types.ModuleType) -> No
 
 
 def test_a_filter_output_is_viewed_not_copied() -> None:
-    """numcodecs' shuffle returns an array: the reader views it as bytes (issue 35: one copy per chunk less)."""
+    """Shuffle's decode gives an array: the reader keeps it as one, never copied once more into bytes (issue 35:
+    one copy per chunk less)."""
     values = np.arange(1000, dtype="<i4")
     raw = numcodecs.Zlib(1).encode(numcodecs.Shuffle(4).encode(values))
     view = _pipeline(True).decode_buffer(bytes(raw), values.nbytes)
-    assert isinstance(view, np.ndarray) and view.dtype == np.uint8 and view.base is not None
+    assert isinstance(view, np.ndarray) and view.dtype == np.uint8 and view.shape == (values.nbytes,)
     assert np.array_equal(np.frombuffer(view, dtype="<i4"), values)
 
 
@@ -122,3 +123,59 @@ def test_a_damaged_stream_is_named_in_zlibs_words(damage: str) -> None:
     with pytest.raises(zlib.error) as caught:
         _pipeline(False).decode(bytes(raw), 400_000)
     assert str(caught.value) == expected
+
+
+# ---- shuffle, zlib and gzip decoded without numcodecs (codecs.DeferredCodec) --------------------------------
+
+@pytest.mark.parametrize("elementsize", [1, 2, 4, 8])
+def test_shuffle_decoded_here_is_numcodecs_unshuffle(elementsize: int) -> None:
+    """The reader's own unshuffle gives numcodecs' ``Shuffle.decode`` byte for byte (the writer of every
+    shuffled chunk here is numcodecs' encode)."""
+    values = np.random.default_rng(elementsize).integers(0, 256, 4096 * elementsize, dtype=np.uint8)
+    stored = numcodecs.Shuffle(elementsize).encode(values)
+    expected = numcodecs.Shuffle(elementsize).decode(stored)
+    codec = codecs.build({"id": "shuffle", "elementsize": elementsize}, elementsize)
+    assert isinstance(codec, codecs.DeferredCodec)
+    got = codecs.decode_stage(codec, bytes(stored), values.nbytes)
+    assert bytes(np.asarray(got)) == bytes(np.asarray(expected)) == values.tobytes()
+
+
+def test_shuffle_decoded_here_refuses_what_numcodecs_refuses() -> None:
+    """A length that is no multiple of the element size is numcodecs' ValueError, and an output over the cap
+    is an InflateError, as for every other stage."""
+    codec = codecs.build({"id": "shuffle", "elementsize": 4}, 4)
+    with pytest.raises(ValueError, match="integer multiple") as ours:
+        codecs.decode_stage(codec, bytes(10), 100)
+    with pytest.raises(ValueError) as theirs:
+        numcodecs.Shuffle(4).decode(bytes(10))
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(InflateError):
+        codecs.decode_stage(codec, bytes(16), 8)
+
+
+@pytest.mark.parametrize("config", [{"id": "zlib", "level": 1}, {"id": "gzip", "level": 9},
+                                    {"id": "shuffle", "elementsize": 2}])
+def test_a_deferred_codec_is_the_numcodecs_codec_for_everything_else(config: dict[str, int]) -> None:
+    """Asked for more than its id and parameter, a deferred codec is numcodecs' own: the same configuration,
+    equality and encoding (what a writer stores)."""
+    codec = codecs.build(dict(config), 4)
+    real = numcodecs.get_codec(dict(config))
+    assert isinstance(codec, codecs.DeferredCodec) and codec == real and repr(codec) == repr(real)
+    assert codec.get_config() == real.get_config()
+    data = np.arange(64, dtype="<i2")
+    assert bytes(codec.encode(data)) == bytes(real.encode(data))
+
+
+@pytest.mark.parametrize("config", [{"id": "zlib", "level": 1, "extra": 2}, {"id": "shuffle", "elementsize": [4]},
+                                    {"id": "zlib", "level": True}, {"id": "shuffle", "elementsize": -1}])
+def test_a_configuration_numcodecs_would_judge_is_built_by_numcodecs(config: dict[str, object]) -> None:
+    """Anything but the one integer parameter goes to numcodecs as before: its verdict (an unknown keyword refused,
+    anything else its object), never a deferred stand-in that would judge differently."""
+    try:
+        expected: object = numcodecs.get_codec(dict(config))
+    except TypeError:
+        with pytest.raises(codecs.UnsupportedError):
+            codecs.build(dict(config), 4)
+        return
+    built = codecs.build(dict(config), 4)
+    assert not isinstance(built, codecs.DeferredCodec) and type(built) is type(expected)

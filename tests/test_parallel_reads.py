@@ -133,6 +133,7 @@ class _Remote:
     """A store that asks for 16 reads at once, as the S3 and HTTP stores do (latency, not decoding, is their cost)."""
 
     read_concurrency = 16
+    waits_on_network = True
 
 
 @pytest.mark.parametrize(("chunk_mb", "output_mb", "expected"), [
@@ -156,10 +157,54 @@ def test_a_local_store_and_the_variable_set_threads_are_not_cut(monkeypatch: pyt
 
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2})
     monkeypatch.delenv("NCZARR_READ_THREADS", raising=False)
-    local = type("Local", (), {"read_concurrency": 0})()
+    local = type("Local", (), {"read_concurrency": 0, "waits_on_network": False})()
     assert read_threads(local, 25 << 20, 0) == 3
     monkeypatch.setenv("NCZARR_READ_THREADS", "16")
     assert read_threads(_Remote(), 25 << 20, 0) == 16  # type: ignore[arg-type]
+
+
+def test_small_chunks_of_a_local_store_are_read_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under reader.SMALL_CHUNK_BYTES (128 KiB) a local read takes its chunks one by one (two threads taking the
+    interpreter lock in turn were slower: benchmarks/read.py's 50 small variables); a store that waits on a network
+    still fetches them several at a time, and NCZARR_READ_THREADS still says how many."""
+    from nczarr_conformance.nczarr.reader import read_threads
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.delenv("NCZARR_READ_THREADS", raising=False)
+    local = type("Local", (), {"read_concurrency": 0, "waits_on_network": False})()
+    assert [read_threads(local, size, 400 << 20) for size in (64 << 10, (128 << 10) - 1, 128 << 10, 0)] == [1, 1, 2, 2]
+    assert read_threads(_Remote(), 64 << 10, 400 << 20) == 16  # type: ignore[arg-type]
+    monkeypatch.setenv("NCZARR_READ_THREADS", "2")
+    assert read_threads(local, 64 << 10, 400 << 20) == 2
+
+
+def test_stores_that_wait_on_a_network_say_so(tmp_path: Path) -> None:
+    """What the small-chunk rule asks of each store: the remote kinds and references into remote objects wait on
+    a network; a directory, a zip and references into local files do not (references read as users make them,
+    with nc2nczarr --reference, then pointed at an HTTP server's copy of the same file)."""
+    import json
+    import subprocess
+    import sys
+
+    from nczarr_conformance.stores.base import Store
+    from nczarr_conformance.stores.directory import DirectoryStore
+    from nczarr_conformance.stores.references import ReferenceStore
+    from nczarr_conformance.stores.remote import RemoteStore
+    from nczarr_conformance.stores.s3 import S3Store
+    from nczarr_conformance.stores.zip import ZipStore
+
+    assert not Store.waits_on_network and not DirectoryStore.waits_on_network and not ZipStore.waits_on_network
+    assert S3Store.waits_on_network and RemoteStore.waits_on_network
+    source = Path(__file__).resolve().parents[1] / "corpus" / "rich.nc"
+    local = tmp_path / "local.json"
+    subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", str(source), str(local), "--reference",
+                    "-q"], check=True, capture_output=True)
+    assert not ReferenceStore(str(local)).waits_on_network
+    text = local.read_text().replace(json.dumps(str(source))[1:-1], "http://127.0.0.1:9/rich.nc")
+    remote = tmp_path / "remote.json"
+    remote.write_text(text)
+    assert "http://127.0.0.1:9/rich.nc" in json.loads(text)["nczarr:targets"]
+    assert ReferenceStore(str(remote)).waits_on_network
 
 
 def test_a_read_asks_for_threads_with_its_chunk_and_output_bytes(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

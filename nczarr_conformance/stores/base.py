@@ -64,6 +64,9 @@ class Store(ABC):
     #: How many chunks one read fetches at once: 0 is one per core (a local store is CPU-bound on
     #: decoding); a store that waits on a network says more, so the waits overlap.
     read_concurrency: int = 0
+    #: True where a read waits on a network (remote stores, references into remote objects): its chunks are
+    #: fetched several at a time however small, where a local read of small chunks takes them one by one
+    waits_on_network: bool = False
 
     def __init__(self) -> None:
         self.reads = 0

@@ -257,6 +257,7 @@ class ReferenceStore(Store):
         local = bool(self.targets) and all(local_path(url) is not None for url in self.targets)
         on_s3 = bool(self.targets) and all(is_s3_url(url) for url in self.targets)
         remote: dict[str, Any] = {"remote_protocol": "file"} if local else {}
+        self.waits_on_network = not local
         if on_s3:
             first = sorted(self.targets)[0]
             remote = {"remote_protocol": "s3",

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import html.parser
 import os
 import re
 import threading
@@ -167,6 +166,7 @@ class RemoteStore(Store):
     writable = False
     supports_deletes = False
     read_concurrency = 16  # concurrent range GETs: a chunk's latency, not its decoding, is the cost
+    waits_on_network = True
 
     def __init__(self, store: ObjectStore, where: str, kind: str, *, pin: bool = False,
                  timeout: tuple[float, str] = (DEFAULT_TIMEOUT, "the default"), signed: bool = False,
@@ -584,20 +584,21 @@ def _response(meta: Mapping[str, Any]) -> dict[str, Any]:
             "ContentLength": meta.get("size")}
 
 
-class _Links(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.hrefs += [v for k, v in attrs if k == "href" and v and "?" not in v and "#" not in v]
-
-
 def _links(page: str) -> list[str]:
-    parser = _Links()
+    """The ``href`` of every ``<a>`` of a directory listing page, less queries and fragments (a server's sort
+    links). html.parser is imported here: a read that lists nothing need not pay for it."""
+    import html.parser
+
+    hrefs: list[str] = []
+
+    class Links(html.parser.HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "a":
+                hrefs.extend(v for k, v in attrs if k == "href" and v and "?" not in v and "#" not in v)
+
+    parser = Links()
     parser.feed(page)
-    return parser.hrefs
+    return hrefs
 
 
 def _options(spec: StoreSpec, allowed_anon: bool = True) -> dict[str, Any]:

@@ -133,6 +133,7 @@ def _clients(endpoint: str | None, profile: str | None, region: str | None,
 class S3Store(Store):
     kind = "s3"
     read_concurrency = 16  # concurrent GETs (the client's pool holds UPLOAD_CONCURRENCY + 16 connections)
+    waits_on_network = True
     _hold: safety.WriterLock | None = None  # the claimed marker, from opening for writing until commit or abort
 
     def __init__(self, bucket: str, prefix: str, *, mode: str = "r", overwrite: bool = False,

@@ -31,7 +31,6 @@ second is not told apart; a versioned bucket's VersionId closes even that.
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -62,6 +61,8 @@ class Generation:
 
     @staticmethod
     def _server_clock(response: Mapping[str, Any]) -> dt.datetime | None:
+        import email.utils  # only a signed S3 read has a server clock: others need not import the email package
+
         date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
         try:
             return _utc(email.utils.parsedate_to_datetime(date)) if date else None
