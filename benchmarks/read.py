@@ -455,7 +455,7 @@ def store_kinds(text: str) -> list[str]:
     return list(dict.fromkeys(kinds))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ntime", type=int, default=144)
@@ -467,7 +467,7 @@ def main() -> None:
                         help=f"the store kinds to read, comma separated (default {','.join(STORE_KINDS)}; "
                         "reports are written only for all of them)")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "read.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.workdir = args.workdir.resolve()
     args.workdir.mkdir(parents=True, exist_ok=True)
     if args.baseline is not None:

@@ -439,12 +439,14 @@ def render(doc: dict[str, object]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ntime", type=int, default=256)
-    ap.add_argument("--only", choices=("all", "s3", "concat", "dump", "report", "references"), default="all",
+    ap.add_argument("--only", choices=("all", "s3", "concat", "dump", "report", "references", "read"), default="all",
                     help="s3: the S3 rows alone; concat: the many-files rows alone (benchmarks/concat.py); "
                     "dump: nczarr-dump against ncdump alone (benchmarks/dump.py); report: a fresh "
                     "nczarr-conformance report alone (benchmarks/report.py); references: --concat --reference "
                     "against VirtualiZarr and kerchunk alone (benchmarks/references.py, also written whole to "
-                    "reports/references-bench.*); each put into the last full run's reports/bench.*")
+                    "reports/references-bench.*); read: our reader against zarr-python, TensorStore and netCDF4 "
+                    "alone (benchmarks/read.py, written whole to reports/read.*); each put into the last full run's "
+                    "reports/bench.*")
     ap.add_argument("--nfiles", type=int, default=200, help="daily files for the --concat rows")
     ap.add_argument("--nmany", type=int, default=500, help="daily files for the many-files rows (--concat against "
                     "ncrcat + nc2nczarr, the append loop, xarray); 0: none")
@@ -455,7 +457,7 @@ def main() -> None:
     # (set here) would otherwise compile every module from source in each timed process (70-90 ms measured)
     compileall.compile_dir(str(REPO / "nczarr_conformance"), quiet=1)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    if args.only in ("dump", "concat", "report", "references"):  # the other sections stay as the last run wrote them
+    if args.only in ("dump", "concat", "report", "references", "read"):  # the other sections stay as last written
         doc = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
     else:
         doc = run(args.ntime, args.only)
@@ -496,6 +498,16 @@ def main() -> None:
 
         text += "\n## References of many daily files\n\n" + references_bench.render(doc["references"]).split(
             "\n", 2)[2]  # its own title dropped
+    if args.only in ("all", "read"):  # reading: ours against zarr-python, TensorStore, netCDF4-python (issue 35)
+        import read as read_bench
+
+        read_bench.main(["--out", str(out / "read.json")])
+    if (out / "read.json").exists():  # read.py's own last full run, whichever command ran it
+        import read as read_bench
+
+        doc["read"] = json.loads((out / "read.json").read_text())
+        text += "\n## Reading: ours against zarr-python, TensorStore and netCDF4-python\n\n" + read_bench.render(
+            doc["read"]).split("\n", 2)[2]  # its own title dropped
     text = issue26(doc) + text
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
