@@ -88,6 +88,32 @@ def _as_slice(index: np.ndarray) -> Place:
     return index
 
 
+def _axis_by_chunk(axis: Axis, chunk: int) -> list[tuple[int, Place, Place]]:
+    """:func:`_by_chunk` of one dimension: an ascending slice's parts by arithmetic (:func:`_range_by_chunk`), no
+    vector of its positions; anything else through its positions."""
+    if isinstance(axis, range) and axis.step > 0:
+        return _range_by_chunk(axis, chunk)
+    return _by_chunk(_positions(axis), chunk)
+
+
+def _range_by_chunk(positions: range, chunk: int) -> list[tuple[int, Place, Place]]:
+    """:func:`_by_chunk` of an ascending range, each part two slices, in work and memory of the order of the chunks
+    it touches: a whole 1-d variable of 80 M values built, sorted and split three vectors of 80 M int64 through
+    :func:`_by_chunk` (4.5 GB and 18 s for a 305 MiB read)."""
+    step, count = positions.step, len(positions)
+    out: list[tuple[int, Place, Place]] = []
+    i = 0
+    while i < count:
+        first = positions[i]
+        c = first // chunk
+        # the last selected position inside chunk c: positions[i] + k * step < (c + 1) * chunk
+        last_i = min(count - 1, i + ((c + 1) * chunk - 1 - first) // step)
+        inside = slice(first - c * chunk, positions[last_i] - c * chunk + 1, step)
+        out.append((c, slice(i, last_i + 1), inside))
+        i = last_i + 1
+    return out
+
+
 def _by_chunk(positions: np.ndarray, chunk: int) -> list[tuple[int, Place, Place]]:
     """(chunk index, where in the output, where in the chunk) for one dimension's positions."""
     owner = positions // chunk
@@ -123,7 +149,7 @@ def read_selection(reader: ChunkReader, akey: str, key: Any) -> np.ndarray:
     reader._budget(akey, math.prod(shape), info, f"selection of shape {list(shape)}")
     out = np.empty(shape, dtype=info.storage.numpy)
     if all(shape):  # within the budget, so no vector is longer than the selection's element count
-        per_dim = [_by_chunk(_positions(a), c) for a, c in zip(axes, info.chunks, strict=True)]
+        per_dim = [_axis_by_chunk(a, c) for a, c in zip(axes, info.chunks, strict=True)]
 
         def place(parts: tuple[tuple[int, Place, Place], ...]) -> None:
             """One chunk's share of the output (each chunk is read once); the fill value where unwritten."""
