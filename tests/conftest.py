@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import compileall
 import importlib
 import os
 import shutil
@@ -24,6 +25,8 @@ NETCDF_C_CORPUS = netcdf_c_corpus()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and is_checkout():  # once, in the process that starts the xdist workers
+        compile_package()
     from hypothesis import HealthCheck, Phase, settings
 
     quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
@@ -39,6 +42,25 @@ def pytest_configure(config: pytest.Config) -> None:
                               Phase.generate, Phase.target],
                               suppress_health_check=list(HealthCheck))
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def compile_package() -> None:
+    """The package's bytecode, fresh, as pip install writes it (benchmarks/run.py does the same).
+
+    The suite starts our commands thousands of times; under PYTHONDONTWRITEBYTECODE (set in some
+    environments, this sandbox's among them) a checkout whose __pycache__ is missing or stale compiles every
+    module it imports from source in each of them: ~150 ms of CPU per ``nczarr-check`` of a small store,
+    as much as the check itself. Only modules whose source changed are compiled again (the timestamps say).
+    """
+    compileall.compile_dir(str(REPO / "nczarr_conformance"), quiet=1)
+
+
+def is_checkout() -> bool:
+    """Whether the tests run from a git checkout, not from scripts/mutants' or scripts/mutation's copy of its
+    tracked files: a copy rewrites a source file and runs tests within a second or so, where a bytecode file
+    checked by timestamp and size could be taken for a mutant of the same size, so there Python compiles
+    every source (their PYTHONDONTWRITEBYTECODE=1), as it did before this package was compiled here."""
+    return (REPO / ".git").exists()
 
 
 @pytest.fixture(scope="session")

@@ -29,12 +29,15 @@ HEAVY = ("numpy", "h5py", "netCDF4", "boto3", "botocore", "tqdm", "numcodecs")
 
 PROBE = """
 import runpy, sys
+children = []
+sys.addaudithook(lambda event, args: children.append(args[0]) if event == "subprocess.Popen" else None)
 sys.argv = [sys.argv[1], *sys.argv[2:]]
 try:
     runpy.run_module(sys.argv[0], run_name="__main__")
 except SystemExit:
     pass
 print(" ".join(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
+print("children:", *children, file=sys.stderr)
 """
 
 
@@ -42,11 +45,19 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
-def _loaded_after(module: str, *args: str) -> set[str]:
-    probe = PROBE.format(heavy=HEAVY)
+def _probe(module: str, *args: str, watch: tuple[str, ...] = HEAVY) -> tuple[set[str], list[str]]:
+    """The modules of ``watch`` loaded once ``python -m module args`` has run, and the child processes it
+    started (their executables, in order)."""
+    probe = PROBE.format(heavy=watch)
     done = subprocess.run([sys.executable, "-c", probe, module, *args], capture_output=True, text=True,
                           timeout=120, env=_env())
-    return set(done.stderr.strip().splitlines()[-1].split()) if done.stderr.strip() else set()
+    loaded, children = done.stderr.rstrip("\n").split("\n")[-2:]
+    assert children.startswith("children:"), done.stderr
+    return set(loaded.split()), children.split()[1:]
+
+
+def _loaded_after(module: str, *args: str, watch: tuple[str, ...] = HEAVY) -> set[str]:
+    return _probe(module, *args, watch=watch)[0]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -76,9 +87,50 @@ def test_small_conversion_loads_no_boto3_nor_tqdm(tmp_path):
     with netCDF4.Dataset(src, "w", format="NETCDF3_CLASSIC") as nc:
         nc.createDimension("x", 4)
         nc.createVariable("v", "f4", ("x",))[:] = np.arange(4, dtype="f4")
-    loaded = _loaded_after("nczarr_conformance.cli.convert", "--quiet", str(src), str(tmp_path / "out.file"))
+    loaded, children = _probe("nczarr_conformance.cli.convert", "--quiet", str(src), str(tmp_path / "out.file"))
     assert (tmp_path / "out.file" / ".zgroup").exists()
     assert not loaded & {"boto3", "botocore", "tqdm", "h5py"}, loaded
+    # no ``ldconfig -p`` (ctypes.util.find_library) to name libc or the libnetcdf netCDF4-python loaded
+    assert children == []
+
+
+def test_small_netcdf4_conversion_loads_no_numcodecs(tmp_path):
+    """netCDF-4's usual chain (shuffle, zlib) is copied chunk by chunk and the copied sample decoded by
+    codecs.DeferredCodec: numcodecs (an entry-point scan, blosc, multiprocessing) is not imported. The copy
+    is compared with the source, storage too, so a conversion that took another path would show."""
+    import netCDF4
+
+    src = tmp_path / "small4.nc"
+    with netCDF4.Dataset(src, "w", format="NETCDF4") as nc:
+        nc.createDimension("x", 8)
+        nc.createVariable("v", "f4", ("x",), zlib=True, complevel=1, shuffle=True, chunksizes=(4,))[:] = \
+            np.arange(8, dtype="f4")
+    out = tmp_path / "out.file"
+    loaded = _loaded_after("nczarr_conformance.cli.convert", "--quiet", str(src), str(out), watch=(*HEAVY, "zarr"))
+    assert "numcodecs" not in loaded, loaded
+    assert "h5py" in loaded  # a netCDF-4 source is looked at with h5py first: the probe saw a real conversion
+    import zarr  # the peer reads what was written: values, codecs and chunks as the source has them
+
+    arr = zarr.open_group(str(out), mode="r", zarr_format=2)["v"]
+    assert arr[:].tolist() == list(range(8))
+    assert (arr.dtype, arr.chunks) == (np.dtype("<f4"), (4,))
+    assert [c.codec_id for c in arr.filters] == ["shuffle"]
+    assert [(c.codec_id, c.level) for c in arr.compressors] == [("zlib", 1)]
+
+
+@pytest.mark.parametrize("command", [("check",), ("fix", "--dry-run")])
+def test_checking_a_small_v2_store_loads_no_codec_library_event_loop_nor_xml(command, tmp_path):
+    """nczarr-check and nczarr-fix import every rule family and fix, but a v2 store with netCDF-4's usual chain
+    needs neither numcodecs (the v3 rules' and the v3 writer's, imported where they build a codec), nor asyncio
+    (the Icechunk store's probe), nor ElementTree (--format junit)."""
+    root = Group(dimensions={"x": Dimension(4)}, attributes={"title": Attribute("char", "small")})
+    root.variables["v"] = Variable("float", ["/x"], (4,), {}, np.arange(4, dtype="f4"),
+                                   filters=[{"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 1}])
+    with DirectoryStore(tmp_path / "small.file", "w") as store:
+        write_dataset(Dataset(root), store)
+    loaded = _loaded_after(f"nczarr_conformance.cli.{command[0]}", *command[1:], str(tmp_path / "small.file"),
+                           watch=("numpy", "numcodecs", "asyncio", "xml.etree.ElementTree"))
+    assert loaded == {"numpy"}
 
 
 def test_dump_header_of_a_store_decodes_nothing_so_imports_no_codec_library(tmp_path):
@@ -178,3 +230,27 @@ def test_a_bad_last_chunk_is_caught_by_the_sample_and_the_variable_re_encoded(ma
         direct.close()
     assert copied == 60
     assert diff(open_dataset(str(many_chunks)), open_dataset(str(tmp_path / "l.file"))) == []
+
+
+def test_the_commands_the_suite_starts_find_fresh_bytecode():
+    """tests/conftest.py compiles the package once per run: each command the suite starts then loads our modules'
+    bytecode instead of compiling their source (PYTHONDONTWRITEBYTECODE would keep Python from caching it)."""
+    import importlib.util
+
+    from tests.conftest import is_checkout
+
+    if not is_checkout():
+        pytest.skip("a mutation tool's copy of the tracked files is not compiled (tests/conftest.py is_checkout)")
+    package = Path(__file__).resolve().parents[1] / "nczarr_conformance"
+    stale = []
+    for source in sorted(package.rglob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        stat = source.stat()
+        header = cached.read_bytes()[:16] if cached.exists() else b""
+        # PEP 552: magic, flags (0: checked by timestamp), source mtime, source size
+        fresh = (header[:4] == importlib.util.MAGIC_NUMBER
+                 and header[8:16] == (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+                 + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+        if not fresh:
+            stale.append(str(source.relative_to(package)))
+    assert stale == []

@@ -8,9 +8,12 @@ passes, its findings in ``system-out``. The shape of Jenkins' junit-10.xsd, whic
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
 
 from nczarr_conformance.checker.report import RANK, Report, fix_command, register_format
+
+if TYPE_CHECKING:  # ElementTree is imported by junit_xml: every nczarr-check imports this module to register it
+    import xml.etree.ElementTree as ET
 
 #: characters XML 1.0 cannot hold (a message may quote any byte of a store)
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -21,6 +24,8 @@ def _xml(text: str) -> str:
 
 
 def _suite(report: Report) -> ET.Element:
+    import xml.etree.ElementTree as ET
+
     by_rule: dict[str, list[str]] = {}
     failing: set[str] = set()
     for f in report.ordered():
@@ -45,6 +50,8 @@ def _suite(report: Report) -> ET.Element:
 
 def junit_xml(reports: list[Report]) -> str:
     """The JUnit XML document of ``reports``."""
+    import xml.etree.ElementTree as ET
+
     root = ET.Element("testsuites")
     for report in reports:
         root.append(_suite(report))

@@ -147,13 +147,11 @@ def _return_big_buffers_to_the_os(to_s3: bool = False) -> None:
     the upload budget all the same (250-265 MB there, 173 MB on 7300 small chunks).
     """
     import ctypes
-    import ctypes.util
 
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
     try:
-        libc = ctypes.CDLL(name)
+        # the process's own symbols, libc's among them: ctypes.util.find_library("c") would run
+        # ``ldconfig -p`` in a child process (~20 ms of every conversion) to name the library already loaded
+        libc = ctypes.CDLL(None)
         if to_s3:
             libc.mallopt(-8, 2)  # M_ARENA_MAX
         else:

@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numcodecs
 import numpy as np
 
 from nczarr_conformance import keys
@@ -107,8 +106,12 @@ def encode_chunk(chain: Chain, arr: np.ndarray, fill: Any) -> bytes:
     if chain.sharding is not None:
         buf: Any = encode_shard(chain.sharding, arr, fill)
     elif chain.array_to_bytes == "vlen-utf8":
+        import numcodecs  # here, not at the top: the conversion package imports this module for every command
+
         buf = numcodecs.VLenUTF8().encode(np.ascontiguousarray(arr).ravel())
     elif chain.array_to_bytes == "vlen-bytes":
+        import numcodecs
+
         flat = [v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogateescape")
                 for v in np.ascontiguousarray(arr).ravel().tolist()]
         buf = numcodecs.VLenBytes().encode(np.array(flat, dtype=object))

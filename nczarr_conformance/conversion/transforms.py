@@ -293,9 +293,6 @@ def writable_codecs(dataset: Dataset, where: str) -> tuple[frozenset[str], list[
     codec), blosc lz4 at the same level and shuffle for snappy (numcodecs' blosc is built without
     it). Returns the keys changed (their chunks must be re-encoded) and one warning each.
     """
-    from numcodecs import blosc
-
-    cnames = set(blosc.list_compressors())
     changed: set[str] = set()
     notes: list[str] = []
     for key, var in _variables(dataset.root):
@@ -305,7 +302,7 @@ def writable_codecs(dataset: Dataset, where: str) -> tuple[frozenset[str], list[
                 codecs[i] = {"id": "zlib", "level": DEFAULT_LEVEL}
                 notes.append(f"{where}: {key}: szip chunks are decoded through HDF5 and written with zlib level "
                              f"{DEFAULT_LEVEL} (numcodecs has no szip codec; --compressor chooses another)")
-            elif cfg.get("id") == "blosc" and cfg.get("cname") not in cnames:
+            elif cfg.get("id") == "blosc" and cfg.get("cname") not in _blosc_compressors():
                 codecs[i] = dict(cfg, cname="lz4")
                 notes.append(f"{where}: {key}: blosc {cfg.get('cname')} chunks are decoded through HDF5 and written "
                              f"with blosc lz4 (numcodecs' blosc has no {cfg.get('cname')}; --compressor chooses "
@@ -314,6 +311,14 @@ def writable_codecs(dataset: Dataset, where: str) -> tuple[frozenset[str], list[
                 continue
             changed.add(key)
     return frozenset(changed), notes
+
+
+def _blosc_compressors() -> set[str]:
+    """numcodecs' blosc compressors, asked only of a blosc variable: importing numcodecs costs a small
+    conversion ~45 ms (an entry-point scan, multiprocessing), and the usual zlib chain never needs it."""
+    from numcodecs import blosc
+
+    return set(blosc.list_compressors())
 
 
 def without_direct_copy(raw: RawSource | None, keys_: frozenset[str]) -> RawSource | None:

@@ -571,7 +571,8 @@ class DatasetWriter:
             # a big chunk is decompressed twice, by us and by HDF5 for the slab: both release the GIL, so
             # they overlap (a 22 MB chunk: 0.21 s + 0.19 s one after the other)
             outcome: list[bytes | BaseException] = []
-            decoding = threading.Thread(target=_decode_into, args=(pipeline, payload, outcome), daemon=True)
+            decoding = threading.Thread(target=_decode_into, args=(pipeline, payload, fill_chunk.nbytes, outcome),
+                                        daemon=True)
             decoding.start()
             try:
                 block = self._block(plan, slab)
@@ -582,7 +583,9 @@ class DatasetWriter:
             raw = outcome[0]
         else:
             try:
-                raw = pipeline.decode(payload)
+                # bounded by the chunk's size: a longer output is wrong anyway, and netCDF-4's usual chain
+                # (shuffle, zlib) is then decoded without importing numcodecs (codecs.DeferredCodec)
+                raw = pipeline.decode(payload, limit=fill_chunk.nbytes)
             except Exception:  # any codec failure means the assumption is wrong
                 return False
             block = self._block(plan, slab)
@@ -722,10 +725,10 @@ def _all_fill(chunk: np.ndarray, fill_chunk: np.ndarray) -> bool:
     return bool(a[: b.itemsize * 64].tobytes() == b[: b.itemsize * 64].tobytes()) and np.array_equal(a, b)
 
 
-def _decode_into(pipeline: ChunkEncoder, payload: bytes, outcome: list[bytes | BaseException]) -> None:
-    """``pipeline.decode(payload)`` on a thread of its own: the bytes, or the exception, into ``outcome``."""
+def _decode_into(pipeline: ChunkEncoder, payload: bytes, limit: int, outcome: list[bytes | BaseException]) -> None:
+    """``pipeline.decode(payload, limit)`` on a thread of its own: the bytes, or the exception, into ``outcome``."""
     try:
-        outcome.append(pipeline.decode(payload))
+        outcome.append(pipeline.decode(payload, limit=limit))
     except BaseException as exc:  # handed back to the thread that verifies
         outcome.append(exc)
 

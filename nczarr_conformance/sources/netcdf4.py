@@ -77,17 +77,22 @@ def _libnetcdf() -> Any | None:
     here = os.path.dirname(netCDF4.__file__)
     candidates = sorted(glob.glob(os.path.join(here, "..", "netcdf4.libs", "libnetcdf*.so*")))
     candidates += sorted(glob.glob(os.path.join(here, "..", "netCDF4.libs", "libnetcdf*.so*")))
-    found = ctypes.util.find_library("netcdf")
-    if found:
-        candidates.append(found)
     for path in candidates:
-        try:
-            lib = ctypes.CDLL(path)
-            lib.nc_inq_atttype.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+        if (lib := _loaded(path)) is not None:
             return lib
-        except OSError:
-            continue
-    return None
+    # the system's, asked last: find_library runs ``ldconfig -p`` (a child process, ~20 ms a conversion)
+    found = ctypes.util.find_library("netcdf")
+    return _loaded(found) if found else None
+
+
+def _loaded(path: str) -> Any | None:
+    """libnetcdf at ``path`` with nc_inq_atttype's signature, or None when it does not load."""
+    try:
+        lib = ctypes.CDLL(path)
+        lib.nc_inq_atttype.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+        return lib
+    except OSError:
+        return None
 
 
 def _attr_xtype(ncid: int, varid: int, name: str) -> int | None:

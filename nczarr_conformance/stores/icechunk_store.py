@@ -21,7 +21,6 @@ of a new repository, published only once committed.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 import re
@@ -258,6 +257,8 @@ class IcechunkStore(Store):
         what icechunk refused: it opens the target, compares the target's modification time with the one the
         reference records (when it records one) and reads at the chunk's offset + length - 1, so a target gone,
         changed since, or too short for the chunk is found without reading the chunk."""
+        import asyncio  # here, not at the top: nczarr-check imports this module for every store it checks
+
         from zarr.abc.store import SuffixByteRequest
 
         async def last_bytes(batch: Sequence[str]) -> list[Any]:
