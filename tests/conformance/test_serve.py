@@ -21,13 +21,14 @@ from tests.conftest import REPO
 SERVED = ("zarrita", "zarr-python-2.18", "zarr-python-3.4", "netcdf-c-4.9", "ncks")
 
 
-#: the imports of a Python one-shot reader that the committed config does not preload (zarr-python's read.py),
-#: loaded once into a fork server for the expected values: each store is still read by a process of its own
-#: that has read nothing before (a fork of an interpreter that only imported them, peers/forkserver.py, whose
-#: outcomes tests/conformance/test_forkserver.py holds equal to a process started per call), without paying
-#: zarr-python's import (~0.5 s) fifty times per peer
+#: the imports of a Python one-shot reader that the committed config does not preload (zarr-python's read.py,
+#: ncks_read.py), loaded once into a fork server for the expected values: each store is still read by a process
+#: of its own that has read nothing before (a fork of an interpreter that only imported them, peers/forkserver.py,
+#: whose outcomes tests/conformance/test_forkserver.py holds equal to a process started per call), without
+#: paying zarr-python's import (~0.5 s) or an interpreter's start fifty times per peer
 ONE_SHOT_PRELOAD = {"zarr-python-2.18": ["json", "math", "warnings", "numpy", "zarr"],
-                    "zarr-python-3.4": ["json", "math", "warnings", "numpy", "zarr"]}
+                    "zarr-python-3.4": ["json", "math", "warnings", "numpy", "zarr"],
+                    "ncks": ["json", "math", "subprocess", "xml.etree.ElementTree"]}
 
 
 def _configured(peer_id: str, serve: bool) -> CommandPeer:
