@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -40,8 +41,37 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=300, env=env)
 
 
-def convert_ok(src: Path, dst: Path, extra: list[str]) -> None:
-    done = run_cli("--quiet", *extra, str(src), str(dst))
+def run_in_process(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """:func:`run_cli`'s exit code, stdout and stderr from ``nc2nczarr``'s ``main`` in this process.
+
+    For tests about what a conversion writes or says, not about the process: an interpreter per run costs
+    about 0.45 s of CPU, the conversion of a small file 0.01 s. ``capfd`` takes file descriptors 1 and 2, so
+    what netcdf-c or HDF5 print there is seen as a subprocess's pipe would see it; warnings are ignored as
+    run_cli's PYTHONWARNINGS=ignore does. ``test_the_command_in_a_process_says_what_main_says`` holds the two
+    runs equal; the tests of exit codes, signals and tracebacks keep their real process.
+    """
+    from nczarr_conformance.cli.convert import main
+
+    capfd.readouterr()  # what the test printed before is not the command's
+    debug = os.environ.pop("NCZARR_DEBUG", None)  # as run_cli's environment: an error is one line, no traceback
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        if debug is not None:
+            os.environ["NCZARR_DEBUG"] = debug
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(["nc2nczarr", *args], code, out, err)
+
+
+def convert_ok(src: Path, dst: Path, extra: list[str], capfd: pytest.CaptureFixture[str] | None = None) -> None:
+    """Converted, exit 0, nothing on stderr: in this process when given ``capfd``, else as a command."""
+    args = ("--quiet", *extra, str(src), str(dst))
+    done = run_in_process(capfd, *args) if capfd is not None else run_cli(*args)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
 
@@ -189,7 +219,7 @@ def test_variables_with_no_chunk_stored_convert(tmp_path: Path, path: list[str])
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_partly_written_chunked_variables(tmp_path: Path, path: list[str]) -> None:
+def test_partly_written_chunked_variables(tmp_path: Path, path: list[str], capfd: pytest.CaptureFixture[str]) -> None:
     def body(nc: Any) -> None:
         nc.createDimension("time", None)
         nc.createDimension("x", 10)
@@ -203,7 +233,7 @@ def test_partly_written_chunked_variables(tmp_path: Path, path: list[str]) -> No
 
     src = build(tmp_path / "part.nc", body)
     out = tmp_path / "part.file"
-    convert_ok(src, out, path)
+    convert_ok(src, out, path, capfd)
     assert differences(src, out) == []
 
 
@@ -241,10 +271,11 @@ def _layouts(path: Path) -> Path:
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_contiguous_compact_scalar_and_zero_length(tmp_path: Path, path: list[str]) -> None:
+def test_contiguous_compact_scalar_and_zero_length(tmp_path: Path, path: list[str],
+                                                   capfd: pytest.CaptureFixture[str]) -> None:
     src = _layouts(tmp_path / "layouts.nc")
     out = tmp_path / "layouts.file"
-    convert_ok(src, out, path)
+    convert_ok(src, out, path, capfd)
     assert differences(src, out) == []
     with netCDF4.Dataset(str(src)) as nc:
         assert nc["compact"][:].tolist() == [-1, 0, 1]  # netCDF4-python reads the compact dataset
@@ -253,7 +284,7 @@ def test_contiguous_compact_scalar_and_zero_length(tmp_path: Path, path: list[st
 # ---- fletcher32 ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", PATHS)
-def test_fletcher32_is_kept_as_a_codec(tmp_path: Path, path: list[str]) -> None:
+def test_fletcher32_is_kept_as_a_codec(tmp_path: Path, path: list[str], capfd: pytest.CaptureFixture[str]) -> None:
     def body(nc: Any) -> None:
         nc.createDimension("x", 10)
         a = nc.createVariable("a", "f4", ("x",), zlib=True, shuffle=True, fletcher32=True, chunksizes=(4,))
@@ -263,7 +294,7 @@ def test_fletcher32_is_kept_as_a_codec(tmp_path: Path, path: list[str]) -> None:
 
     src = build(tmp_path / "f32.nc", body)
     out = tmp_path / "f32.file"
-    convert_ok(src, out, path)
+    convert_ok(src, out, path, capfd)
     assert differences(src, out) == []  # filters() says fletcher32 on both sides
     # the .zarray netcdf-c 4.10 itself writes for these variables (netCDF4-python into NCZarr)
     ref = tmp_path / "ref.file"
@@ -277,7 +308,7 @@ def test_fletcher32_is_kept_as_a_codec(tmp_path: Path, path: list[str]) -> None:
 # ---- NOFILL -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", PATHS)
-def test_nofill_written_as_fill_value_null(tmp_path: Path, path: list[str]) -> None:
+def test_nofill_written_as_fill_value_null(tmp_path: Path, path: list[str], capfd: pytest.CaptureFixture[str]) -> None:
     def body(nc: Any) -> None:
         nc.createDimension("x", 12)
         nc.createDimension("n", 2)
@@ -295,7 +326,7 @@ def test_nofill_written_as_fill_value_null(tmp_path: Path, path: list[str]) -> N
 
     src = build(tmp_path / "nofill.nc", body)
     out = tmp_path / "nofill.file"
-    convert_ok(src, out, path)
+    convert_ok(src, out, path, capfd)
     # unwritten NOFILL values are undefined (HDF5 hands back whatever memory held): compared apart
     assert differences(src, out, undefined=["/part", "/never"]) == []  # fill: None on both sides
     for name in ("full", "part", "contig", "never", "text"):
@@ -311,18 +342,54 @@ def test_nofill_written_as_fill_value_null(tmp_path: Path, path: list[str]) -> N
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("src", REAL, ids=REAL_IDS)
-def test_real_files_convert(src: Path, tmp_path: Path, path: list[str]) -> None:
+def test_real_files_convert(src: Path, tmp_path: Path, path: list[str], capfd: pytest.CaptureFixture[str]) -> None:
     """Zero differences through netCDF4-python, and nczarr-check --deep passes on the output.
 
-    The check runs in this process (the command's verdict is ``Report.exit_code``, tests/check holds the command
-    to it): an interpreter per case cost about a third of this test's time."""
+    The conversion and the check run in this process (``run_in_process``; the check's verdict is
+    ``Report.exit_code``, tests/check holds the command to it): an interpreter for each was most of this
+    test's time."""
     out = tmp_path / "real.file"
-    convert_ok(src, out, path)
+    convert_ok(src, out, path, capfd)
     assert differences(src, out, UNDEFINED.get(src.name, ()), storage=not is_netcdf3(src)) == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = check(str(out), deep=True)
     assert report.exit_code == 0, report.to_text()[-2000:]
+
+
+def _written(store: Path) -> dict[str, bytes] | None:
+    """Every object of a directory store, by key (None: nothing written)."""
+    if not store.exists():
+        return None
+    return {p.relative_to(store).as_posix(): p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()}
+
+
+#: one run of each outcome: converted quietly; refused (exit 2, one line, nothing written); converted
+#: leaving out what --skip-unsupported names (exit 0, warning lines); a usage error (argparse's exit 2)
+IN_PROCESS_CASES = {
+    "converted": ("netcdf4-python/test_gold.nc", ("--quiet",)),
+    "refused": ("hdf5/written-here/anndata.h5ad", ("--quiet",)),
+    "skip-unsupported": ("hdf5/written-here/anndata.h5ad", ("--quiet", "--skip-unsupported")),
+    "usage error": ("netcdf4-python/test_gold.nc", ("--shard", "2")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IN_PROCESS_CASES))
+def test_the_command_in_a_process_says_what_main_says(case: str, tmp_path: Path,
+                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    """``run_in_process`` stands for the command where the tests use it: nc2nczarr started as a process gives the
+    same exit code, stdout and stderr, and writes the same objects, as its ``main`` run in this process."""
+    source, args = IN_PROCESS_CASES[case]
+    src, out = REPO / "corpus" / "real" / source, tmp_path / "out.file"
+    started = run_cli(*args, str(src), str(out))
+    written = _written(out)
+    if out.exists():
+        shutil.rmtree(out)
+    in_process = run_in_process(capfd, *args, str(src), str(out))
+    assert (in_process.returncode, in_process.stdout, in_process.stderr) == \
+           (started.returncode, started.stdout, started.stderr)
+    assert _written(out) == written
+    assert (started.returncode == 0) == (written is not None) and bool(started.stderr) == (case != "converted")
 
 
 def test_real_files_are_found() -> None:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import tracemalloc
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -153,12 +154,26 @@ def test_the_untouched_store_dumps_and_checks_in_little_memory(store: Path) -> N
 
 
 def _zlib_bomb(size: int) -> bytes:
-    """A zlib stream of ``size`` zero bytes, built without holding them."""
-    comp = zlib.compressobj(9)
+    """A zlib stream of ``size`` zero bytes (a multiple of 16 MiB), built without holding them or deflating
+    them all: after a full flush deflate starts afresh, so every further block of zeros deflates to the same
+    bytes, repeated; then the last (empty) block and the Adler-32 of all ``size`` bytes."""
     block = bytes(16 * MiB)
-    parts = [comp.compress(block) for _ in range(size // len(block))]
-    parts.append(comp.flush())
-    return b"".join(parts)
+    comp = zlib.compressobj(9)
+    first = comp.compress(block) + comp.flush(zlib.Z_FULL_FLUSH)  # with the two-byte zlib header
+    again = comp.compress(block) + comp.flush(zlib.Z_FULL_FLUSH)
+    adler = 1
+    for _ in range(size // len(block)):
+        adler = zlib.adler32(block, adler)
+    return first + again * (size // len(block) - 1) + b"\x03\x00" + adler.to_bytes(4, "big")  # final fixed block
+
+
+def test_the_zlib_bomb_is_a_valid_stream_of_zeros() -> None:
+    """What the bomb tests rely on, asked of zlib itself: three blocks' worth (the first, the repeated one twice)
+    inflate to exactly that many zeros, checksum included; the GiB bomb is the same with 64 blocks."""
+    size = 48 * MiB
+    inflate = zlib.decompressobj()
+    out = inflate.decompress(_zlib_bomb(size))
+    assert (len(out), out.count(0), inflate.eof, inflate.unused_data) == (size, size, True, b"")
 
 
 @pytest.fixture(scope="module")
@@ -335,7 +350,29 @@ def test_blosc_header_size_is_checked_before_decompressing(store: Path) -> None:
 
 # ---- metadata objects: capped in size and nesting ----------------------------------------------------
 
-def test_zip_member_that_inflates_to_a_gib_is_refused_before_inflating(store: Path, tmp_path: Path) -> None:
+class _RepeatedBlockDeflate:
+    """zipfile's deflater for a member written in many equal blocks: each block ends in a full flush, after which
+    deflate starts afresh, so a block seen before deflates to the bytes it gave then (as ``_zlib_bomb``): 1 GiB
+    of spaces costs one 16 MiB block's deflate, not 64 (zipfile still takes the CRC of every byte)."""
+
+    def __init__(self) -> None:
+        self._deflate = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate, as zipfile's own
+        self._seen: dict[bytes, bytes] = {}
+
+    def compress(self, data: bytes) -> bytes:
+        if data not in self._seen:
+            self._seen[data] = self._deflate.compress(data) + self._deflate.flush(zlib.Z_FULL_FLUSH)
+        return self._seen[data]
+
+    def flush(self) -> bytes:
+        return self._deflate.flush()
+
+
+def test_zip_member_that_inflates_to_a_gib_is_refused_before_inflating(store: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    deflated = zipfile._get_compressor  # type: ignore[attr-defined]
+    monkeypatch.setattr(zipfile, "_get_compressor", lambda kind, level=None: _RepeatedBlockDeflate()
+                        if kind == zipfile.ZIP_DEFLATED else deflated(kind, level))
     archive = tmp_path / "ds.zip"
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for path in sorted(store.rglob("*")):
@@ -351,7 +388,7 @@ def test_zip_member_that_inflates_to_a_gib_is_refused_before_inflating(store: Pa
     assert archive.stat().st_size < 4 * MiB
     url = f"file://{archive}#mode=nczarr,zip"
     assert_refused(run_bounded("zip zattrs bomb", "dump", "--header", url), 2, "member ds/w/.zattrs",
-                   "-byte limit")
+                   f": {GiB + len(original)} bytes, more than the", "-byte limit")  # its declared size: not inflated
     assert_finding(run_bounded("zip zattrs bomb", "check", url), "NCZ-STORE-READ", "/w/.zattrs", "-byte limit")
 
 
@@ -415,21 +452,33 @@ def test_500m_declared_floats_are_refused_cleanly(store: Path, chunk: int) -> No
 
 def test_json_dump_streams_and_parses_to_the_model(tmp_path: Path) -> None:
     """--json of 4M floats (16 MB of data; 1 GB as Python objects built whole) stays under the cap and
-    parses to exactly the model our reader builds."""
+    parses to exactly the model our reader builds: its header and storage as the reader's model says them,
+    each value the JSON number of the source's float32 (its shortest repr, the model's rule for ``float``).
+
+    The values are compared as one float64 array, not through the model's ``to_json`` (a Python list of 4M
+    floats, two thirds of this test's time); the conversion runs in this process (it is not what is tested)."""
     import netCDF4
 
+    from nczarr_conformance.access.dataset import open_dataset
+    from nczarr_conformance.cli.convert import main as convert
+
+    values = np.arange(4_000_000, dtype="f4") / 7
     src = tmp_path / "big.nc"
     with netCDF4.Dataset(src, "w") as nc:
         nc.createDimension("x", 4_000_000)
-        nc.createVariable("v", "f4", ("x",), chunksizes=(500_000,))[:] = np.arange(4_000_000, dtype="f4") / 7
+        nc.createVariable("v", "f4", ("x",), chunksizes=(500_000,))[:] = values
     out = tmp_path / "big.file"
-    subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "-q", str(src), str(out)], check=True)
+    with warnings.catch_warnings():  # as a process's PYTHONWARNINGS=ignore: h5py's version note at import
+        warnings.simplefilter("ignore")
+        assert convert(["-q", str(src), str(out)]) == 0
     dumped = run_bounded("json 4M floats", "dump", "--json", "--storage", str(out), timeout=300)
     assert dumped.rc == 0 and dumped.stderr == "", dumped.stderr
     assert 0 < dumped.peak < PEAK_MAX, f"peak RSS {dumped.peak / MiB:.0f} MiB"
-    from nczarr_conformance.access.dataset import open_dataset
-
-    assert json.loads(dumped.stdout) == open_dataset(str(out)).to_json(storage=True)
+    doc = json.loads(dumped.stdout)
+    data = np.array(doc["root"]["variables"]["v"].pop("data"))
+    assert doc == open_dataset(str(out), data=False).to_json(storage=True)
+    assert data.dtype == np.float64 and data.shape == values.shape  # JSON numbers, no strings, all of them
+    assert data.tobytes() == values.astype(str).astype(np.float64).tobytes()  # "0.14285715", not 0.142857149...
 
 
 # ---- S3: the same bounds on a real S3 endpoint (moto) ------------------------------------------------
