@@ -18,9 +18,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def run_main(main: Callable[[list[str] | None], int], argv: Sequence[str], capfd: Any) -> \
-        subprocess.CompletedProcess[str]:
-    """``main(argv)`` as ``python -m`` runs it with ``PYTHONWARNINGS=ignore`` and no ``NCZARR_DEBUG``.
+def run_main(main: Callable[[list[str] | None], int], argv: Sequence[str], capfd: Any, *,
+             show_warnings: bool = False) -> subprocess.CompletedProcess[str]:
+    """``main(argv)`` as ``python -m`` runs it with ``PYTHONWARNINGS=ignore`` and no ``NCZARR_DEBUG``; with
+    ``show_warnings``, as it runs with Python's default warning filters instead: each warning it raises is
+    in its stderr, formatted as Python prints it (pytest would otherwise catch it unseen).
 
     What the command changes in this process is put back: the SIGINT/SIGTERM handlers and the
     unraisable hook it installs, the signal it may have recorded, so a later test is not affected.
@@ -31,8 +33,10 @@ def run_main(main: Callable[[list[str] | None], int], argv: Sequence[str], capfd
     saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook
     debug = os.environ.pop("NCZARR_DEBUG", None)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as raised:
+            warnings.simplefilter("default" if show_warnings else "ignore")
+            for quiet in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.filterwarnings("ignore", category=quiet)  # what a new interpreter leaves unsaid
             try:
                 code = main(list(argv))
             except SystemExit as exc:  # argparse's usage errors and --help end the parse this way
@@ -47,4 +51,5 @@ def run_main(main: Callable[[list[str] | None], int], argv: Sequence[str], capfd
     sys.stdout.flush()
     sys.stderr.flush()
     out, err = capfd.readouterr()
-    return subprocess.CompletedProcess(list(argv), code, out, err)
+    said = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line) for w in raised)
+    return subprocess.CompletedProcess(list(argv), code, out, said + err)
