@@ -25,12 +25,14 @@ def run_main(main: Callable[[list[str] | None], int], argv: Sequence[str], capfd
     in its stderr, formatted as Python prints it (pytest would otherwise catch it unseen).
 
     What the command changes in this process is put back: the SIGINT/SIGTERM handlers and the
-    unraisable hook it installs, the signal it may have recorded, so a later test is not affected.
+    unraisable hook it installs, the signal it may have recorded, the command name a lock records,
+    so a later test is not affected.
     """
     from nczarr_conformance import safety
 
     capfd.readouterr()  # what earlier code printed is not this command's output
     saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook
+    program = safety.program
     debug = os.environ.pop("NCZARR_DEBUG", None)
     try:
         with warnings.catch_warnings(record=True) as raised:
@@ -46,6 +48,7 @@ def run_main(main: Callable[[list[str] | None], int], argv: Sequence[str], capfd
         signal.signal(signal.SIGTERM, saved[1])
         sys.unraisablehook = saved[2]
         safety._received = None
+        safety.program = program
         if debug is not None:
             os.environ["NCZARR_DEBUG"] = debug
     sys.stdout.flush()
