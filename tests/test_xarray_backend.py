@@ -70,7 +70,7 @@ def assert_same(ours: Any, expected: Any, *, storage: bool = True) -> None:
     for path, a, b in _pairs(ours, expected):
         assert a.encoding.get("unlimited_dims") == b.encoding.get("unlimited_dims"), path
         for name, var in b.variables.items():
-            got = a[name]
+            got = a.variables[name]  # its dtype and encoding (a[name] builds a DataArray: quadratic in variables)
             assert got.dtype == var.dtype, (path, name, got.dtype, var.dtype)
             assert got.encoding.get("dtype") == var.encoding.get("dtype"), (path, name)
             if storage and var.encoding.get("contiguous") is False:
@@ -84,6 +84,22 @@ def model_oracle(model: Dataset, tmp_path: Path, opener: Any = None) -> Any:
     nc = tmp_path / "oracle.nc"
     netcdf4.write(model, str(nc))
     return reference(nc, opener)
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``converted(src, name)``: the path of ``src`` converted into a store named ``name`` (its suffix says
+    the kind), made once per module: the tests given it only read it."""
+    made: dict[tuple[str, str], str] = {}
+
+    def get(src: Path, name: str) -> str:
+        if (str(src), name) not in made:
+            out = tmp_path_factory.mktemp("converted") / name
+            convert(str(src), str(out))
+            made[(str(src), name)] = str(out)
+        return made[(str(src), name)]
+
+    return get
 
 
 # ---- (a) the bundled sample and real files: equal to the netcdf4 engine on the source --------------------
@@ -150,9 +166,8 @@ def _without(ds: Any, path: str) -> Any:
 
 @pytest.mark.parametrize("opener", ["open_dataset", "open_datatree"])
 @pytest.mark.parametrize("src", REAL, ids=REAL_IDS)
-def test_real_files_equal_netcdf4_engine(src, opener, tmp_path):
-    out = tmp_path / "real.zip"
-    convert(str(src), str(out))
+def test_real_files_equal_netcdf4_engine(src, opener, converted):
+    out = converted(src, "real.zip")  # one conversion read by both openers
     expected = reference(src, getattr(xr, opener))
     actual = _quiet(getattr(xr, opener), out, engine=ENGINE)
     for path in UNDEFINED.get(src.name, ()):
@@ -210,9 +225,8 @@ class GetSpy:
 
 
 @pytest.mark.parametrize("name", ["c.zip", "c.file"])
-def test_selection_fetches_only_touched_chunks(chunked, tmp_path, monkeypatch, name):
-    out = str(tmp_path / name)
-    convert(str(chunked), out)
+def test_selection_fetches_only_touched_chunks(chunked, converted, monkeypatch, name):
+    out = converted(chunked, name)
     spy = GetSpy(monkeypatch)
     ds = xr.open_dataset(out, engine=ENGINE)
     assert spy.chunks("/v/") == [] and spy.chunks("/g/") == []  # opening reads metadata (and the index `t`)
@@ -230,12 +244,11 @@ def test_selection_fetches_only_touched_chunks(chunked, tmp_path, monkeypatch, n
     ds.close()
 
 
-def test_dask_chunks_follow_the_store_chunks(chunked, tmp_path):
+def test_dask_chunks_follow_the_store_chunks(chunked, converted):
     """``chunks={}``: one dask chunk per stored chunk, the chunk shapes netCDF4-python reads from the source."""
     import netCDF4
 
-    out = str(tmp_path / "c.file")
-    convert(str(chunked), out)
+    out = converted(chunked, "c.file")
     with netCDF4.Dataset(chunked) as nc:
         expected = {"v": tuple(nc["v"].chunking())}
     with xr.open_dataset(out, engine=ENGINE, chunks={}) as ds:
@@ -281,9 +294,8 @@ def test_selection_through_an_s3_url(chunked, s3_bucket, monkeypatch):
     assert spy.chunks("/v/") == ["/v/0.0", "/v/0.1"]
 
 
-def test_datatree_is_lazy_too(chunked, tmp_path, monkeypatch):
-    out = str(tmp_path / "c.zip")
-    convert(str(chunked), out)
+def test_datatree_is_lazy_too(chunked, converted, monkeypatch):
+    out = converted(chunked, "c.zip")
     spy = GetSpy(monkeypatch)
     tree = xr.open_datatree(out, engine=ENGINE)
     assert spy.chunks("/g/") == []
@@ -414,9 +426,8 @@ def test_netcdf_c_490_upper_case_store_equals_its_source(tmp_path):
 
 # ---- (d) datatree with nested groups ------------------------------------------------------------------------
 
-def test_datatree_nested_groups(tmp_path):
-    out = str(tmp_path / "rich.zip")
-    convert(str(CORPUS / "rich.nc"), out)
+def test_datatree_nested_groups(converted):
+    out = converted(CORPUS / "rich.nc", "rich.zip")
     tree = xr.open_datatree(out, engine=ENGINE)
     assert [n.path for n in tree.subtree] == ["/", "/g1", "/g1/g2", "/g1/g2/empty"]
     assert tree["g1/g2/deep"].dims == ("time", "y", "z")
@@ -429,9 +440,8 @@ def test_datatree_nested_groups(tmp_path):
     assert_same(one, reference(CORPUS / "rich.nc", group="g1/g2"))
 
 
-def test_missing_group_names_it(tmp_path):
-    out = str(tmp_path / "rich.zip")
-    convert(str(CORPUS / "rich.nc"), out)
+def test_missing_group_names_it(converted):
+    out = converted(CORPUS / "rich.nc", "rich.zip")
     with pytest.raises(KeyError, match="/nope"):
         xr.open_dataset(out, engine=ENGINE, group="nope")
 
@@ -446,7 +456,7 @@ def test_pyproject_declares_the_entry_point():
     assert doc["project"]["entry-points"]["xarray.backends"] == {"nczarr": ENTRY}
 
 
-def test_installed_entry_point_is_registered_with_xarray(tmp_path):
+def test_installed_entry_point_is_registered_with_xarray(converted):
     found = [ep for ep in importlib.metadata.entry_points(group="xarray.backends") if ep.name == "nczarr"]
     dist = importlib.metadata.distribution("nczarr-conformance")
     if not found and not (dist.entry_points.select(group="xarray.backends")):
@@ -454,16 +464,14 @@ def test_installed_entry_point_is_registered_with_xarray(tmp_path):
     assert [ep.value for ep in found] == [ENTRY]
     assert found[0].load() is NCZarrBackendEntrypoint
     assert isinstance(xr.backends.list_engines()["nczarr"], NCZarrBackendEntrypoint)
-    out = str(tmp_path / "rich.zip")
-    convert(str(CORPUS / "rich.nc"), out)
+    out = converted(CORPUS / "rich.nc", "rich.zip")
     assert int(xr.open_dataset(out, engine="nczarr")["v_i4"][1]) == 2147483647
     # netcdf-c URLs are guessed without naming the engine
     assert int(xr.open_dataset(f"file://{out}#mode=nczarr,zip")["v_i4"][1]) == 2147483647
 
 
-def test_guess_can_open(tmp_path):
-    out = tmp_path / "rich.zip"
-    convert(str(CORPUS / "rich.nc"), str(out))
+def test_guess_can_open(tmp_path, converted):
+    out = converted(CORPUS / "rich.nc", "rich.zip")
     engine = ENGINE()
     assert engine.guess_can_open(f"file://{out}#mode=nczarr,zip")
     assert engine.guess_can_open("s3://bucket/key#mode=zarr,s3")
@@ -502,11 +510,10 @@ def test_engine_module_is_light_until_used():
     assert done.stdout.strip() == "[]"
 
 
-def test_an_open_lazy_dataset_is_shared_not_closed(chunked, tmp_path):
+def test_an_open_lazy_dataset_is_shared_not_closed(chunked, converted):
     import nczarr_conformance as ncz
 
-    out = str(tmp_path / "c.zip")
-    convert(str(chunked), out)
+    out = converted(chunked, "c.zip")
     with ncz.open(out) as lazy:
         ds = xr.open_dataset(lazy, engine=ENGINE)
         assert int(ds.v[1, 1]) == 7

@@ -12,13 +12,17 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import numpy as np
 import pytest
 
+from nczarr_conformance.cli import check as check_cli
+from nczarr_conformance.cli import dump as dump_cli
 from tests.check.test_check import REPORT_SCHEMA
 from tests.conftest import require_module
+from tests.in_process import run_main
 
 Objects = dict[str, bytes]
 
@@ -117,50 +121,77 @@ def to_s3(objs: Objects, bucket: str, prefix: str) -> str:
     return f"s3://{bucket}/{prefix}#mode=zarr,s3"
 
 
-def check(url: str, *flags: str) -> tuple[int, list[tuple[str, str, str | None]], str]:
-    result = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", "--format", "json", *flags, url],
-                            capture_output=True, text=True, timeout=120)
+Found = list[tuple[str, str, str | None]]
+
+
+def check(capfd: Any, url: str, *flags: str) -> tuple[int, Found, str]:
+    """``nczarr-check --format json FLAGS URL``: its exit code, findings and stderr. In this process (its main(),
+    Python's default warnings shown in its stderr: tests/in_process.py) unless ``capfd`` is None: then a real
+    process, as the tests of its exit codes and of a store that cannot be opened run it."""
+    argv = ["--format", "json", *flags, url]
+    if capfd is None:
+        result = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", *argv],
+                                capture_output=True, text=True, timeout=120)
+    else:
+        result = run_main(check_cli.main, argv, capfd, show_warnings=True)
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1, result.stderr
     if result.returncode == 2:
         return 2, [], result.stderr.strip()
-    doc = json.loads(result.stdout)
+    return result.returncode, findings(json.loads(result.stdout)), result.stderr
+
+
+def findings(doc: dict[str, Any]) -> Found:
+    """One report's findings, the report checked against the schema; never a crash of a rule."""
     jsonschema.validate(doc, REPORT_SCHEMA)
     found = [(f["rule"], f["severity"], f["key"]) for f in doc["findings"]]
     assert not [f for f in found if f[0] == "NCZ-CHECK-CRASH"], found
-    return result.returncode, found, result.stderr
+    return found
 
 
-def assert_fault(url: str, expected: tuple[str, str, str | None], code: int, *flags: str) -> None:
-    rc, found, stderr = check(url, "--deep", *flags)
+def assert_fault(capfd: Any, url: str, expected: tuple[str, str, str | None], code: int, *flags: str) -> None:
+    rc, found, stderr = check(capfd, url, "--deep", *flags)
     assert rc == code, (found, stderr)
     assert expected in found, found
     assert stderr == ""
 
 
+def dump(capfd: Any, *argv: str) -> subprocess.CompletedProcess[str]:
+    """nczarr-dump, a reader of these stores beside the peers: its main() in this process."""
+    return run_main(dump_cli.main, argv, capfd)
+
+
 # ---- each fault, on disk and in a zip ------------------------------------------------------
 
 def test_the_hand_built_base_is_valid(tmp_path):
-    for url in (to_dir(base(), tmp_path / "d.zarr"), to_zip(base(), tmp_path / "z.zip")):
-        rc, found, _ = check(url, "--deep")
-        assert rc == 0 and not [f for f in found if f[1] == "error"], found
+    """A real process checking both stores in one run: exit 0 (the worst of the two), a JSON array of two
+    reports, neither with an error."""
+    urls = [to_dir(base(), tmp_path / "d.zarr"), to_zip(base(), tmp_path / "z.zip")]
+    result = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.check", "--format", "json", "--deep", *urls],
+                            capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    docs = json.loads(result.stdout)
+    assert [doc["url"] for doc in docs] == urls
+    for doc in docs:
+        found = findings(doc)
+        assert not [f for f in found if f[1] == "error"], found
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_fault_is_an_error_finding(fault, kind, tmp_path):
+def test_fault_is_an_error_finding(fault, kind, tmp_path, capfd):
     make, expected, code = FAULTS[fault]
     url = to_dir(make(), tmp_path / "d.zarr") if kind == "dir" else to_zip(make(), tmp_path / "z.zip")
-    assert_fault(url, expected, code)
+    assert_fault(capfd, url, expected, code)
 
 
 @pytest.mark.s3
 @pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_fault_is_the_same_finding_on_s3(fault, s3_bucket):
+def test_fault_is_the_same_finding_on_s3(fault, s3_bucket, capfd):
     make, expected, code = FAULTS[fault]
-    assert_fault(to_s3(make(), s3_bucket, "ds"), expected, code)
+    assert_fault(capfd, to_s3(make(), s3_bucket, "ds"), expected, code)
 
 
-def test_dotdot_names_are_the_same_error_in_a_zip_and_on_s3(tmp_path, s3_bucket):
+def test_dotdot_names_are_the_same_error_in_a_zip_and_on_s3(tmp_path, s3_bucket, capfd):
     objs = base()
     objs["/a/../../escaped"] = b"x"
     zipped = tmp_path / "evil.zip"
@@ -168,7 +199,7 @@ def test_dotdot_names_are_the_same_error_in_a_zip_and_on_s3(tmp_path, s3_bucket)
         for key, data in objs.items():
             zf.writestr(key.lstrip("/"), data)
     for url in (str(zipped), to_s3(objs, s3_bucket, "evil")):
-        rc, found, _ = check(url)
+        rc, found, _ = check(capfd, url)
         assert rc == 1 and ("NCZ-STORE-UNSAFE", "error", None) in found, (url, found)
         assert not [f for f in found if f[0] == "NCZ-STORE-STRAY"], found
     assert not (tmp_path.parent / "escaped").exists()
@@ -177,17 +208,17 @@ def test_dotdot_names_are_the_same_error_in_a_zip_and_on_s3(tmp_path, s3_bucket)
 # ---- unreadable objects: a finding, whichever object ---------------------------------------
 
 @pytest.mark.parametrize("key", ["/a/0", "/a/.zarray"])
-def test_unreadable_object_in_a_directory(tmp_path, key):
+def test_unreadable_object_in_a_directory(tmp_path, key, capfd):
     """A symbolic link to itself cannot be read (ELOOP), even by root."""
     url = to_dir(base(), tmp_path / "d.zarr")
     target = Path(url).joinpath(*key.strip("/").split("/"))
     target.unlink()
     target.symlink_to(target.name)
-    assert_fault(url, ("NCZ-STORE-READ", "error", key), 1)
+    assert_fault(capfd, url, ("NCZ-STORE-READ", "error", key), 1)
 
 
 @pytest.mark.parametrize("key", ["/a/0", "/a/.zarray"])
-def test_unreadable_member_in_a_zip(tmp_path, key):
+def test_unreadable_member_in_a_zip(tmp_path, key, capfd):
     """A member whose bytes no longer match its CRC-32 cannot be read (zipfile raises BadZipFile)."""
     path = Path(to_zip(base(), tmp_path / "z.zip"))
     data = bytearray(path.read_bytes())
@@ -196,19 +227,19 @@ def test_unreadable_member_in_a_zip(tmp_path, key):
     start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
     data[start + 1] ^= 0xFF  # inside the stored member's data
     path.write_bytes(bytes(data))
-    assert_fault(str(path), ("NCZ-STORE-READ", "error", key), 1)
+    assert_fault(capfd, str(path), ("NCZ-STORE-READ", "error", key), 1)
 
 
 # ---- the store cannot be opened at all: exit 2, one line -----------------------------------
 
 def test_missing_store_is_exit_2(tmp_path):
-    rc, _, line = check(str(tmp_path / "nothing.zarr"))
+    rc, _, line = check(None, str(tmp_path / "nothing.zarr"))
     assert rc == 2 and line == f"nczarr-check: {tmp_path / 'nothing.zarr'}: no such file or directory"
 
 
 @pytest.mark.s3
 def test_missing_bucket_is_exit_2(moto_server):
-    rc, _, line = check("s3://no-such-bucket-here/ds#mode=zarr,s3")
+    rc, _, line = check(None, "s3://no-such-bucket-here/ds#mode=zarr,s3")
     assert rc == 2 and line.startswith("nczarr-check: s3://no-such-bucket-here/ds: no such bucket")
 
 
@@ -229,23 +260,22 @@ def test_nan_fill_is_refused_by_tensorstore(tmp_path):
     assert ts.open({**spec, "kvstore": {"driver": "file", "path": f"{ok}/a"}}).result().shape == (3,)
 
 
-def test_nan_attribute_as_zarr_python_writes_it_is_a_warning(tmp_path):
+def test_nan_attribute_as_zarr_python_writes_it_is_a_warning(tmp_path, capfd):
     zarr = require_module("zarr")
     group = zarr.open_group(str(tmp_path / "zp.zarr"), mode="w", zarr_format=2)
     group.attrs["missing"] = float("nan")
     assert b"NaN" in (tmp_path / "zp.zarr" / ".zattrs").read_bytes()
-    rc, found, _ = check(str(tmp_path / "zp.zarr"))
+    rc, found, _ = check(capfd, str(tmp_path / "zp.zarr"))
     assert rc == 0 and ("NCZ-ATTR-NAN", "warning", "/.zattrs") in found
 
 
-def test_stale_zmetadata_is_read_by_consolidating_readers(tmp_path):
+def test_stale_zmetadata_is_read_by_consolidating_readers(tmp_path, capfd):
     """zarr-python (consolidated) and nczarr-dump see the .zmetadata shape [4]; the object says [3]."""
     zarr = require_module("zarr")
     url = to_dir(stale_zmetadata(), tmp_path / "d.zarr")
     assert zarr.open_consolidated(url, zarr_format=2)["a"].shape == (4,)
     assert zarr.open_group(url, zarr_format=2, use_consolidated=False)["a"].shape == (3,)
-    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", "-H", url], capture_output=True,
-                            text=True, timeout=120)
+    dumped = dump(capfd, "-H", url)
     assert "x = 4 ;" in dumped.stdout
 
 
@@ -269,57 +299,56 @@ NAN, INF = float("nan"), float("inf")
 
 @pytest.mark.parametrize("in_zarray,in_zmetadata", [(NAN, "NaN"), ("NaN", NAN), ("Infinity", INF), (-INF, "-Infinity")],
                          ids=["bare-vs-quoted", "quoted-vs-bare", "inf", "-inf"])
-def test_fill_spelled_two_ways_is_not_stale(tmp_path, in_zarray, in_zmetadata):
+def test_fill_spelled_two_ways_is_not_stale(tmp_path, in_zarray, in_zmetadata, capfd):
     """zarr-python reads one fill from either object: the .zmetadata entry is not stale (issue 20 item 21)."""
     zarr = pytest.importorskip("zarr")
     url = to_dir(spelled_fill(in_zarray, in_zmetadata), tmp_path / "d.zarr")
     consolidated = zarr.open_consolidated(url, zarr_format=2)["a"].fill_value
     alone = zarr.open_group(url, zarr_format=2, use_consolidated=False)["a"].fill_value
     assert np.array_equal(consolidated, alone, equal_nan=True)  # the peer sees one fill
-    _, found, _ = check(url)
+    _, found, _ = check(capfd, url)
     assert not [f for f in found if f[0] == "NCZ-CONSOLIDATED-MATCH"], found
 
 
 @pytest.mark.parametrize("in_zarray,in_zmetadata", [("NaN", 0.0), (NAN, "Infinity"), (0.0, -0.0), ("NaN", "nan")],
                          ids=["nan-vs-zero", "nan-vs-inf", "signed-zero", "undecodable"])
-def test_fill_that_differs_is_stale(tmp_path, in_zarray, in_zmetadata):
+def test_fill_that_differs_is_stale(tmp_path, in_zarray, in_zmetadata, capfd):
     url = to_dir(spelled_fill(in_zarray, in_zmetadata), tmp_path / "d.zarr")
-    rc, found, _ = check(url)
+    rc, found, _ = check(capfd, url)
     assert rc == 1 and ("NCZ-CONSOLIDATED-MATCH", "error", "/.zmetadata") in found, found
 
 
-def test_dim_conflict_is_refused_by_xarray_and_nczarr_dump(tmp_path):
+def test_dim_conflict_is_refused_by_xarray_and_nczarr_dump(tmp_path, capfd):
     xr = require_module("xarray")
     url = to_dir(dim_conflict(), tmp_path / "d.zarr")
     with pytest.raises(ValueError, match="conflicting sizes"):
         xr.open_zarr(url, consolidated=False)
-    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", url], capture_output=True,
-                            text=True, timeout=120)
+    dumped = dump(capfd, url)
     assert dumped.returncode == 2 and "dimension 'x' has size 4 here but 3" in dumped.stderr
 
 
 @pytest.mark.parametrize("depth", [255, 256, 257, 400])
-def test_json_depth_limit(tmp_path, depth):
+def test_json_depth_limit(tmp_path, depth, capfd):
     """Nesting the parser accepts but readers recursing over values do not is refused too (MAX_JSON_DEPTH)."""
     from nczarr_conformance.checker.context import MAX_JSON_DEPTH
 
     objs = base()
     # the .zattrs object itself is one level: its member nests depth - 1 more
     objs["/a/.zattrs"] = b'{"_ARRAY_DIMENSIONS": ["x"], "d": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
-    rc, found, _ = check(to_dir(objs, tmp_path / "d.zarr"))
+    rc, found, _ = check(capfd, to_dir(objs, tmp_path / "d.zarr"))
     deep = [f for f in found if f[0] == "NCZ-JSON-DEPTH"]
     assert (rc, deep) == ((1, [("NCZ-JSON-DEPTH", "error", "/a/.zattrs")]) if depth > MAX_JSON_DEPTH else (0, []))
 
 
-def test_a_key_that_is_both_object_and_prefix_is_the_same_error_in_a_zip_and_on_s3(tmp_path, s3_bucket):
+def test_a_key_that_is_both_object_and_prefix_is_the_same_error_in_a_zip_and_on_s3(tmp_path, s3_bucket, capfd):
     """`a/.zattrs` as an object and as a folder of `a/.zattrs/0`: a directory cannot hold it, a zip and S3 can."""
     objs = base()
     objs["/a/.zattrs"] = j({})
     objs["/a/.zattrs/0"] = b"junk"
     for url in (to_zip(objs, tmp_path / "clash.zip"), to_s3(objs, s3_bucket, "clash")):
-        rc, found, _ = check(url)
+        rc, found, _ = check(capfd, url)
         assert rc == 1 and ("NCZ-STORE-KEYCLASH", "error", "/a/.zattrs") in found, (url, found)
-    rc, found, _ = check(to_zip(base(), tmp_path / "fine.zip"))
+    rc, found, _ = check(capfd, to_zip(base(), tmp_path / "fine.zip"))
     assert not [f for f in found if f[0] == "NCZ-STORE-KEYCLASH"], found
 
 
@@ -332,7 +361,7 @@ def test_more_dimensions_than_numpy_holds_is_an_error_not_a_crash(tmp_path):
     url = to_dir(objs, tmp_path / "ndim")
     with pytest.raises(ValueError, match="maximum supported dimension"):  # the peer fails the same way
         zarr.open_array(str(tmp_path / "ndim" / "a"), mode="r")[...]
-    rc, found, _ = check(url)
+    rc, found, _ = check(None, url)  # a real process: the exit code of an error finding
     assert rc == 1 and ("NCZ-ARRAY-NDIM", "error", "/a/.zarray") in found, found
     dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", url], capture_output=True, text=True,
                             timeout=60)

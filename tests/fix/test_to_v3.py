@@ -23,8 +23,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nczarr_conformance.cli.convert import main as nc2nczarr_main
+from nczarr_conformance.cli.fix import main as fix_main
 from nczarr_conformance.model import Attribute, Dataset, Dimension, Group, Variable
 from tests.fix.helpers import c410, nc_read, url
+from tests.in_process import run_main
 
 pytestmark = pytest.mark.peer
 
@@ -32,9 +35,17 @@ V2_NAMES = {".zarray", ".zattrs", ".zgroup", ".zmetadata"}
 
 
 def cli(*args: str, preexec: Any = None) -> subprocess.CompletedProcess[str]:
+    """nczarr-fix in a process of its own: the tests of a kill, of a file-size limit and one per exit code."""
     return subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.fix", *args], capture_output=True, text=True,
                           check=False, timeout=180, preexec_fn=preexec,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+@pytest.fixture
+def nczarr_fix(capfd: pytest.CaptureFixture[str]) -> Any:
+    """nczarr-fix's main() in this process (tests/in_process.py); its netcdf-c child (fix/verify.py) is started
+    once and kept, as it is for a process's later fixes."""
+    return lambda *args: run_main(fix_main, args, capfd)
 
 
 def one_line(err: str) -> str:
@@ -214,8 +225,19 @@ def c_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     return path, netcdf_c_values(path)
 
 
+@pytest.fixture(scope="module")
+def c_migrated(c_store: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """Every object of the netcdf-c store once migrated in place, by a real process (exit 0)."""
+    template, _ = c_store
+    done = tmp_path_factory.mktemp("migrated") / "done.file"
+    shutil.copytree(template, done)
+    result = cli(str(done), "--to-v3", "--no-backup")
+    assert result.returncode == 0, result.stderr
+    return files(done)
+
+
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_a_netcdf_c_store_migrates_in_place_with_every_chunk_kept(c_store, tmp_path, kind):
+def test_a_netcdf_c_store_migrates_in_place_with_every_chunk_kept(c_store, tmp_path, kind, nczarr_fix):
     template, expected = c_store
     store = tmp_path / "s.file"
     shutil.copytree(template, store)
@@ -223,7 +245,7 @@ def test_a_netcdf_c_store_migrates_in_place_with_every_chunk_kept(c_store, tmp_p
         store = zip_of(store, tmp_path / "s.zip")
     kept = chunks(store)
     model = our_model(store)
-    result = cli(str(store), "--to-v3", "--no-backup")
+    result = nczarr_fix(str(store), "--to-v3", "--no-backup")
     assert result.returncode == 0, result.stderr
     assert chunks(store) == kept  # same keys, same bytes, and (a directory) the same files: never rewritten
     left = [k for k in files(store) if k.rsplit("/", 1)[-1] in V2_NAMES]
@@ -250,7 +272,7 @@ def _our_reading_equal_less_what_v3_cannot_keep(v2: Dataset, v3: Dataset, stdout
 
 
 @pytest.mark.parametrize("flavor", ["nczarr-4.10", "nczarr-2", "nczarr-2-upper", "zarr"])
-def test_each_v2_flavor_of_our_writer_migrates_to_what_netcdf_c_read(tmp_path, flavor):
+def test_each_v2_flavor_of_our_writer_migrates_to_what_netcdf_c_read(tmp_path, flavor, nczarr_fix):
     store = our_store(tmp_path / "o.file", flavor)
     if flavor == "nczarr-2-upper":  # netcdf-c 4.10.1 reads no upper-case store ("NCZarr error"): the source
         expected = {f"{g.strip('/')}/{n}".lstrip("/"): v.data for g, grp in our_model_written().root.walk()
@@ -259,7 +281,7 @@ def test_each_v2_flavor_of_our_writer_migrates_to_what_netcdf_c_read(tmp_path, f
         expected = netcdf_c_values(store, "zarr" if flavor == "zarr" else "nczarr")
     kept = chunks(store)
     out = tmp_path / "o3.file"
-    result = cli(str(store), "--to-v3", "--out", str(out))
+    result = nczarr_fix(str(store), "--to-v3", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert {k: h for k, (h, _) in chunks(out).items()} == {k: h for k, (h, _) in kept.items()}
     assert chunks(store) == kept and (store / ".zgroup").exists()  # --out: the input only read
@@ -273,11 +295,11 @@ def test_each_v2_flavor_of_our_writer_migrates_to_what_netcdf_c_read(tmp_path, f
 
 
 @pytest.mark.parametrize("consolidated", [False, True])
-def test_a_zarr_python_2_format_store_migrates(tmp_path, consolidated):
+def test_a_zarr_python_2_format_store_migrates(tmp_path, consolidated, nczarr_fix):
     store = xarray_zarr2_store(tmp_path / "x.zarr", consolidated=consolidated)
     expected = netcdf_c_values(store, "zarr")
     kept = chunks(store)
-    result = cli(str(store), "--to-v3", "--no-backup")
+    result = nczarr_fix(str(store), "--to-v3", "--no-backup")
     assert result.returncode == 0, result.stderr
     assert chunks(store) == kept
     assert_same(expected, zarr_python_values(store), "zarr-python 3")
@@ -327,7 +349,7 @@ def explained(ours: dict[str, Any], theirs: dict[str, Any], v2: Path, key: str) 
 
 
 @pytest.mark.parametrize("case", ["netcdf-c", "ours-nczarr", "ours-zarr", "xarray-zarr2"])
-def test_metadata_equals_zarr_migrate_v3_but_for_the_listed_differences(tmp_path, case):
+def test_metadata_equals_zarr_migrate_v3_but_for_the_listed_differences(tmp_path, case, nczarr_fix):
     """On a store zarr-python's migration accepts, every zarr.json equals its own but for the three
     differences :func:`explained` names and undoes: data type, chunk grid, chunk key encoding, fill and
     codecs are the same to the byte."""
@@ -354,7 +376,7 @@ def test_metadata_equals_zarr_migrate_v3_but_for_the_listed_differences(tmp_path
     theirs_dir = tmp_path / "theirs"
     assert zarr_migrate(src, theirs_dir) is None
     ours_dir = tmp_path / "ours"
-    result = cli(str(src), "--to-v3", "--out", str(ours_dir))
+    result = nczarr_fix(str(src), "--to-v3", "--out", str(ours_dir))
     assert result.returncode == 0, result.stderr
     ours, theirs = v3_docs(ours_dir), v3_docs(theirs_dir)
     assert sorted(ours) == sorted(theirs)
@@ -379,7 +401,7 @@ def _drop_from_group(store: Path, name: str) -> None:
     ("byte", ("'<i1'", "'<u1'")), ("char", ("'>S1'",)), ("shuffle", ("is not an ArrayArrayCodec",)),
     ("consolidated", ("consolidated metadata isn't supported",)), ("null-fill", ("Cannot convert object None",)),
 ])
-def test_what_zarr_migrate_refuses_and_to_v3_migrates(tmp_path, what, refusal):
+def test_what_zarr_migrate_refuses_and_to_v3_migrates(tmp_path, what, refusal, nczarr_fix):
     """The stores zarr-python's own migration refuses (the message it raises), each migrated by --to-v3 to
     values zarr-python 3 then reads as netCDF4-python read the original."""
     src = tmp_path / "v2"
@@ -396,7 +418,7 @@ def test_what_zarr_migrate_refuses_and_to_v3_migrates(tmp_path, what, refusal):
     why = zarr_migrate(src, tmp_path / "theirs")
     assert why is not None and any(words in why for words in refusal), why
     out = tmp_path / "ours"
-    result = cli(str(src), "--to-v3", "--out", str(out))
+    result = nczarr_fix(str(src), "--to-v3", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert_same(expected, zarr_python_values(out), "zarr-python 3")
 
@@ -413,11 +435,11 @@ def _edit_zarray(store: Path, node: str, **changes: Any) -> None:
     ({"filters": [{"id": "delta", "dtype": "<i4"}]}, ["/i", "'delta'", "array values"]),
     ({"compressor": {"id": "szip-unknown"}}, ["/i", "'szip-unknown'", "no Zarr v3 form zarr-python reads"]),
 ])
-def test_a_codec_without_a_v3_form_is_refused_in_one_line_store_untouched(tmp_path, edit, words):
+def test_a_codec_without_a_v3_form_is_refused_in_one_line_store_untouched(tmp_path, edit, words, nczarr_fix):
     store = our_store(tmp_path / "o.file", "nczarr-4.10", consolidate=False)
     _edit_zarray(store, "i", **edit)
     before = files(store)
-    result = cli(str(store), "--to-v3")
+    result = nczarr_fix(str(store), "--to-v3")
     assert result.returncode == 2
     line = one_line(result.stderr)
     assert line.startswith(f"nczarr-fix: {store}: ") and line.endswith("nothing was changed"), line
@@ -435,7 +457,7 @@ def test_a_stale_zmetadata_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("zattrs", ["i/.zattrs", ".zattrs"])
-def test_a_zmetadata_stale_only_in_a_zattrs_is_refused(tmp_path, zattrs):
+def test_a_zmetadata_stale_only_in_a_zattrs_is_refused(tmp_path, zattrs, nczarr_fix):
     """An attribute added to a ``.zattrs`` after consolidating (an array's, the root's): the migration would
     otherwise carry the consolidated copy into zarr.json and lose the attribute the object holds."""
     store = our_store(tmp_path / "o.file", "zarr", consolidate=True)
@@ -444,13 +466,13 @@ def test_a_zmetadata_stale_only_in_a_zattrs_is_refused(tmp_path, zattrs):
     path.write_text(json.dumps({**doc, "added_later": "yes"}))
     assert json.loads((store / ".zmetadata").read_text())["metadata"].get(zattrs) != json.loads(path.read_text())
     before = files(store)
-    result = cli(str(store), "--to-v3")
+    result = nczarr_fix(str(store), "--to-v3")
     assert result.returncode == 2
     assert f"/.zmetadata is stale ({zattrs} differs)" in one_line(result.stderr), result.stderr
     assert files(store) == before and sorted(os.listdir(tmp_path)) == ["o.file"]
 
 
-def test_the_draft_layout_is_refused_and_nz_refuses_the_strings_it_would_keep_as_bytes(tmp_path):
+def test_the_draft_layout_is_refused_and_nz_refuses_the_strings_it_would_keep_as_bytes(tmp_path, nczarr_fix, capfd):
     """--flavor nczarr-v3-draft is not a migration target (its char and string types are not the v2
     chunks' bytes): one line, exit 2, nothing written. --flavor nz migrates (tests/zarr3/test_nz.py) but not
     string arrays, whose stored bytes would be null_terminated_bytes, which NZ's own validator refuses
@@ -459,7 +481,7 @@ def test_the_draft_layout_is_refused_and_nz_refuses_the_strings_it_would_keep_as
 
     store = our_store(tmp_path / "o.file", "zarr")
     before = files(store)
-    result = cli(str(store), "--to-v3", "--flavor", "nczarr-v3-draft")
+    result = nczarr_fix(str(store), "--to-v3", "--flavor", "nczarr-v3-draft")
     assert result.returncode == 2 and "--flavor nczarr-v3-draft" in one_line(result.stderr)
     assert files(store) == before
     src = tmp_path / "s.nc"
@@ -467,11 +489,10 @@ def test_the_draft_layout_is_refused_and_nz_refuses_the_strings_it_would_keep_as
         nc.createDimension("x", 2)
         nc.createVariable("names", str, ("x",))[:] = np.array(["ab", "c"], dtype=object)
     v2 = tmp_path / "s.zarr"
-    done = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.convert", "-q", str(src), str(v2)],
-                          capture_output=True, text=True, check=False)
+    done = run_main(nc2nczarr_main, ["-q", str(src), str(v2)], capfd)
     assert done.returncode == 0, done.stderr
     before = files(v2)
-    result = cli(str(v2), "--to-v3", "--flavor", "nz", "--no-backup")
+    result = nczarr_fix(str(v2), "--to-v3", "--flavor", "nz", "--no-backup")
     assert result.returncode == 2, result.stderr
     said = one_line(result.stderr)
     assert "NZ-1.0 cannot hold the strings of /names" in said and "nc2nczarr --zarr-format 3 --flavor nz" in said
@@ -487,19 +508,19 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     assert files(store) == before and sorted(os.listdir(tmp_path)) == ["o.file"]
 
 
-def test_a_migrated_store_is_left_as_it_is(tmp_path):
+def test_a_migrated_store_is_left_as_it_is(tmp_path, nczarr_fix):
     store = our_store(tmp_path / "o.file", "zarr")
-    assert cli(str(store), "--to-v3", "--no-backup").returncode == 0
+    assert nczarr_fix(str(store), "--to-v3", "--no-backup").returncode == 0
     after = files(store)
-    again = cli(str(store), "--to-v3")
+    again = nczarr_fix(str(store), "--to-v3")
     assert again.returncode == 0 and "already Zarr v3" in again.stdout
     assert files(store) == after
 
 
-def test_the_backup_holds_the_v2_metadata(tmp_path):
+def test_the_backup_holds_the_v2_metadata(tmp_path, nczarr_fix):
     store = our_store(tmp_path / "o.file", "nczarr-4.10")
     v2 = {k: v for k, v in files(store).items() if k.rsplit("/", 1)[-1] in V2_NAMES}
-    assert cli(str(store), "--to-v3").returncode == 0
+    assert nczarr_fix(str(store), "--to-v3").returncode == 0
     (backup,) = [p for p in tmp_path.iterdir() if ".nczarr-fix-backup-" in p.name]
     manifest = json.loads((backup / "nczarr-fix-backup.json").read_text())
     assert {k: v for k, v in files(backup).items() if k != "nczarr-fix-backup.json"} == v2
@@ -526,14 +547,12 @@ def test_a_write_failing_part_way_changes_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.2, 0.5, 0.8])
-def test_a_kill_leaves_the_v2_store_or_the_v3_one_and_a_rerun_finishes(c_store, tmp_path, delay):
+def test_a_kill_leaves_the_v2_store_or_the_v3_one_and_a_rerun_finishes(c_store, c_migrated, tmp_path, delay,
+                                                                       nczarr_fix):
     """SIGKILL at a few moments of an in-place run (each try must hold): the store is the v2 one or the
     migrated one, never a mix; the next run removes what the killed one left beside it and finishes."""
     template, _ = c_store
-    done = tmp_path / "done.file"
-    shutil.copytree(template, done)
-    assert cli(str(done), "--to-v3", "--no-backup").returncode == 0
-    migrated = files(done)
+    migrated = c_migrated
     store = tmp_path / "s.file"
     shutil.copytree(template, store)
     before = files(store)
@@ -544,13 +563,13 @@ def test_a_kill_leaves_the_v2_store_or_the_v3_one_and_a_rerun_finishes(c_store, 
     proc.communicate(timeout=60)
     assert files(store) in (before, migrated), "a mix of v2 and v3"
     assert not [p for p in store.rglob("*") if "partial" in p.name]
-    again = cli(str(store), "--to-v3", "--no-backup")
+    again = nczarr_fix(str(store), "--to-v3", "--no-backup")
     assert again.returncode == 0, again.stderr
     assert files(store) == migrated
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-def test_s3_in_place_and_out(tmp_path, s3_bucket, moto_server):
+def test_s3_in_place_and_out(tmp_path, s3_bucket, moto_server, nczarr_fix):
     import boto3
 
     client = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
@@ -560,9 +579,9 @@ def test_s3_in_place_and_out(tmp_path, s3_bucket, moto_server):
         client.put_object(Bucket=s3_bucket, Key=f"ds/{key}", Body=data)
     src = f"s3://{s3_bucket}/ds"
     out = tmp_path / "o3.file"
-    assert cli(src, "--to-v3", "--out", str(out)).returncode == 0
+    assert nczarr_fix(src, "--to-v3", "--out", str(out)).returncode == 0
     assert_same(expected, zarr_python_values(out), "zarr-python 3")
-    result = cli(src, "--to-v3")
+    result = nczarr_fix(src, "--to-v3")
     assert result.returncode == 0, result.stderr
     listed = {o["Key"] for o in client.list_objects_v2(Bucket=s3_bucket).get("Contents", [])}
     migrated = {k: client.get_object(Bucket=s3_bucket, Key=k)["Body"].read() for k in listed if k.startswith("ds/")}

@@ -8,21 +8,26 @@ by the objects on the server, compared byte for byte.
 """
 from __future__ import annotations
 
+import functools
 import json
+import os
 import signal
 import socket
 import subprocess
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from nczarr_conformance import safety
+from nczarr_conformance.cli.convert import main as nc2nczarr_main
 from tests.conftest import require_module, settled
+from tests.in_process import run_main
 from tests.test_append import make
-from tests.zarr3.test_append_v3 import CONVERT, cli, make_long, nc_values, objects, to_v3
+from tests.zarr3.test_append_v3 import CONVERT, cli, make_long, nc_values, objects
 
 zarr = pytest.importorskip("zarr")
 if int(zarr.__version__.split(".")[0]) < 3:
@@ -31,11 +36,36 @@ if int(zarr.__version__.split(".")[0]) < 3:
 pytestmark = pytest.mark.s3
 
 
-def s3_objects(bucket: str, prefix: str) -> dict[str, bytes]:
-    """Every object under ``prefix/`` by its key below the prefix, as boto3 reads it from the server."""
+@pytest.fixture
+def nc2nczarr(capfd: pytest.CaptureFixture[str]) -> Any:
+    """``nc2nczarr -q ARGS``: its main() in this process (tests/in_process.py). A real process (:func:`cli`) for
+    the kill, one --concat into S3 (exit 0) and the refused appends (exit 2, one line)."""
+    return lambda *args: run_main(nc2nczarr_main, ["-q", *args], capfd)
+
+
+def to_v3_here(nc2nczarr: Any, src: Path, out: Path, *extra: str) -> Path:
+    """test_append_v3.to_v3 (the directory store of the same command), in this process."""
+    done = nc2nczarr("--zarr-format", "3", *extra, str(src), str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@functools.cache
+def _client(endpoint: str | None) -> Any:
     import boto3
 
-    client = boto3.client("s3")
+    return boto3.client("s3")
+
+
+def s3_client() -> Any:
+    """One boto3 client per endpoint (the session's moto server), not one per look: making a client costs
+    tens of milliseconds of CPU, and the kill test looks at the bucket dozens of times."""
+    return _client(os.environ.get("AWS_ENDPOINT_URL"))
+
+
+def s3_objects(bucket: str, prefix: str) -> dict[str, bytes]:
+    """Every object under ``prefix/`` by its key below the prefix, as boto3 reads it from the server."""
+    client = s3_client()
     out: dict[str, bytes] = {}
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/"):
         for obj in page.get("Contents", []):
@@ -62,7 +92,7 @@ def assert_reads(url: str, endpoint: str, whole: Path) -> None:
 # ---- the result --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("extra", [(), ("--shard", "2"), ("--no-consolidate",)],
                          ids=["chunks", "shard2", "unconsolidated"])
-def test_append_on_s3_equals_the_same_append_on_a_directory(tmp_path, s3_bucket, moto_server, extra):
+def test_append_on_s3_equals_the_same_append_on_a_directory(tmp_path, s3_bucket, moto_server, extra, nc2nczarr):
     """Object for object what the same append makes of the same store on a directory (the rewritten
     partial last shard included; without consolidated metadata the root zarr.json, deleted for the
     metadata phase, is put back as it was); no marker left; zarr-python over S3 reads netCDF4's values.
@@ -73,8 +103,8 @@ def test_append_on_s3_equals_the_same_append_on_a_directory(tmp_path, s3_bucket,
         make(tmp_path / "all.nc", 0, 11)
     prefix = f"v3-{len(extra)}{extra[-1].strip('-') if extra else ''}"  # (the bucket's name is cut short)
     url = f"s3://{s3_bucket}/{prefix}"
-    assert cli("--zarr-format", "3", *extra, str(first), url).returncode == 0
-    local = to_v3(first, tmp_path / "s.zarr", *extra)
+    assert nc2nczarr("--zarr-format", "3", *extra, str(first), url).returncode == 0
+    local = to_v3_here(nc2nczarr, first, tmp_path / "s.zarr", *extra)
     assert s3_objects(s3_bucket, prefix) == objects(local)  # the same start
     recorder = S3Store(s3_bucket, prefix)  # shares the client's endpoint: records every request on the prefix
     try:
@@ -84,7 +114,7 @@ def test_append_on_s3_equals_the_same_append_on_a_directory(tmp_path, s3_bucket,
         sent = [(op, key[len(prefix) + 1:]) for op, key in recorder.requests if op in ("PutObject", "DeleteObjects")]
     finally:
         recorder.close()
-    assert cli("--append", "time", str(second), str(local)).returncode == 0
+    assert nc2nczarr("--append", "time", str(second), str(local)).returncode == 0
     assert s3_objects(s3_bucket, prefix) == objects(local)  # chunks, shards and their index, every zarr.json
     assert_reads(url, moto_server, whole)
     puts = [(n, key) for n, (op, key) in enumerate(sent) if op == "PutObject"]
@@ -96,42 +126,43 @@ def test_append_on_s3_equals_the_same_append_on_a_directory(tmp_path, s3_bucket,
     assert sent[-1] == ("DeleteObjects", ".nczarr-partial"), sent  # the marker after everything
 
 
-def test_several_files_onto_s3_in_one_append(tmp_path, s3_bucket, moto_server):
+def test_several_files_onto_s3_in_one_append(tmp_path, s3_bucket, moto_server, nc2nczarr):
     """Three files given out of order: coordinate order, one transaction, equal to the directory's result."""
     parts = [make(tmp_path / f"p{i}.nc", t0, n) for i, (t0, n) in enumerate([(5, 3), (8, 6), (14, 2)])]
     first, whole = make(tmp_path / "p.nc", 0, 5), make(tmp_path / "all.nc", 0, 16)
     url = f"s3://{s3_bucket}/v3"
-    assert cli("--zarr-format", "3", "--shard", "2", str(first), url).returncode == 0
-    local = to_v3(first, tmp_path / "s.zarr", "--shard", "2")
+    assert nc2nczarr("--zarr-format", "3", "--shard", "2", str(first), url).returncode == 0
+    local = to_v3_here(nc2nczarr, first, tmp_path / "s.zarr", "--shard", "2")
     order = (parts[2], parts[0], parts[1])
-    assert cli("--append", "time", *map(str, order), url).returncode == 0
-    assert cli("--append", "time", *map(str, order), str(local)).returncode == 0
+    assert nc2nczarr("--append", "time", *map(str, order), url).returncode == 0
+    assert nc2nczarr("--append", "time", *map(str, order), str(local)).returncode == 0
     assert s3_objects(s3_bucket, "v3") == objects(local)
     assert_reads(url, moto_server, whole)
 
 
-def test_concat_into_v3_on_s3_equals_the_directory_concat(tmp_path, s3_bucket, moto_server):
+def test_concat_into_v3_on_s3_equals_the_directory_concat(tmp_path, s3_bucket, moto_server, nc2nczarr):
     """``--zarr-format 3 --concat`` into S3: the directory's objects; an existing dataset without
     --overwrite is refused at once, in one line, every object as it was; with it, replaced."""
     parts = [make(tmp_path / f"p{i}.nc", t0, n) for i, (t0, n) in enumerate([(5, 3), (0, 5), (8, 8)])]
     whole = make(tmp_path / "all.nc", 0, 16)
     url = f"s3://{s3_bucket}/cat"
-    gap = cli("--zarr-format", "3", "--concat", "time", str(parts[1]), str(make(tmp_path / "gap.nc", 20, 2)), url)
+    gap = nc2nczarr("--zarr-format", "3", "--concat", "time", str(parts[1]), str(make(tmp_path / "gap.nc", 20, 2)), url)
     assert gap.returncode == 2 and "gap in coordinate time" in gap.stderr, gap.stderr
     assert s3_objects(s3_bucket, "cat") == {}  # nothing written, the marker taken back
     done = cli("--zarr-format", "3", "--shard", "2", "--concat", "time", *map(str, parts), url)
     assert done.returncode == 0, done.stderr
     local = tmp_path / "cat.zarr"
-    assert cli("--zarr-format", "3", "--shard", "2", "--concat", "time", *map(str, parts), str(local)).returncode == 0
+    here = nc2nczarr("--zarr-format", "3", "--shard", "2", "--concat", "time", *map(str, parts), str(local))
+    assert here.returncode == 0, here.stderr
     assert s3_objects(s3_bucket, "cat") == objects(local)
     assert_reads(url, moto_server, whole)
 
     before = s3_objects(s3_bucket, "cat")
-    again = cli("--zarr-format", "3", "--concat", "time", *map(str, parts[:2]), url)
+    again = nc2nczarr("--zarr-format", "3", "--concat", "time", *map(str, parts[:2]), url)
     assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1, again.stderr
     assert "use --overwrite to replace" in again.stderr, again.stderr
     assert s3_objects(s3_bucket, "cat") == before
-    done = cli("--overwrite", "--zarr-format", "3", "--concat", "time", *map(str, parts[:2]), url)
+    done = nc2nczarr("--overwrite", "--zarr-format", "3", "--concat", "time", *map(str, parts[:2]), url)
     assert done.returncode == 0, done.stderr
     assert zarr_on_s3(url, moto_server)["v"].shape == (8, 3)  # type: ignore[index]
     assert "/.nczarr-partial" not in s3_objects(s3_bucket, "cat")
@@ -142,11 +173,11 @@ def test_concat_into_v3_on_s3_equals_the_directory_concat(tmp_path, s3_bucket, m
     ({"units": "hours"}, "/time: attributes differ"),
     ({"nx": 4}, "/x: size 3 in the store, 4"),
 ])
-def test_a_refused_append_leaves_every_object_byte_identical(tmp_path, s3_bucket, change, match):
+def test_a_refused_append_leaves_every_object_byte_identical(tmp_path, s3_bucket, change, match, nc2nczarr):
     first = make(tmp_path / "a1.nc", 0, 5)
     prefix = f"v3-{sorted(change)[0]}"
     url = f"s3://{s3_bucket}/{prefix}"
-    assert cli("--zarr-format", "3", "--shard", "2", str(first), url).returncode == 0
+    assert nc2nczarr("--zarr-format", "3", "--shard", "2", str(first), url).returncode == 0
     before = s3_objects(s3_bucket, prefix)
     done = cli("--append", "time", str(make(tmp_path / "other.nc", 5, 3, **change)), url)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
@@ -156,14 +187,14 @@ def test_a_refused_append_leaves_every_object_byte_identical(tmp_path, s3_bucket
 
 # ---- kills ------------------------------------------------------------------------------------------------
 def test_a_killed_v3_append_on_s3_leaves_the_old_dataset_and_the_next_append_cleans_up(tmp_path, s3_bucket,
-                                                                                       moto_server):
+                                                                                       moto_server, nc2nczarr):
     """SIGKILL among the chunk PUTs: the root zarr.json is the old one and zarr-python reads the old rows;
     a plain write over it is refused (a dead writer's marker over a complete v3 dataset: nothing deleted);
     the next append (of fewer rows than the dead one's) removes the marker and the dead run's chunks
     outside every grid, which a later append leaving an all-fill chunk out would otherwise show."""
     first, second = make_long(tmp_path / "a1.nc", 0, 3), make_long(tmp_path / "a2.nc", 3, 150)
     url = f"s3://{s3_bucket}/v3"
-    assert cli("--zarr-format", "3", str(first), url).returncode == 0
+    assert nc2nczarr("--zarr-format", "3", str(first), url).returncode == 0
     old = s3_objects(s3_bucket, "v3")
     proc = subprocess.Popen([*CONVERT, "--append", "time", str(second), url], stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -178,12 +209,12 @@ def test_a_killed_v3_append_on_s3_leaves_the_old_dataset_and_the_next_append_cle
     v = zarr_on_s3(url, moto_server)["v"]  # type: ignore[index]
     assert v.shape == (3, 2048) and np.array_equal(v[...], full[:3])
 
-    plain = cli("--zarr-format", "3", str(first), url)
+    plain = nc2nczarr("--zarr-format", "3", str(first), url)
     assert plain.returncode == 2 and len(plain.stderr.strip().splitlines()) == 1, plain.stderr
     assert "--overwrite" in plain.stderr and f"PID {proc.pid}" in plain.stderr, plain.stderr
     assert s3_objects(s3_bucket, "v3") == left  # nothing deleted, nothing written
 
-    again = cli("--append", "time", str(make_long(tmp_path / "a3.nc", 3, 2)), url)  # shorter than the dead one's
+    again = nc2nczarr("--append", "time", str(make_long(tmp_path / "a3.nc", 3, 2)), url)  # shorter than the dead one's
     assert again.returncode == 0, again.stderr
     now = s3_objects(s3_bucket, "v3")
     assert "/.nczarr-partial" not in now
@@ -193,7 +224,7 @@ def test_a_killed_v3_append_on_s3_leaves_the_old_dataset_and_the_next_append_cle
     assert safety.orphan_chunks(list(now), arrays) == []
 
 
-def test_a_v3_append_killed_while_replacing_metadata_is_never_deleted(tmp_path, s3_bucket):
+def test_a_v3_append_killed_while_replacing_metadata_is_never_deleted(tmp_path, s3_bucket, nc2nczarr):
     """A dead append's marker over no root zarr.json (killed in its metadata phase): the chunks are the
     old dataset's; a new write and another append are refused in one line naming the dead PID, nothing
     is touched; only --overwrite replaces it."""
@@ -201,7 +232,7 @@ def test_a_v3_append_killed_while_replacing_metadata_is_never_deleted(tmp_path, 
 
     first = make(tmp_path / "a1.nc", 0, 5)
     url = f"s3://{s3_bucket}/v3"
-    assert cli("--zarr-format", "3", str(first), url).returncode == 0
+    assert nc2nczarr("--zarr-format", "3", str(first), url).returncode == 0
     gone = subprocess.Popen(["true"])
     gone.wait()
     marker = {"host": socket.gethostname(), "pid": gone.pid, "command": "nc2nczarr --append time x.nc", "mode": "a"}
@@ -211,18 +242,16 @@ def test_a_v3_append_killed_while_replacing_metadata_is_never_deleted(tmp_path, 
     before = s3_objects(s3_bucket, "v3")
     for args in (["--zarr-format", "3", str(first), url], ["--append", "time", str(make(tmp_path / "b.nc", 5, 2)),
                                                             url]):
-        done = cli(*args)
+        done = nc2nczarr(*args)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert f"PID {gone.pid}" in done.stderr, done.stderr
         assert s3_objects(s3_bucket, "v3") == before
-    assert cli("--overwrite", "--zarr-format", "3", str(first), url).returncode == 0
+    assert nc2nczarr("--overwrite", "--zarr-format", "3", str(first), url).returncode == 0
     assert "/.nczarr-partial" not in s3_objects(s3_bucket, "v3")
 
 
 def _keys(bucket: str) -> list[str]:
-    import boto3
-
-    page = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="v3/")
+    page = s3_client().list_objects_v2(Bucket=bucket, Prefix="v3/")
     return [o["Key"] for o in page.get("Contents", [])]
 
 
