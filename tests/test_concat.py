@@ -31,12 +31,21 @@ from tests.test_append import make
 require_module("distributed")
 
 
+#: dask's self-monitoring, which the shared cluster does all module long, idle through most tests: a sample of
+#: each worker's stack every 10 ms, an event-loop check every 20 ms, host metrics every 0.5 s (about 0.1 CPU
+#: second a second in all, ~15 s a run). Nothing here reads them; the nannies hand this config to the workers.
+QUIET_DASK = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+              "distributed.admin.system-monitor.interval": "5s"}
+
+
 @pytest.fixture(scope="module")
 def client(moto_server):
     """One LocalCluster of 2 worker processes for the module, started after moto so workers inherit its env."""
+    import dask
+
     from nczarr_conformance.conversion.cluster import open_client
 
-    with open_client(workers=2) as c:
+    with dask.config.set(QUIET_DASK), open_client(workers=2) as c:
         yield c
 
 
@@ -245,10 +254,11 @@ def test_cli_refusal_is_one_line_exit_2(tmp_path):
 # ---- interrupts: the client killed mid-run leaves no readable store -----------------------------------
 @pytest.fixture(scope="module")
 def many(tmp_path_factory):
-    """60 files of 4 records (slow enough to interrupt mid-run on 2 workers with --no-direct-copy)."""
+    """60 files of 4 records, 100 chunks each (6000 in all: a run signalled at its 20th chunk is far from done,
+    on 2 workers or here, with --no-direct-copy)."""
     d = tmp_path_factory.mktemp("many")
     for i in range(60):
-        make(d / f"f{i:03d}.nc", 4 * i, 4, nx=2000)
+        make(d / f"f{i:03d}.nc", 4 * i, 4, nx=200)
     return d
 
 
@@ -260,12 +270,12 @@ def chunk_files(parent: Path) -> int:
     return sum(len(files) for p in aside(parent) if p.is_dir() for _, _, files in os.walk(p))
 
 
-def wait_for(cond, proc, timeout: float = 120) -> None:
+def wait_for(cond, proc, timeout: float = 120, every: float = 0.01) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         assert proc.poll() is None, f"finished before the signal: {proc.returncode} {proc.stderr.read()}"
         assert time.monotonic() < deadline, "never reached the point"
-        time.sleep(0.01)
+        time.sleep(every)
 
 
 def readable(url: str) -> bool:
@@ -405,7 +415,7 @@ def test_interrupted_concat_to_s3_never_reads_as_a_dataset(tmp_path, moto_server
         make(tmp_path / f"f{i:03d}.nc", 4 * i, 4, nx=200)
     proc = cli("-q", "--no-direct-copy", "--concat", "time", "--workers", "2", str(tmp_path / "*.nc"), url)
     try:
-        wait_for(lambda: len(names()) >= 20, proc)
+        wait_for(lambda: len(names()) >= 20, proc, every=0.05)  # a listing costs this process and moto ~5 ms
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -643,7 +653,7 @@ def test_cli_refuses_a_file_that_grows_during_a_real_run(tmp_path, kind):
     import netCDF4
 
     for i in range(5):
-        make(tmp_path / f"f{i}.nc", 4 * i, 4, nx=2000)
+        make(tmp_path / f"f{i}.nc", 4 * i, 4, nx=800)  # 400 chunks a file: 1950 still to write at the 50th
     last = tmp_path / "f4.nc"
     work = tmp_path / "work"
     work.mkdir()

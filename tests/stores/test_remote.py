@@ -54,6 +54,9 @@ class Web:
 
         class Handler(http.server.SimpleHTTPRequestHandler):  # serves no Range: every GET is the whole file
             protocol_version = "HTTP/1.1"
+            # headers and body go out in two writes: with Nagle on, the body waits for the client's delayed
+            # ACK (40 ms on Linux) on every request, seconds a command; a real server sends them together
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:
                 pass

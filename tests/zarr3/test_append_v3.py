@@ -24,6 +24,9 @@ import numpy as np
 import pytest
 
 from nczarr_conformance import safety
+from nczarr_conformance.conversion.append import append
+from nczarr_conformance.conversion.append_v3 import concat_v3
+from nczarr_conformance.conversion.from_netcdf import convert
 from nczarr_conformance.stores import open_store
 from tests.test_append import make, snapshot
 
@@ -39,10 +42,17 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CONVERT, *args], capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def to_v3(src: Path, out: Path, *extra: str) -> Path:
-    done = cli("--zarr-format", "3", *extra, str(src), str(out))
-    assert done.returncode == 0, done.stderr
+def to_v3(src: Path, out: Path, *, shard: int | None = None, flavor: str | None = None) -> Path:
+    """``src`` converted to Zarr v3 at ``out`` by the function ``nc2nczarr --zarr-format 3`` calls, in this
+    process: a store to append to or compare with, not what is tested (the appends are; no launch each)."""
+    convert(str(src), str(out), zarr_format=3, shard=shard, flavor=flavor)
     return out
+
+
+def append_here(src: Path, store: Path) -> None:
+    """``src`` appended along time by the function ``nc2nczarr --append time`` calls, in this process: the
+    sequential appends a tested command is compared with, or a store prepared for one."""
+    append(str(src), str(store), "time")
 
 
 def objects(path: Path) -> dict[str, bytes]:
@@ -84,8 +94,8 @@ def series(tmp_path: Path) -> tuple[Path, Path, Path]:
 def test_append_equals_one_conversion_of_the_whole(series, tmp_path, suffix, shard):
     """Every object equals converting the concatenated file at once; zarr-python reads netCDF4's values."""
     first, second, whole = series
-    extra = ("--shard", shard) if shard else ()
-    store, ref = to_v3(first, tmp_path / f"s{suffix}", *extra), to_v3(whole, tmp_path / f"ref{suffix}", *extra)
+    extra = {"shard": int(shard)} if shard else {}
+    store, ref = to_v3(first, tmp_path / f"s{suffix}", **extra), to_v3(whole, tmp_path / f"ref{suffix}", **extra)
     done = cli("--append", "time", str(second), str(store))
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert objects(store) == objects(ref)  # chunk keys, codecs, fill, zarr.json shapes, consolidated metadata
@@ -106,7 +116,7 @@ def test_partial_last_shard_is_rewritten_with_its_index(series, tmp_path):
     import numcodecs
 
     first, second, whole = series
-    store = to_v3(first, tmp_path / "s.zarr", "--shard", "2")
+    store = to_v3(first, tmp_path / "s.zarr", shard=2)
     before = (store / "v" / "c" / "0" / "0").read_bytes()
     assert cli("--append", "time", str(second), str(store)).returncode == 0
     shard = (store / "v" / "c" / "0" / "0").read_bytes()
@@ -179,8 +189,8 @@ def test_mismatching_file_is_refused_and_the_store_untouched(series, tmp_path, c
 
 def test_same_append_twice_is_refused(series, tmp_path):
     first, second, _ = series
-    store = to_v3(first, tmp_path / "s.zarr", "--shard", "2")
-    assert cli("--append", "time", str(second), str(store)).returncode == 0
+    store = to_v3(first, tmp_path / "s.zarr", shard=2)
+    append_here(second, store)
     before = snapshot(store)
     done = cli("--append", "time", str(second), str(store))
     assert done.returncode == 2 and "already in the store" in done.stderr, done.stderr
@@ -225,7 +235,7 @@ def test_sigkill_during_an_append_leaves_the_old_or_the_new_dataset(tmp_path, su
     first, second = make_long(tmp_path / "a1.nc", 0, 3), make_long(tmp_path / "a2.nc", 3, 150)
     work = tmp_path / "work"
     work.mkdir()
-    original = to_v3(first, tmp_path / f"orig{suffix}", *(("--shard", shard) if shard else ()))
+    original = to_v3(first, tmp_path / f"orig{suffix}", shard=int(shard) if shard else None)
     full = np.arange(0, 153 * 2048, dtype="f4").reshape(153, 2048)
     outcomes = []
     for attempt in range(KILL_TRIES):
@@ -245,8 +255,7 @@ def test_sigkill_during_an_append_leaves_the_old_or_the_new_dataset(tmp_path, su
         assert np.array_equal(v[...], full[:rows])
         outcomes.append((rows, len(safety.find_leftovers(store))))
         if rows == 3:
-            done = cli("--append", "time", str(second), str(store))
-            assert done.returncode == 0, done.stderr
+            append_here(second, store)  # raises if the dead one's leftovers stood in the way
             assert safety.find_leftovers(store) == [] and zarr_group(store)["v"].shape == (153, 2048)  # type: ignore[index]
     assert any(rows == 3 and left for rows, left in outcomes), outcomes  # a kill landed inside the write
 
@@ -291,13 +300,13 @@ def test_append_of_several_files_equals_the_sequential_appends(tmp_path, suffix)
     appending them one by one, and to converting the concatenated file once (sharded)."""
     parts = [make(tmp_path / f"p{i}.nc", t0, n) for i, (t0, n) in enumerate([(5, 3), (8, 6), (14, 2)])]
     first, whole = make(tmp_path / "p.nc", 0, 5), make(tmp_path / "all.nc", 0, 16)
-    together = to_v3(first, tmp_path / f"t{suffix}", "--shard", "2")
-    one_by_one = to_v3(first, tmp_path / f"o{suffix}", "--shard", "2")
-    ref = to_v3(whole, tmp_path / f"ref{suffix}", "--shard", "2")
+    together = to_v3(first, tmp_path / f"t{suffix}", shard=2)
+    one_by_one = to_v3(first, tmp_path / f"o{suffix}", shard=2)
+    ref = to_v3(whole, tmp_path / f"ref{suffix}", shard=2)
     done = cli("--append", "time", str(parts[2]), str(parts[0]), str(parts[1]), str(together))
     assert done.returncode == 0, done.stderr
     for part in parts:
-        assert cli("--append", "time", str(part), str(one_by_one)).returncode == 0
+        append_here(part, one_by_one)
     assert objects(together) == objects(one_by_one) == objects(ref)
     group = zarr_group(together)
     for name, values in nc_values(whole).items():
@@ -321,10 +330,10 @@ def test_concat_into_v3_equals_the_sequential_appends(tmp_path, suffix):
     the first and appending the others one by one, and one conversion of the concatenated file."""
     parts = [make(tmp_path / f"p{i}.nc", t0, n) for i, (t0, n) in enumerate([(5, 3), (0, 5), (14, 2), (8, 6)])]
     whole = make(tmp_path / "all.nc", 0, 16)
-    out, loop = tmp_path / f"c{suffix}", to_v3(parts[1], tmp_path / f"l{suffix}", "--shard", "2")
+    out, loop = tmp_path / f"c{suffix}", to_v3(parts[1], tmp_path / f"l{suffix}", shard=2)
     for part in (parts[0], parts[3], parts[2]):
-        assert cli("--append", "time", str(part), str(loop)).returncode == 0
-    ref = to_v3(whole, tmp_path / f"ref{suffix}", "--shard", "2")
+        append_here(part, loop)
+    ref = to_v3(whole, tmp_path / f"ref{suffix}", shard=2)
     done = cli("--zarr-format", "3", "--shard", "2", "--concat", "time", *map(str, parts), str(out))
     assert done.returncode == 0, done.stderr
     assert objects(out) == objects(loop) == objects(ref)
@@ -346,7 +355,7 @@ def test_concat_into_v3_refusals_write_nothing(tmp_path, suffix):
         assert done.returncode == 2 and match in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
         assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
-    assert cli("--zarr-format", "3", "--concat", "time", str(a), str(b), str(out)).returncode == 0
+    concat_v3([str(a), str(b)], str(out), "time")  # what the command below would overwrite (in this process)
     before = snapshot(out)
     done = cli("--zarr-format", "3", "--concat", "time", str(a), str(b), str(out))
     assert done.returncode == 2 and "exists (use --overwrite to replace it)" in done.stderr, done.stderr
@@ -581,7 +590,7 @@ def test_an_nz_store_is_refused_in_one_line_naming_the_layout(series, tmp_path):
     """An NZ-1.0 store (our --flavor nz, whose output NZ's own validator accepts: tests/zarr3/test_nz.py)
     keeps typed attributes and _FillValue in NZ's forms: refused by name, not as "attributes differ"."""
     first, second, _ = series
-    store = to_v3(first, tmp_path / "s.zarr", "--flavor", "nz")
+    store = to_v3(first, tmp_path / "s.zarr", flavor="nz")
     before = snapshot(store)
     done = cli("--append", "time", str(second), str(store))
     assert done.returncode == 2 and "/zarr.json: the NZ-1.0 layout" in done.stderr, done.stderr
@@ -610,10 +619,10 @@ def test_strings_chars_and_big_endian_append_as_one_conversion(tmp_path, shard):
             u[:] = np.arange(t0, t0 + n)
         return path
 
-    extra = ("--shard", shard) if shard else ()
+    extra = {"shard": int(shard)} if shard else {}
     first, second, whole = strings(tmp_path / "a1.nc", 0, 3), strings(tmp_path / "a2.nc", 3, 4), \
         strings(tmp_path / "all.nc", 0, 7)
-    store, ref = to_v3(first, tmp_path / "s.zarr", *extra), to_v3(whole, tmp_path / "ref.zarr", *extra)
+    store, ref = to_v3(first, tmp_path / "s.zarr", **extra), to_v3(whole, tmp_path / "ref.zarr", **extra)
     done = cli("--append", "time", str(second), str(store))
     assert done.returncode == 0, done.stderr
     assert objects(store) == objects(ref)
