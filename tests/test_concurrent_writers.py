@@ -13,8 +13,10 @@ values come from the source files, read with netCDF4-python.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nczarr_conformance.conversion.from_netcdf import convert
 from tests.conftest import settled
 from tests.test_append import make
 
@@ -104,25 +107,47 @@ def inside(parent: Path, pid: int) -> Callable[[], bool]:
     return lambda: any(f".partial-{pid}-" in p.name for p in parent.iterdir())
 
 
-@pytest.fixture
-def series(tmp_path: Path) -> dict[str, Path]:
+@pytest.fixture(scope="module")
+def series(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A store's first file (time 0..7), two that follow it (a: 8..11, b: 12..15), a rival of a
-    (a2: the same times, other values) and a big one (8..207)."""
+    (a2: the same times, other values) and a big one (8..207). Only ever read: made once for the module."""
     import netCDF4
 
-    rival = make(tmp_path / "a2.nc", 8, 4)
+    root = tmp_path_factory.mktemp("series")
+    rival = make(root / "a2.nc", 8, 4)
     with netCDF4.Dataset(str(rival), "a") as nc:
         nc["v"][:] = nc["v"][:] + 1000
         nc["g"]["w"][:] = nc["g"]["w"][:] + 1000
-    return {"base": make(tmp_path / "base.nc", 0, 8), "a": make(tmp_path / "a.nc", 8, 4),
-            "b": make(tmp_path / "b.nc", 12, 4), "a2": rival, "big": make(tmp_path / "big.nc", 8, 200)}
+    return {"base": make(root / "base.nc", 0, 8), "a": make(root / "a.nc", 8, 4),
+            "b": make(root / "b.nc", 12, 4), "a2": rival, "big": make(root / "big.nc", 8, 200)}
 
 
-def new_store(tmp_path: Path, series: dict[str, Path], kind: str, name: str = "out") -> Path:
+STORE_NAMES = {"dir": "out.file", "zip": "out.zip"}
+
+
+@pytest.fixture(scope="module")
+def stores(series: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The store of series' base file, dir and zip, written once by nc2nczarr for the module: every test
+    that writes to one works on a copy (new_store), so a store costs a copy, not a conversion."""
+    root = tmp_path_factory.mktemp("stores")
+    made = {}
+    for kind, name in STORE_NAMES.items():
+        made[kind] = root / name
+        result = run([*CONVERT, "--no-consolidate", str(series["base"]), str(made[kind])])
+        assert result.returncode == 0, result.stderr
+    return made
+
+
+def new_store(tmp_path: Path, stores: dict[str, Path], kind: str, name: str = "out") -> Path:
+    """A copy of the module's ``kind`` store in a directory of its own, ``work-NAME`` (the store keeps the
+    template's name: a zip's top folder is its stem)."""
     work = tmp_path / f"work-{name}"
     work.mkdir()
-    out = work / (f"{name}.file" if kind == "dir" else f"{name}.zip")
-    assert run([*CONVERT, "--no-consolidate", str(series["base"]), str(out)]).returncode == 0
+    out = work / STORE_NAMES[kind]
+    if kind == "dir":
+        shutil.copytree(stores[kind], out)
+    else:
+        shutil.copyfile(stores[kind], out)
     return out
 
 
@@ -138,13 +163,13 @@ COMMANDS: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_every_writer_is_refused_while_the_lock_is_held(tmp_path, series, kind, command):
+def test_every_writer_is_refused_while_the_lock_is_held(tmp_path, series, stores, kind, command):
     """The lock held from this process: each writing command exits 2 in one line naming this PID
     and command, before its first byte (the store and its directory unchanged); once released,
     the lock file is gone and the command runs."""
     from nczarr_conformance.stores import lock_for_writing
 
-    out = new_store(tmp_path, series, kind)
+    out = new_store(tmp_path, stores, kind)
     with lock_for_writing(str(out)):
         assert (out.parent / f".{out.name}.lock").is_file()  # beside the store, never inside it
         before = tree(out.parent)
@@ -175,12 +200,12 @@ def test_a_new_store_is_refused_while_another_writer_makes_it(tmp_path, series, 
 
 @pytest.mark.parametrize("command", ["append", "fix", "convert-overwrite"])
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_a_second_writer_while_an_append_is_stopped_inside_its_write(tmp_path, series, kind, command):
+def test_a_second_writer_while_an_append_is_stopped_inside_its_write(tmp_path, series, stores, kind, command):
     """Append A is stopped (SIGSTOP) once its private temporary exists; writer B (another append,
     an in-place fix, an overwrite) runs the whole time A is stopped: B is refused naming A, A then
     finishes, and the store holds base + A exactly. (Before the lock B exited 0 and its records or
     edits were lost under A's swap, or A's under B's.)"""
-    out = new_store(tmp_path, series, kind)
+    out = new_store(tmp_path, stores, kind)
     first = start([*CONVERT, "--append", "time", str(series["big"]), str(out)])
     try:
         wait_for(inside(out.parent, first.pid), first)
@@ -198,14 +223,14 @@ def test_a_second_writer_while_an_append_is_stopped_inside_its_write(tmp_path, s
 
 
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_free_running_appends_never_lose_a_successful_one(tmp_path, series, kind):
+def test_free_running_appends_never_lose_a_successful_one(tmp_path, series, stores, kind):
     """Two appends of the same records (other values) started together, FREE_TRIES times: exactly
     one exits 0 and the store holds its records; the other exits 2 in one line (the lock's
     refusal naming the winner, or, when it ran after it, the coordinate check's). Before the
     lock both could exit 0, the store holding one of them."""
     refused_by_lock = 0
     for i in range(FREE_TRIES):
-        out = new_store(tmp_path, series, kind, name=f"try{i}")
+        out = new_store(tmp_path, stores, kind, name=f"try{i}")
         procs = {name: start([*CONVERT, "--append", "time", str(series[name]), str(out)]) for name in ("a", "a2")}
         results = {name: (p.wait(timeout=120), p.stderr.read()) for name, p in procs.items()}
         for p in procs.values():
@@ -227,9 +252,9 @@ def test_free_running_appends_never_lose_a_successful_one(tmp_path, series, kind
 
 
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_a_killed_holder_never_blocks_the_next_writer(tmp_path, series, kind):
+def test_a_killed_holder_never_blocks_the_next_writer(tmp_path, series, stores, kind):
     """SIGKILL while holding the lock: the kernel lets it go; the next append runs and cleans up."""
-    out = new_store(tmp_path, series, kind)
+    out = new_store(tmp_path, stores, kind)
     first = start([*CONVERT, "--append", "time", str(series["big"]), str(out)])
     wait_for(inside(out.parent, first.pid), first)
     first.send_signal(signal.SIGKILL)
@@ -251,11 +276,11 @@ def test_a_symlink_planted_as_the_lock_file_is_never_followed(tmp_path, series):
     assert victim.read_text() == "keep" and not out.exists()
 
 
-def test_holds_are_counted_in_one_process(tmp_path, series):
+def test_holds_are_counted_in_one_process(tmp_path, stores):
     """A command that locks a store before reading it and then opens it for writing holds one lock."""
     from nczarr_conformance.stores import DirectoryStore, lock_for_writing
 
-    out = new_store(tmp_path, series, "dir")
+    out = new_store(tmp_path, stores, "dir")
     lock = out.parent / ".out.file.lock"
     with lock_for_writing(str(out)):
         store = DirectoryStore(out, "a")
@@ -265,13 +290,13 @@ def test_holds_are_counted_in_one_process(tmp_path, series):
     assert not lock.exists()
 
 
-def test_another_thread_of_the_same_process_is_another_writer(tmp_path, series):
+def test_another_thread_of_the_same_process_is_another_writer(tmp_path, stores):
     import threading
 
     from nczarr_conformance.errors import StoreError
     from nczarr_conformance.stores import DirectoryStore, lock_for_writing
 
-    out = new_store(tmp_path, series, "dir")
+    out = new_store(tmp_path, stores, "dir")
     errors: list[str] = []
 
     def second() -> None:
@@ -288,10 +313,21 @@ def test_another_thread_of_the_same_process_is_another_writer(tmp_path, series):
 
 
 # ---- S3: the marker ---------------------------------------------------------------------------------------
-def s3_keys(bucket: str, prefix: str = "ds/") -> dict[str, str]:
+@functools.cache
+def _s3_client(endpoint: str):
+    """One boto3 client per endpoint: the killed-append test lists the bucket every few milliseconds while
+    the append runs, and a new client each time cost as much CPU as the listing itself."""
     import boto3
 
-    client = boto3.client("s3")
+    return boto3.client("s3", endpoint_url=endpoint)
+
+
+def s3_client():
+    return _s3_client(os.environ["AWS_ENDPOINT_URL"])  # set by conftest's moto_server
+
+
+def s3_keys(bucket: str, prefix: str = "ds/") -> dict[str, str]:
+    client = s3_client()
     out: dict[str, str] = {}
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         out.update({o["Key"]: o["ETag"] for o in page.get("Contents", [])})
@@ -345,7 +381,7 @@ def test_s3_every_writer_is_refused_while_the_prefix_is_held(tmp_path, series, s
     from nczarr_conformance.stores import lock_for_writing
 
     url = f"s3://{s3_bucket}/ds#mode=nczarr,s3"
-    assert run([*CONVERT, "--no-consolidate", str(series["base"]), url]).returncode == 0
+    convert(str(series["base"]), url, consolidate=False)  # the store to guard (nc2nczarr --no-consolidate)
     with lock_for_writing(url):
         before = s3_keys(s3_bucket)
         for args in ([*CONVERT, "--append", "time", str(series["a"]), url],
@@ -388,7 +424,7 @@ def test_s3_killed_append_leaves_the_dataset_intact(tmp_path, series, s3_bucket)
     --append runs, removes the marker and the dead run's chunks outside the grid, and holds every
     record."""
     url = f"s3://{s3_bucket}/ds#mode=nczarr,s3"
-    assert run([*CONVERT, str(series["base"]), url]).returncode == 0
+    convert(str(series["base"]), url)  # the dataset to keep (what nc2nczarr writes)
     old = s3_keys(s3_bucket)
     proc = start([*CONVERT, "--append", "time", str(series["big"]), url])
     wait_for(lambda: len(set(s3_keys(s3_bucket)) - set(old)) >= 12, proc)
@@ -416,9 +452,7 @@ def test_s3_killed_append_leaves_the_dataset_intact(tmp_path, series, s3_bucket)
 
 
 def _get(bucket: str, key: str) -> bytes:
-    import boto3
-
-    return boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    return s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
 @pytest.mark.s3
@@ -429,7 +463,7 @@ def test_s3_append_killed_while_replacing_metadata_is_never_deleted(tmp_path, se
 
     client = boto3.client("s3")
     url = f"s3://{s3_bucket}/ds#mode=nczarr,s3"
-    assert run([*CONVERT, str(series["base"]), url]).returncode == 0
+    convert(str(series["base"]), url)  # the dataset to keep (what nc2nczarr writes)
     marker = {"host": socket.gethostname(), "pid": dead_pid(), "command": "nc2nczarr --append time x.nc", "mode": "a"}
     client.put_object(Bucket=s3_bucket, Key="ds/.nczarr-partial", Body=json.dumps(marker).encode())
     client.delete_object(Bucket=s3_bucket, Key="ds/.zgroup")
