@@ -8,8 +8,6 @@ strict xfail that asserts that exact failure (tests/peers/known.py): a fixed pee
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 from collections.abc import Callable
@@ -22,6 +20,7 @@ from nczarr_conformance.cli import dump
 from nczarr_conformance.model import STORAGE_FIELDS, diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from tests.conftest import NETCDF_C_CORPUS, require_tool
+from tests.in_process import run_main
 from tests.peers.known import PeerStillWrong, still_wrong
 
 pytestmark = pytest.mark.peer
@@ -147,15 +146,11 @@ def _build(name: str, built: Callable[[str], Built], request: pytest.FixtureRequ
 
 
 def _our_dump_text(store: Path, *flags: str) -> str:
-    """nczarr-dump's output, its ``main(argv)`` run in this process: what is compared is the text, not the
-    command's start-up (tests/cli/ runs the command itself); 93 interpreters started cost most of this file."""
-    out, err = io.BytesIO(), io.StringIO()
-    stdout = io.TextIOWrapper(out, encoding="utf-8")
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
-        code = dump.main([*flags, str(store)])
-        stdout.flush()
-    assert code == 0, err.getvalue()
-    return out.getvalue().decode("utf-8")
+    """nczarr-dump's output, its ``main(argv)`` run in this process (tests/in_process.py): the text is what is
+    compared here, not the command's start-up (tests/cli/ starts it)."""
+    dumped = run_main(dump.main, *flags, str(store))
+    assert dumped.returncode == 0, dumped.stderr
+    return dumped.stdout
 
 
 def _our_dump(store: Path, *flags: str):
