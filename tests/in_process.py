@@ -21,10 +21,14 @@ class Ran(NamedTuple):
 
 
 def run_main(main: Callable[[list[str]], int], *args: str) -> Ran:
-    """``main(list(args))`` with stdout (text and ``.buffer``, as the commands write bytes) and stderr captured."""
+    """``main(list(args))`` with stdout (text and ``.buffer``, as the commands write bytes) and stderr captured;
+    a ``SystemExit`` (argparse's usage errors) gives its code, as the process would have exited with."""
     out, err = io.BytesIO(), io.StringIO()
     stdout = io.TextIOWrapper(out, encoding="utf-8")
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
-        code = main(list(args))
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's own errors end the process: exit 2 and its message
+            code = exc.code if isinstance(exc.code, int) else 1
         stdout.flush()
     return Ran(code, out.getvalue().decode("utf-8"), err.getvalue())
