@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from nczarr_conformance.cdl.parse import parse_cdl, storage_stated
+from nczarr_conformance.cli import dump
 from nczarr_conformance.model import STORAGE_FIELDS, diff
 from nczarr_conformance.testing.ignores import CDL_STATES_NO_STORAGE
 from tests.conftest import NETCDF_C_CORPUS, require_tool
+from tests.in_process import run_main
 from tests.peers.known import PeerStillWrong, still_wrong
 
 pytestmark = pytest.mark.peer
@@ -112,22 +114,41 @@ NCGEN_CANNOT_BUILD = {
 NCDUMP_CANNOT_READ = {"ref_nulls.cdl": -11, "ref_scalar.cdl": -11, "ref_scalar_nczarr.cdl": -11}
 
 
-def _build(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path:
-    cdl = NETCDF_C_CORPUS / name
-    built = subprocess.run([require_tool("ncgen"), "-4", "-b", "-o", f"file://{tmp_path}/b.file#mode=nczarr,file",
-                            str(cdl)], capture_output=True, text=True, timeout=120)
-    first = (built.stderr.strip().splitlines() or [""])[0].replace(str(NETCDF_C_CORPUS), "<corpus>")
+#: what ncgen 4.9.0 did with a baseline: its exit code, its first stderr line (the corpus path as <corpus>), the store
+Built = tuple[int, str, Path]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Built]:
+    """ncgen 4.9.0 run once per baseline, its store shared by the three tests that read it (none writes to it)."""
+    done: dict[str, Built] = {}
+
+    def build(name: str) -> Built:
+        if name not in done:
+            where = tmp_path_factory.mktemp(name.removesuffix(".cdl"))
+            ran = subprocess.run([require_tool("ncgen"), "-4", "-b", "-o", f"file://{where}/b.file#mode=nczarr,file",
+                                  str(NETCDF_C_CORPUS / name)], capture_output=True, text=True, timeout=120)
+            first = (ran.stderr.strip().splitlines() or [""])[0].replace(str(NETCDF_C_CORPUS), "<corpus>")
+            done[name] = (ran.returncode, first, where / "b.file")
+        return done[name]
+
+    return build
+
+
+def _build(name: str, built: Callable[[str], Built], request: pytest.FixtureRequest) -> Path:
+    returncode, first, store = built(name)
     if name in NCGEN_CANNOT_BUILD:
         request.applymarker(pytest.mark.xfail(strict=True, raises=PeerStillWrong,
                                               reason=f"ncgen 4.9.0 exits 1: {NCGEN_CANNOT_BUILD[name]}"))
-        still_wrong((built.returncode, first), wrong=(1, NCGEN_CANNOT_BUILD[name]), right=(0, ""))
-    assert built.returncode == 0, first
-    return tmp_path / "b.file"
+        still_wrong((returncode, first), wrong=(1, NCGEN_CANNOT_BUILD[name]), right=(0, ""))
+    assert returncode == 0, first
+    return store
 
 
 def _our_dump_text(store: Path, *flags: str) -> str:
-    dumped = subprocess.run([sys.executable, "-m", "nczarr_conformance.cli.dump", *flags, str(store)],
-                            capture_output=True, text=True, timeout=120)
+    """nczarr-dump's output, its ``main(argv)`` run in this process (tests/in_process.py): the text is what is
+    compared here, not the command's start-up (tests/cli/ starts it)."""
+    dumped = run_main(dump.main, [*flags, str(store)])
     assert dumped.returncode == 0, dumped.stderr
     return dumped.stdout
 
@@ -144,8 +165,8 @@ def _ignoring_unstated(*texts: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", BASELINES)
-def test_our_dump_equals_ncdump_490(name, tmp_path, request):
-    store = _build(name, tmp_path, request)
+def test_our_dump_equals_ncdump_490(name, built, request):
+    store = _build(name, built, request)
     theirs = subprocess.run([require_tool("ncdump"), "-p", "9,17", f"file://{store}#mode=nczarr,file"],
                             capture_output=True, timeout=120)
     if name in NCDUMP_CANNOT_READ:
@@ -158,9 +179,9 @@ def test_our_dump_equals_ncdump_490(name, tmp_path, request):
 
 
 @pytest.mark.parametrize("name", BASELINES)
-def test_our_dump_s_states_the_storage_ncdump_490_states(name, tmp_path, request):
+def test_our_dump_s_states_the_storage_ncdump_490_states(name, built, request):
     """With -s both state storage: chunks, NOFILL and byte order compare (4.9.0 prints no NCZarr codecs)."""
-    store = _build(name, tmp_path, request)
+    store = _build(name, built, request)
     theirs = subprocess.run([require_tool("ncdump"), "-s", "-p", "9,17", f"file://{store}#mode=nczarr,file"],
                             capture_output=True, timeout=120)
     if name in NCDUMP_CANNOT_READ:
@@ -177,11 +198,11 @@ def test_our_dump_s_states_the_storage_ncdump_490_states(name, tmp_path, request
 
 
 @pytest.mark.parametrize("name", BASELINES)
-def test_our_dump_equals_the_baseline(name, tmp_path, request):
+def test_our_dump_equals_the_baseline(name, built, request):
     """Where ncgen 4.9.0 built something else than the baseline, our dump differs from the baseline exactly
     there (asserted first, outside any xfail), and the strict xfail holds the peer's own output to its known
     wrong form."""
-    store = _build(name, tmp_path, request)
+    store = _build(name, built, request)
     text = (NETCDF_C_CORPUS / name).read_text(encoding="utf-8")
     _, expected = parse_cdl(text)
     if storage_stated(text):  # a baseline ncdump -s printed: what it states about storage compares

@@ -22,6 +22,7 @@ import pytest
 
 from nczarr_conformance.checker import check
 from tests.conftest import require_module
+from tests.in_process import run_main
 from tests.real_files import REAL, REAL_IDS, UNDEFINED, is_netcdf3
 
 netCDF4 = require_module("netCDF4")
@@ -42,30 +43,14 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def run_in_process(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
-    """:func:`run_cli`'s exit code, stdout and stderr from ``nc2nczarr``'s ``main`` in this process.
-
-    For tests about what a conversion writes or says, not about the process: an interpreter per run costs
-    about 0.45 s of CPU, the conversion of a small file 0.01 s. ``capfd`` takes file descriptors 1 and 2, so
-    what netcdf-c or HDF5 print there is seen as a subprocess's pipe would see it; warnings are ignored as
-    run_cli's PYTHONWARNINGS=ignore does. ``test_the_command_in_a_process_says_what_main_says`` holds the two
-    runs equal; the tests of exit codes, signals and tracebacks keep their real process.
-    """
+    """:func:`run_cli`'s exit code, stdout and stderr from ``nc2nczarr``'s ``main`` in this process
+    (tests/in_process.py): for tests about what a conversion writes or says, not about the process; an
+    interpreter per run costs about 0.45 s of CPU, the conversion of a small file 0.01 s.
+    ``test_the_command_in_a_process_says_what_main_says`` holds the two runs equal; the tests of exit codes,
+    signals and tracebacks keep their real process."""
     from nczarr_conformance.cli.convert import main
 
-    capfd.readouterr()  # what the test printed before is not the command's
-    debug = os.environ.pop("NCZARR_DEBUG", None)  # as run_cli's environment: an error is one line, no traceback
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                code = main(list(args))
-            except SystemExit as exc:  # argparse's usage errors
-                code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        if debug is not None:
-            os.environ["NCZARR_DEBUG"] = debug
-    out, err = capfd.readouterr()
-    return subprocess.CompletedProcess(["nc2nczarr", *args], code, out, err)
+    return run_main(main, args, capfd)
 
 
 def convert_ok(src: Path, dst: Path, extra: list[str], capfd: pytest.CaptureFixture[str] | None = None) -> None:

@@ -13,14 +13,16 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from nczarr_conformance.cli import check, dump
 from tests.conftest import REPO, missing_peer, require_module
+from tests.in_process import run_main
 from tests.peers.known import PeerStillWrong, still_wrong
 from tests.test_convert_valid import run_cli
 
@@ -29,6 +31,8 @@ zarr = require_module("zarr")
 xr = require_module("xarray")
 
 PEER = REPO / "tests" / "zarr3" / "nz_peer"
+#: runs PEER's validate.js once per document in one Node.js process (the theirs fixture)
+EACH = REPO / "tests" / "zarr3" / "nz_validate_each.mjs"
 SCHEMA = REPO / "nczarr_conformance" / "schema" / "nz-1.0.schema.json"
 AJV_DIR = Path(os.environ.get("NCZ_AJV_DIR", Path.home() / ".cache" / "nczarr-ajv"))
 #: the README's "Convention Registration" entry, as it prints it
@@ -50,28 +54,63 @@ def cli(module: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 # ---- their validator ------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def theirs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Any], bool]:
-    """NZ's validate.js as their test.js runs it (``node validate.js schema.json data.json``): True when valid."""
-    node = shutil.which("node")
-    if node is None:
+def their_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory laid out as NZ's repository runs validate.js: the script, ``{"type": "module"}``, ajv."""
+    if shutil.which("node") is None:
         missing_peer("node not on PATH (NZ's validate.js runs on Node.js)")
     if not (AJV_DIR / "node_modules" / "ajv" / "package.json").is_file():
         missing_peer(f"ajv not installed in {AJV_DIR} (scripts/test installs ajv 8.17.1 there; NCZ_AJV_DIR)")
     here = tmp_path_factory.mktemp("nz-peer")
     shutil.copy(PEER / "validate.js", here / "validate.js")
+    shutil.copy(EACH, here / EACH.name)
     (here / "package.json").write_text('{"type": "module"}')  # their package.json says so too
     (here / "node_modules").symlink_to(AJV_DIR / "node_modules")
+    return here
+
+
+def their_exit_code(here: Path, data: Path) -> int:
+    """``node validate.js schema.json data.json`` as their test.js runs it: its exit code."""
+    done = subprocess.run([shutil.which("node") or "node", "validate.js", str(SCHEMA), str(data)], cwd=here,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode
+
+
+@pytest.fixture(scope="module")
+def theirs(their_dir: Path) -> Iterator[Callable[[Any], bool]]:
+    """NZ's validate.js on each document: True when valid. All of them run in one Node.js process
+    (nz_validate_each.mjs: validate.js imported afresh per document, its exit code the verdict)."""
+    node = subprocess.Popen([shutil.which("node") or "node", EACH.name, str(SCHEMA)], cwd=their_dir,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert node.stdin is not None and node.stdout is not None
     counter = iter(range(10**6))
 
     def validate(doc: Any) -> bool:
-        data = here / f"doc{next(counter)}.json"
+        data = their_dir / f"doc{next(counter)}.json"
         data.write_text(json.dumps(doc))
-        done = subprocess.run([node, "validate.js", str(SCHEMA), str(data)], cwd=here, capture_output=True,
-                              text=True, timeout=60)
-        assert done.returncode in (0, 1), done.stderr
-        return done.returncode == 0
+        node.stdin.write(f"{data}\n")
+        node.stdin.flush()
+        line = node.stdout.readline()
+        assert line, f"node ended: {node.wait()}, {node.stderr.read() if node.stderr else ''}"
+        code = json.loads(line)["code"]
+        assert code in (0, 1), code
+        return bool(code == 0)
 
-    return validate
+    yield validate
+    node.stdin.close()
+    assert node.wait(timeout=60) == 0
+
+
+def test_the_validator_run_alone_agrees_with_the_run_in_one_process(their_dir: Path, written: Path,
+                                                                      theirs: Callable[[Any], bool]) -> None:
+    """The ``theirs`` fixture's verdicts are validate.js's own exit codes, run as their test.js runs it: a valid
+    example, a document we write, and each broken the two ways their schema words differently."""
+    docs = [json.loads((PEER / "examples" / "array_basic.json").read_text()), documents(written)["f"]]
+    docs += [_break(docs[1], "null dimension name"), _break(documents(written)["."], "no zarr_conventions")]
+    for i, doc in enumerate(docs):
+        alone = their_dir / f"alone{i}.json"
+        alone.write_text(json.dumps(doc))
+        assert theirs(doc) is (their_exit_code(their_dir, alone) == 0) is (i < 2), i
 
 
 def ours(doc: Any) -> bool:
@@ -121,8 +160,24 @@ def convert(source: Path, out: Path, *extra: str) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def written(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """nc2nczarr's NZ store of the source, written once: tests that change it change a copy."""
     out = tmp_path_factory.mktemp("nz-out") / "o.zarr"
     convert(source, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def written_zip(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("nz-zip") / "o.zip"
+    convert(source, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def unconsolidated(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The NZ store without consolidated metadata (an edited zarr.json is then all a reader sees): copy it to edit."""
+    out = tmp_path_factory.mktemp("nz-unconsolidated") / "o.zarr"
+    convert(source, out, "--no-consolidate")
     return out
 
 
@@ -266,22 +321,21 @@ def _same(expected: dict[str, Any], got: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_read_back_equal_through_our_reader(source: Path, tmp_path: Path, kind: str) -> None:
+def test_read_back_equal_through_our_reader(source: Path, written: Path, written_zip: Path, kind: str) -> None:
     """Values, dimensions, attributes and their netCDF types as netCDF4-python reads the source: NZ's
     bookkeeping hidden, ``Conventions`` shown again, ``_nczarr_attr`` types giving back int16/float32/int32."""
-    out = tmp_path / ("o.zip" if kind == "zip" else "o.zarr")
-    convert(source, out)
+    out = written_zip if kind == "zip" else written
     _same(_source_model(source), _our_model(str(out)))
 
 
 @pytest.mark.parametrize("kind", ["dir", "zip"])
-def test_read_back_equal_through_zarr_python_and_xarray(source: Path, tmp_path: Path, kind: str) -> None:
+def test_read_back_equal_through_zarr_python_and_xarray(source: Path, written: Path, written_zip: Path,
+                                                         kind: str) -> None:
     """zarr-python: values, dimension_names and attributes (NZ's own ones added); xarray: values and dims.
     xarray 2026.9 refuses NZ's plain-number float ``_FillValue`` (``FillValueCoder.decode``: "expected str or
     bytes"), even when ``open_zarr`` is told ``use_zarr_fill_value_as_mask=True``; a ``ZarrStore`` opened
     with it masks with the storage ``fill_value``, which the NZ writer sets to the same value."""
-    out = tmp_path / ("o.zip" if kind == "zip" else "o.zarr")
-    convert(source, out)
+    out = written_zip if kind == "zip" else written
     expected = _source_model(source)
     store: Any = zarr.storage.ZipStore(str(out), mode="r") if kind == "zip" else str(out)
     root = zarr.open_group(store, mode="r", zarr_format=3)
@@ -326,7 +380,7 @@ def test_api_write_flavor_nz(tmp_path: Path) -> None:
     assert "outside its core set" in lines[1]  # the model's string variable
     root = json.loads((out / "zarr.json").read_text())
     assert root["attributes"]["conventions"].split()[0] == "NZ-1.0"
-    assert cli("dump", "-K", str(out)).stdout == "zarr nz\n"
+    assert run_main(dump.main, ["-K", str(out)]).stdout == "zarr nz\n"
 
 
 # ---- 4. what NZ cannot hold --------------------------------------------------------------------------------------
@@ -366,13 +420,25 @@ def test_notes_name_what_nz_does_not_keep(tmp_path: Path) -> None:
 
 # ---- 2. the rules: each broken once, kept by what we write ----------------------------------------------------
 def _check(store: Path) -> dict[str, Any]:
-    done = cli("check", "--format", "json", str(store))
+    """nczarr-check --format json's report, its main(argv) run in this process (tests/in_process.py)."""
+    done = run_main(check.main, ["--format", "json", str(store)])
     assert done.returncode in (0, 1), done.stderr
-    return json.loads(done.stdout)
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def _check_cli(*stores: Path) -> list[dict[str, Any]]:
+    """The command itself, ``nczarr-check --format json STORE...`` in one run: a report per store, in order."""
+    done = cli("check", "--format", "json", *map(str, stores))
+    assert done.returncode in (0, 1), done.stderr
+    reports = json.loads(done.stdout)
+    reports = reports if len(stores) > 1 else [reports]
+    assert [r["url"] for r in reports] == list(map(str, stores))
+    return reports
 
 
 def test_what_we_write_keeps_every_nz_rule(written: Path) -> None:
-    report = _check(written)
+    [report] = _check_cli(written)
     assert report["flavor"] == "nz"
     assert [f for f in report["findings"] if f["rule"].startswith("NCZ-NZ-")] == []
 
@@ -406,15 +472,27 @@ BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
 }
 
 
+@pytest.fixture(scope="module")
+def break_reports(unconsolidated: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Each of BREAKS made in its own copy of the unconsolidated store; nczarr-check run once over the store as
+    written (report "") and every copy (report by rule)."""
+    here = tmp_path_factory.mktemp("nz-breaks")
+    stores = {"": unconsolidated}
+    for rule_id, (_, node, change) in BREAKS.items():
+        stores[rule_id] = here / rule_id / "o.zarr"
+        shutil.copytree(unconsolidated, stores[rule_id])
+        _edit(stores[rule_id], node, change)
+    return dict(zip(stores, _check_cli(*stores.values()), strict=True))
+
+
 @pytest.mark.parametrize("rule_id", sorted(BREAKS))
-def test_each_rule_reports_its_break(source: Path, tmp_path: Path, rule_id: str) -> None:
-    severity, node, change = BREAKS[rule_id]
-    out = tmp_path / "o.zarr"
-    convert(source, out, "--no-consolidate")
-    before = [f for f in _check(out)["findings"] if f["rule"] == rule_id]
+def test_each_rule_reports_its_break(break_reports: dict[str, dict[str, Any]], rule_id: str) -> None:
+    """The store as written has no finding of the rule; with the rule's break (the break_reports fixture) the rule
+    reports it, at its severity, on the zarr.json broken."""
+    severity, _, _ = BREAKS[rule_id]
+    before = [f for f in break_reports[""]["findings"] if f["rule"] == rule_id]
     assert before == []
-    _edit(out, node, change)
-    found = [f for f in _check(out)["findings"] if f["rule"] == rule_id]
+    found = [f for f in break_reports[rule_id]["findings"] if f["rule"] == rule_id]
     assert found and {f["severity"] for f in found} == {severity}, found
     assert all(f["key"].endswith("zarr.json") for f in found)
 
@@ -427,9 +505,9 @@ def test_consolidated_rule_reports_a_stale_entry(written: Path, tmp_path: Path) 
     assert len(found) == 1 and "stale" in found[0]["message"]
 
 
-def test_naming_shoulds_are_warnings(source: Path, tmp_path: Path) -> None:
+def test_naming_shoulds_are_warnings(unconsolidated: Path, tmp_path: Path) -> None:
     out = tmp_path / "o.zarr"
-    convert(source, out, "--no-consolidate")
+    shutil.copytree(unconsolidated, out)
     _edit(out, "f", _set_attr("9lives", 1))
     _edit(out, "f", _set_attr("Units", "m"))
     found = [f for f in _check(out)["findings"] if f["rule"] == "NCZ-NZ-NAMES"]
@@ -437,10 +515,10 @@ def test_naming_shoulds_are_warnings(source: Path, tmp_path: Path) -> None:
     assert len(found) == 2
 
 
-def test_conventions_in_capital_c_only_is_a_warning_and_registration_alone_an_error(source: Path,
+def test_conventions_in_capital_c_only_is_a_warning_and_registration_alone_an_error(unconsolidated: Path,
                                                                                       tmp_path: Path) -> None:
     out = tmp_path / "o.zarr"
-    convert(source, out, "--no-consolidate")
+    shutil.copytree(unconsolidated, out)
     _edit(out, ".", lambda d: d["attributes"].update(Conventions=d["attributes"].pop("conventions")))
     found = [f for f in _check(out)["findings"] if f["rule"] == "NCZ-NZ-CONVENTIONS"]
     assert [f["severity"] for f in found] == ["warning"]
@@ -457,7 +535,7 @@ def test_a_plain_v3_store_is_not_nz(source: Path, tmp_path: Path) -> None:
     report = _check(out)
     assert report["flavor"] == "zarr-v3"
     assert [f for f in report["findings"] if f["rule"].startswith("NCZ-NZ-")] == []
-    assert cli("dump", "-K", str(out)).stdout == "zarr zarr-v3\n"
+    assert run_main(dump.main, ["-K", str(out)]).stdout == "zarr zarr-v3\n"
 
 
 def make_cf_source(path: Path, *, station_names: bool = False) -> Path:
@@ -535,8 +613,10 @@ def test_a_cf_file_passes_nz_and_our_check_and_opens_in_xarray_equal(tmp_path: P
             assert ds.attrs["conventions"] == "NZ-1.0 CF-1.8"
 
 
-def _float_fill_store(tmp_path: Path) -> tuple[Path, Path]:
-    """The CF file with a float field holding a -9999.0 _FillValue, and its NZ store."""
+@pytest.fixture(scope="module")
+def float_fill_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The CF file with a float field holding a -9999.0 _FillValue, and its NZ store (read, never changed)."""
+    tmp_path = tmp_path_factory.mktemp("nz-float-fill")
     src = make_cf_source(tmp_path / "cf.nc")
     with netCDF4.Dataset(src, "a") as nc:
         pr = nc.createVariable("pr", "f4", ("time", "lat"), fill_value=-9999.0)
@@ -546,11 +626,12 @@ def _float_fill_store(tmp_path: Path) -> tuple[Path, Path]:
     return src, out
 
 
-def test_a_float_fill_value_is_written_as_nz_types_it(tmp_path: Path, theirs: Callable[[Any], bool]) -> None:
+def test_a_float_fill_value_is_written_as_nz_types_it(float_fill_store: tuple[Path, Path],
+                                                     theirs: Callable[[Any], bool]) -> None:
     """NZ-1.0: "The type of _FillValue is the array's data_type": -9999.0, valid for NZ's validator and
     nczarr-check, read back through our reader as netCDF4-python reads the source (the precondition of
     test_known_deviation_xarray_refuses_nz_float_fill_value)."""
-    src, out = _float_fill_store(tmp_path)
+    src, out = float_fill_store
     pr = documents(out)["pr"]
     assert pr["attributes"]["_FillValue"] == -9999.0 and pr["fill_value"] == -9999.0 and theirs(pr) and ours(pr)
     assert [f for f in _check(out)["findings"] if f["rule"].startswith("NCZ-NZ-") and f["severity"] == "error"] == []
@@ -563,10 +644,10 @@ def test_a_float_fill_value_is_written_as_nz_types_it(tmp_path: Path, theirs: Ca
 
 @pytest.mark.xfail(strict=True, raises=PeerStillWrong, reason="xarray 2026.9 decodes a float _FillValue only as its "
                                                                "own base64 spelling, not as NZ-1.0 types it")
-def test_known_deviation_xarray_refuses_nz_float_fill_value(tmp_path: Path) -> None:
+def test_known_deviation_xarray_refuses_nz_float_fill_value(float_fill_store: tuple[Path, Path]) -> None:
     """open_zarr (with use_zarr_fill_value_as_mask=True too: open_zarr drops it on its way to the backend) and
     open_dataset(engine="zarr") both stop at FillValueCoder.decode."""
-    src, out = _float_fill_store(tmp_path)
+    src, out = float_fill_store
     with netCDF4.Dataset(src) as nc:
         right = np.ma.filled(nc["pr"][...].astype("f8"), np.nan).tolist()
     seen = []
