@@ -295,3 +295,33 @@ def test_cli_consolidate_and_char_as(rich_nc, tmp_path, capsys):
         assert exc.value.code == 2
     assert sorted(p.name for p in (tmp_path / "b.file").rglob("*")) == before
     assert "keeps the store's layout" in capsys.readouterr().err
+
+
+def test_a_variable_of_one_chunk_is_written_without_a_thread_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool per variable cost a file of 2,000 one-chunk variables (netcdf-c's ref_hdf5_compat1.nc) 2,000 pools
+    and their threads, with nothing to overlap; a variable of several chunks still gets one. The values written
+    either way are the model's."""
+    from nczarr_conformance.nczarr import writer
+
+    pools: list[int] = []
+    real = writer.ThreadPoolExecutor
+
+    def counted(threads: int) -> object:
+        pools.append(threads)
+        return real(threads)
+
+    monkeypatch.setattr(writer, "ThreadPoolExecutor", counted)
+    root = Group(dimensions={"x": Dimension(4)})
+    for name in ("a", "b", "c"):
+        root.variables[name] = Variable("int", ["/x"], (4,), {}, np.arange(4, dtype="i4"), chunks=(4,))
+    store = MemoryStore()
+    write_dataset(Dataset(root), store, threads=2)
+    assert pools == []
+    root.variables["d"] = Variable("int", ["/x"], (4,), {}, np.arange(4, dtype="i4") * 2, chunks=(1,))
+    store = MemoryStore()
+    write_dataset(Dataset(root), store, threads=2)
+    assert pools == [2]
+    from nczarr_conformance.nczarr.reader import read_dataset
+
+    written = read_dataset(store).root.variables
+    assert [np.asarray(written[n].data).tolist() for n in "abcd"] == [[0, 1, 2, 3]] * 3 + [[0, 2, 4, 6]]
