@@ -476,3 +476,28 @@ def test_s3_append_killed_while_replacing_metadata_is_never_deleted(tmp_path, se
         assert s3_keys(s3_bucket) == before
     assert run([*CONVERT, "--overwrite", str(series["a"]), url]).returncode == 0
     assert "ds/.nczarr-partial" not in s3_keys(s3_bucket)
+
+
+@pytest.mark.s3
+def test_s3_an_append_over_a_dead_appends_marker_removes_its_chunks_outside_the_grid(series, s3_bucket):
+    """A dead append's marker over a complete dataset, and chunks that append stored past the grid (its records
+    beyond what the next append reaches, so that append writes none of them again): the next --append removes
+    them with the marker, and the dataset holds the old records and the new (a killed run leaves chunks where the
+    next append rewrites them, so test_s3_killed_append_leaves_the_dataset_intact cannot see them go)."""
+    client = s3_client()
+    url = f"s3://{s3_bucket}/ds#mode=nczarr,s3"
+    convert(str(series["base"]), url)
+    zarray = json.loads(_get(s3_bucket, "ds/v/.zarray"))
+    grid = [-(-s // c) for s, c in zip(zarray["shape"], zarray["chunks"], strict=True)]
+    far = [".".join(str(i) for i in (grid[0] + 40 + n, *[0] * (len(grid) - 1))) for n in range(3)]
+    for index in far:
+        client.put_object(Bucket=s3_bucket, Key=f"ds/v/{index}", Body=b"a dead append's chunk")
+    marker = {"host": socket.gethostname(), "pid": dead_pid(), "command": "nc2nczarr --append time big.nc",
+              "mode": "a"}
+    client.put_object(Bucket=s3_bucket, Key="ds/.nczarr-partial", Body=json.dumps(marker).encode())
+    done = run([*CONVERT, "--append", "time", str(series["a"]), url])
+    assert done.returncode == 0, done.stderr
+    now = s3_keys(s3_bucket)
+    assert [f"ds/v/{index}" for index in far if f"ds/v/{index}" in now] == []
+    assert "ds/.nczarr-partial" not in now
+    assert_holds(url, series["base"], series["a"])
