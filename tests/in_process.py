@@ -30,15 +30,15 @@ def run_main(main: Callable[[list[str]], int], argv: Sequence[str], capfd: Any =
     (argparse's usage errors, ``--help``) gives its code, as the process would have exited with.
 
     What the command changes in this process is put back: the SIGINT/SIGTERM handlers and the
-    unraisable hook it installs, the signal it may have recorded, the command name a lock records,
-    so a later test is not affected.
+    unraisable hook it installs, the signal it may have recorded, whether signals are deferred (a command
+    ends with them deferred), the command name a lock records, so a later test is not affected.
     """
     from nczarr_conformance import safety
 
     if capfd is not None:
         capfd.readouterr()  # what earlier code printed is not this command's output
     saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook
-    program = safety.program
+    program, deferring = safety.program, safety._defer
     debug = os.environ.pop("NCZARR_DEBUG", None)
     try:
         with warnings.catch_warnings(record=True) as raised, _captured(capfd is None) as python_output:
@@ -54,7 +54,7 @@ def run_main(main: Callable[[list[str]], int], argv: Sequence[str], capfd: Any =
         signal.signal(signal.SIGTERM, saved[1])
         sys.unraisablehook = saved[2]
         safety._received = None
-        safety.program = program
+        safety.program, safety._defer = program, deferring  # a command ends deferring signals (stop_raising)
         if debug is not None:
             os.environ["NCZARR_DEBUG"] = debug
     if python_output is not None:

@@ -382,3 +382,21 @@ def test_real_files_are_found() -> None:
     names = {p.name for p in REAL}
     assert {"test_gold.nc", "bad_missing_data.nc", "ref_tst_interops4.nc", "ref_nctest_classic.nc"} <= names
     assert len(REAL) >= 21
+
+
+def test_a_command_run_in_process_leaves_this_process_as_it_found_it(tmp_path: Path, capfd) -> None:
+    """tests/in_process.run_main puts back what a command changes in the process that runs it: its signal
+    handlers, the unraisable hook, the recorded signal, whether signals are deferred (a command ends deferring
+    them), the program name a lock records; a later test in the same worker runs as in a fresh one."""
+    import signal
+
+    from nczarr_conformance import safety
+    from nczarr_conformance.cli.convert import main
+
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook,
+              safety._received, safety._defer, safety.program)
+    src = Path(__file__).resolve().parents[1] / "corpus" / "rich.nc"
+    assert run_main(main, ["-q", str(src), str(tmp_path / "out.file")], capfd).returncode == 0
+    after = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook,
+             safety._received, safety._defer, safety.program)
+    assert after == before
