@@ -450,3 +450,44 @@ def test_for_xarray_refuses_naming_what_xarray_would_read_otherwise_and_accept_l
         assert want["t"].dtype == np.float32 and got["t"].dtype == np.float64  # the loss said, as xarray has it
     lone = _nc2nczarr(str(src), str(tmp_path / "q.json"), "--reference", "--accept-losses")
     assert lone.returncode == 2 and "--accept-losses goes with --reference --for" in lone.stderr
+
+
+def test_our_reference_writers_take_one_case_at_a_time_on_the_matrix_threads(tmp_path: Path, monkeypatch) -> None:
+    """netcdf-c is not thread-safe: the matrix's threads running ours-references and ours-icechunk together crashed
+    the interpreter in netCDF4's close (peers/ours_references._ONE_CASE). Two writes started at once on two threads
+    never overlap; both still write."""
+    import threading
+    import time
+
+    from nczarr_conformance.model import Dataset, Group
+    from nczarr_conformance.peers import ours_references
+
+    inside: list[int] = []
+    overlapped: list[bool] = []
+
+    def convert(self: Any, source: str, out: Path) -> None:
+        inside.append(1)
+        overlapped.append(len(inside) > 1)
+        time.sleep(0.2)
+        out.write_text("{}")
+        inside.pop()
+
+    monkeypatch.setattr(ours_references.OursReferences, "convert", convert)
+    monkeypatch.setattr(ours_references.OursIcechunkReferences, "convert", convert)
+    writers = [ours_references.OursReferences(), ours_references.OursIcechunkReferences()]
+    failed: list[BaseException] = []
+
+    def write(writer: Any, i: int) -> None:
+        try:
+            writer.write(Dataset(Group()), tmp_path / f"case{i}", {})
+        except BaseException as exc:  # shown by the assertion below
+            failed.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w, i)) for i, w in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failed == []
+    assert overlapped == [False, False]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["case0.json", "case1.icechunk"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 from pathlib import Path
 
 from nczarr_conformance import __version__
@@ -11,6 +12,12 @@ from nczarr_conformance.model import Dataset
 from nczarr_conformance.peers import netcdf4 as nc4
 from nczarr_conformance.peers.base import CannotExpress, Peer, reject_options
 from nczarr_conformance.peers.capabilities import ALL, PURE_ZARR_V3
+
+#: one case at a time in this process, whichever of our reference writers and matrix threads runs it: each writes
+#: and reads a netCDF-4 file through netCDF4-python, whose netcdf-c is not thread-safe. Its calls are serialized
+#: (peers/netcdf4.LOCK) but not its objects' lifetimes: a dataset closed on one matrix thread while another's
+#: conversion read values crashed the interpreter (SIGSEGV in nc.close, a CI run of 2026-12-06)
+_ONE_CASE = threading.Lock()
 
 
 class OursReferences(Peer):
@@ -43,11 +50,12 @@ class OursReferences(Peer):
         reject_options(options, self.id)
         target.mkdir(parents=True)
         source, out = target / "case.nc", target.parent / f"{target.name}{self.suffix}"
-        nc4.write(dataset, str(source))
-        try:
-            self.convert(str(source), out)
-        except UnsupportedError as exc:
-            raise CannotExpress(str(exc)) from exc
+        with _ONE_CASE:
+            nc4.write(dataset, str(source))
+            try:
+                self.convert(str(source), out)
+            except UnsupportedError as exc:
+                raise CannotExpress(str(exc)) from exc
         return str(out)
 
     def read(self, url: str) -> Dataset:
