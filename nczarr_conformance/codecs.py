@@ -194,9 +194,7 @@ class DeferredCodec:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_cfg", "_built"):
             raise AttributeError(name)
-        if self._built is None:
-            self._built = numcodec(self._cfg)
-        return getattr(self._built, name)
+        return getattr(self._real(), name)
 
     def __eq__(self, other: object) -> bool:
         return bool(self._real() == (other._real() if isinstance(other, DeferredCodec) else other))
