@@ -1,9 +1,11 @@
-"""The small text rules of ncdump 4.9.0: names, string escapes and number formats.
+"""The small text rules of ncdump 4.9.0 for data: char rows, value formats and the fill's ``_``.
 
 Each function mirrors one routine of netcdf-c's ``ncdump`` (named in its
 docstring) so that our CDL is byte-for-byte what users get from ncdump and what
-``ncgen`` reads back. Text is a ``str`` whose undecodable bytes are carried as
-surrogates (``surrogateescape``); the CLI writes it back as the original bytes.
+``ncgen`` reads back. The rules a header needs (names, attribute values) live in
+cdl/header_text.py, which imports no numpy; they are re-exported here. Text is a
+``str`` whose undecodable bytes are carried as surrogates (``surrogateescape``);
+the CLI writes it back as the original bytes.
 """
 from __future__ import annotations
 
@@ -20,79 +22,27 @@ from nczarr_conformance.cdl.bulk import (
     format_g,
     g_precision_supported,
 )
+from nczarr_conformance.cdl.header_text import (
+    ATT_SUFFIX,
+    COMMON_ESCAPES,
+    KEYWORDS,
+    NAME_SPECIALS,
+    attribute_string,
+    attribute_values,
+    byte_len,
+    escape_name,
+    float_attribute,
+    from_bytes,
+    string_data,
+    to_bytes,
+    tztrim,
+)
 
-#: ASCII characters escaped with a backslash in names (utils.c ``escaped_name``).
-NAME_SPECIALS = frozenset(" !\"#$&'()*,:;<=>?[]\\^`{|}~")
-#: Variable names after which ncdump puts a space before ``:`` (ncdump.c ``keywords``).
-KEYWORDS = frozenset({"variables", "dimensions", "data", "group", "types"})
-ATT_SUFFIX = {"byte": "b", "short": "s", "int": "", "ubyte": "UB", "ushort": "US", "uint": "U",
-              "int64": "LL", "uint64": "ULL"}
+__all__ = ["ATT_SUFFIX", "KEYWORDS", "NAME_SPECIALS", "PRIM_LEN", "ValueFormatter", "attribute_string",
+           "attribute_values", "byte_len", "char_data_string", "escape_name", "float_attribute", "from_bytes",
+           "prim_text", "string_data", "to_bytes", "tztrim"]
+
 PRIM_LEN = 100  # dumplib.c: the buffer one value is formatted into
-_COMMON_ESCAPES = {0x08: "\\b", 0x0C: "\\f", 0x0D: "\\r", 0x09: "\\t", 0x0B: "\\v", 0x5C: "\\\\",
-                   0x27: "\\'", 0x22: '\\"'}
-
-
-def to_bytes(text: str) -> bytes:
-    """The bytes netcdf-c holds for a model string (UTF-8; surrogates are raw bytes)."""
-    return text.encode("utf-8", "surrogateescape")
-
-
-def from_bytes(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")
-
-
-def byte_len(text: str) -> int:
-    """``strlen`` of the text ncdump would print (line wrapping counts bytes)."""
-    return len(to_bytes(text))
-
-
-def escape_name(name: str) -> str:
-    """utils.c ``escaped_name``: backslash before CDL specials and a leading digit, ``\\%xx`` for controls."""
-    out = ["\\"] if name[:1].isdigit() and name[0].isascii() else []
-    for ch in name:
-        code = ord(ch)
-        if code < 0x80 and (code < 0x20 or code == 0x7F):
-            out.append(f"\\%{code:02x}")
-        elif ch in NAME_SPECIALS:
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _is_cntrl(code: int) -> bool:
-    return code < 0x20 or code == 0x7F
-
-
-def _escape_table(newlines: tuple[int, ...]) -> list[str]:
-    """ncdump's escapes of text bytes, as a ``str.translate`` table over the bytes read as latin-1:
-    ``newlines`` as ``\\n``, the common C escapes, other controls in octal; bytes >= 0x80 stay
-    themselves (a UTF-8 sequence is copied whole)."""
-    table = []
-    for code in range(256):
-        if code in newlines:
-            table.append("\\n")
-        elif code in _COMMON_ESCAPES:
-            table.append(_COMMON_ESCAPES[code])
-        elif _is_cntrl(code):
-            table.append(f"\\{code:03o}")
-        else:
-            table.append(chr(code))
-    return table
-
-
-_ATTRIBUTE_ESCAPES = _escape_table((0x0A,))
-_STRING_ESCAPES = _escape_table((0x0A, 0x0B))
-
-
-def _escaped(raw: bytes, table: list[str]) -> str:
-    """The bytes escaped through ``table``, one C-level pass (``translate``) whatever their length."""
-    return from_bytes(raw.decode("latin-1").translate(table).encode("latin-1"))
-
-
-def attribute_string(raw: bytes) -> str:
-    """ncdump.c ``pr_att_string`` for a netCDF-4 file: trailing NULs dropped, controls in octal."""
-    return '"' + _escaped(raw.rstrip(b"\x00"), _ATTRIBUTE_ESCAPES) + '"'
 
 
 def _char_data_table() -> list[str]:
@@ -101,8 +51,8 @@ def _char_data_table() -> list[str]:
     for code in range(256):
         if code == 0x0A:
             table.append('\\n",\n    "')
-        elif code in _COMMON_ESCAPES:
-            table.append(_COMMON_ESCAPES[code])
+        elif code in COMMON_ESCAPES:
+            table.append(COMMON_ESCAPES[code])
         elif 0x20 <= code < 0x7F:
             table.append(chr(code))
         else:
@@ -116,43 +66,6 @@ _CHAR_DATA = _char_data_table()
 def char_data_string(raw: bytes) -> str:
     """vardata.c ``pr_tvals``: one row of char data; non-printable bytes (all >= 0x80) in octal."""
     return '"' + raw.rstrip(b"\x00").decode("latin-1").translate(_CHAR_DATA) + '"'
-
-
-def string_data(value: str) -> str:
-    """dumplib.c ``ncstring_typ_tostring``: controls in octal, ``\\v`` printed as ``\\n`` (as ncdump does)."""
-    return '"' + _escaped(to_bytes(value).split(b"\x00", 1)[0], _STRING_ESCAPES) + '"'
-
-
-def tztrim(text: str) -> str:
-    """ncdump.c ``tztrim``: drop trailing zeros after the decimal point, keep the point and any suffix."""
-    m = re.match(r"^(-?[0-9.]*)(.*)$", text, re.DOTALL)
-    assert m is not None
-    mantissa, rest = m.groups()
-    if mantissa.endswith(".") or "." not in mantissa:
-        return text
-    return mantissa.rstrip("0") + rest
-
-
-def float_attribute(value: float, nctype: str, float_digits: int, double_digits: int) -> str:
-    """ncdump.c ``pr_att_valgs`` for float/double: ``%#.Ng`` (+``f``), trailing zeros trimmed."""
-    suffix = "f" if nctype == "float" else ""
-    if math.isnan(value):
-        return "NaN" + suffix
-    if math.isinf(value):
-        return ("-" if value < 0 else "") + "Infinity" + suffix
-    digits = float_digits if nctype == "float" else double_digits
-    return tztrim(f"%#.{digits}g" % value + suffix)
-
-
-def attribute_values(nctype: str, value: Any, float_digits: int, double_digits: int) -> str:
-    """The right-hand side of an attribute line."""
-    if nctype == "char":
-        return attribute_string(to_bytes(value))
-    if nctype == "string":
-        return ", ".join(attribute_string(to_bytes(str(v))) for v in value.tolist())
-    if nctype in ("float", "double"):
-        return ", ".join(float_attribute(float(v), nctype, float_digits, double_digits) for v in value.tolist())
-    return ", ".join(f"{int(v)}{ATT_SUFFIX[nctype]}" for v in value.tolist())
 
 
 def prim_text(text: str) -> str:

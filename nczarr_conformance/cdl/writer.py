@@ -17,10 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nczarr_conformance.cdl.header_text import (
+    attribute_line,
+    dimension_line,
+    dimension_name,
+    group_attributes_heading,
+    parent_path,
+    variable_line,
+)
 from nczarr_conformance.cdl.text import (
-    KEYWORDS,
     ValueFormatter,
-    attribute_values,
     byte_len,
     escape_name,
     to_bytes,
@@ -68,10 +74,6 @@ def _element_size(nctype: str) -> int:
 
 def _child(path: str, name: str) -> str:
     return path.rstrip("/") + "/" + name
-
-
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] or "/"
 
 
 def codecs_json(value: Any) -> str:
@@ -154,7 +156,7 @@ class CdlWriter:
                 return True
             if path == "/":
                 return False
-            path = _parent(path)
+            path = parent_path(path)
 
     def prints_data(self, gpath: str, vname: str, var: Variable) -> bool:
         """Whether this variable's data section is printed (so its chunks are read)."""
@@ -174,20 +176,7 @@ class CdlWriter:
 
     def _dim_name(self, gpath: str, ref: str) -> str:
         """The dimension as ncdump names it: relative unless an ancestor's same name hides it."""
-        owner, name = _parent(ref), ref.rsplit("/", 1)[-1]
-        path, duplicate, found = gpath, False, False
-        while True:
-            if name in self.groups[path].dimensions:
-                if path == owner:
-                    found = True
-                    break
-                duplicate = True
-            if path == "/":
-                break
-            path = _parent(path)
-        if duplicate or not found:
-            return escape_name(owner) + ("" if owner == "/" else "/") + escape_name(name)
-        return escape_name(name)
+        return dimension_name(gpath, ref, lambda path, name: name in self.groups[path].dimensions)
 
     def _group(self, gpath: str, group: Group, indent: int) -> None:
         ind = " " * indent
@@ -195,19 +184,17 @@ class CdlWriter:
         if group.dimensions:
             w(f"{ind}dimensions:\n")
             for name, dim in group.dimensions.items():
-                size = f"UNLIMITED ; // ({dim.size} currently)" if dim.unlimited else f"{dim.size} ;"
-                w(f"{ind}\t{escape_name(name)} = {size}\n")
+                w(dimension_line(ind, name, dim.size, dim.unlimited))
         if group.variables:
             w(f"{ind}variables:\n")
         for vname, var in group.variables.items():
-            dims = ", ".join(self._dim_name(gpath, ref) for ref in var.dimensions)
-            w(f"{ind}\t{var.type} {escape_name(vname)}" + (f"({dims})" if dims else "") + " ;\n")
+            w(variable_line(ind, var.type, vname, [self._dim_name(gpath, ref) for ref in var.dimensions]))
             for aname, attr in var.attributes.items():
                 self._attribute(ind, vname, aname, attr, var)
             if self.opt.specials:
                 self._specials(ind, _child(gpath, vname), vname, var)
         if group.attributes or self.opt.specials:
-            w(f"\n{ind}// {'global' if gpath == '/' else 'group'} attributes:\n")
+            w(group_attributes_heading(ind, gpath == "/"))
         for aname, attr in group.attributes.items():
             self._attribute(ind, "", aname, attr, None)
         if gpath == "/" and self.opt.specials:
@@ -231,10 +218,7 @@ class CdlWriter:
     def _attribute(self, ind: str, vname: str, aname: str, attr: Attribute, var: Variable | None) -> None:
         """ncdump.c ``pr_att`` (with ``print_att_times`` under -t)."""
         fd, dd = self._digits()
-        prefix = "string " if attr.type == "string" else ""
-        space = " " if vname in KEYWORDS else ""
-        line = (f"{ind}\t\t{prefix}{escape_name(vname)}{space}:{escape_name(aname)} = "
-                f"{attribute_values(attr.type, attr.value, fd, dd)} ;")
+        line = attribute_line(ind, vname, aname, attr.type, attr.value, fd, dd)
         if self.opt.times and var is not None:
             info = time_info(var)
             if info is not None and attr.type not in ("char", "string"):
