@@ -5,9 +5,12 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
+from nczarr_conformance.cli.ending import exit_process
 from nczarr_conformance.errors import NczarrError
+
+__all__ = ["Parser", "exit_process", "plain", "run", "version"]
 
 
 def version() -> str:
@@ -21,28 +24,6 @@ def version() -> str:
         from nczarr_conformance import __version__
 
         return __version__
-
-
-def exit_process(code: int) -> NoReturn:
-    """End the process with ``code``: a command's last act once its outcome is printed (its script, ``-m``).
-
-    Where the icechunk library was loaded (an ``icechunk://`` store), its native runtime can abort the
-    interpreter's own shutdown (SIGABRT, exit 134, nothing printed: seen 1 run in 10-40 on a loaded
-    machine after a failed virtual-chunk read, icechunk 1.1.21 on Python 3.11 and 3.13), turning a
-    documented exit code into a crash. So there the exit handlers run (ours: worker pools, child
-    processes), output is flushed, and the process ends without the shutdown that aborts; otherwise
-    it exits as any Python program does. A function a test calls in process returns its code instead.
-    """
-    if "icechunk" not in sys.modules:
-        sys.exit(code)
-    import atexit
-    from contextlib import suppress
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(OSError, ValueError):  # a closed pipe or stream: nothing left to say
-            stream.flush()
-    os._exit(code)
 
 
 def run(prog: str, body: Callable[[], int]) -> int:

@@ -9,33 +9,41 @@ change nothing, as in ncdump 4.9.0 on a local file. ``-k`` prints ncdump's one w
 ``netCDF-4``, ``classic`` … for a netCDF file. ``-K`` prints the layout instead:
 ``<mode> <flavor>`` for a store (mode ``nczarr`` or ``zarr``; flavor one of nczarr-v1,
 nczarr-2-upper, nczarr-2, nczarr-4.10, zarr, zarr-v3, nz), the data model for a file.
-Only the chunks of printed variables are read, a run of chunks at a time.
+Only the chunks of printed variables are read, a run of chunks at a time. ``-h`` of a
+plain local NCZarr directory is read without numpy (cdl/quick_header.py), so it starts
+several times faster; anything that reader does not vouch for goes through the full one.
 
 Exit codes: 0 printed, 2 could not read or no such variable/group (message on stderr).
 """
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-from typing import TYPE_CHECKING
 
-from nczarr_conformance.cli.common import Parser, run
 from nczarr_conformance.errors import UsageError
 
-if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py
+TYPE_CHECKING = False  # typing's constant without importing typing: 4 ms of ``nczarr-dump -h``'s start
+
+if TYPE_CHECKING:  # imported where used: --help and --version load no numpy, netCDF4 or h5py; -h of a plain
+    # store loads not even argparse (quick_header)
+    import argparse
+
     from nczarr_conformance.cdl.writer import CdlOptions
 
 
-class _Annotate(argparse.Action):
-    """``-b``/``-f``: each turns its comments on; the language is the last one's (ncdump.c keeps one)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, True)
-        namespace.annotation_lang = values
-
-
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from nczarr_conformance.cli.common import Parser
+
+    class _Annotate(argparse.Action):
+        """``-b``/``-f``: each turns its comments on; the language is the last one's (ncdump.c keeps one)."""
+
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                     option_string: str | None = None) -> None:
+            setattr(namespace, self.dest, True)
+            namespace.annotation_lang = values
+
     p = Parser(prog="nczarr-dump", description=__doc__.splitlines()[0], add_help=False)
     p.add_argument("url", help="store path or netcdf-c URL (directory, .zip, s3://…), or a netCDF file")
     p.add_argument("--help", action="help", help="show this help and exit")
@@ -111,8 +119,50 @@ def _write(text: str) -> None:
     sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
 
 
+def _quick(path: str) -> int | None:
+    """``-h`` of a plain local store without numpy or argparse (cdl/quick_header.py), or None to run in full.
+
+    SIGINT and SIGTERM end it as the full command's handlers do (one line, 130 or 143): nothing is written
+    before the header is whole, so there is nothing to undo.
+    """
+    import signal
+
+    from nczarr_conformance.cdl.quick_header import quick_header
+
+    def interrupted(signum: int, frame: object) -> None:
+        word = "interrupted" if signum == signal.SIGINT else f"terminated by {signal.Signals(signum).name}"
+        sys.stderr.write(f"nczarr-dump: {word}\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, interrupted)
+    except ValueError:  # not the main thread (a test calling main): only the main thread takes handlers
+        pass
+    text = quick_header(path)
+    if text is None:
+        return None
+    try:
+        _write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # a reader that stopped early (| head): as the full command, not an error
+        pass
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from nczarr_conformance.cdl.quick_header import header_request
+
+    given = list(sys.argv[1:] if argv is None else argv)
+    path = header_request(given)
+    if path is not None:
+        code = _quick(path)
+        if code is not None:
+            return code
+    from nczarr_conformance.cli.common import run
+
+    args = build_parser().parse_args(given)
 
     def body() -> int:
         from nczarr_conformance.access.dataset import dataset_name
@@ -146,6 +196,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from nczarr_conformance.cli.common import exit_process
+    from nczarr_conformance.cli.ending import exit_process
 
     exit_process(main())

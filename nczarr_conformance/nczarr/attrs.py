@@ -40,7 +40,7 @@ from nczarr_conformance.nczarr.dtypes import (
     attr_type_string,
     parse_attr_type,
 )
-from nczarr_conformance.nczarr.lenient_json import LenientNumber
+from nczarr_conformance.nczarr.lenient_json import unparse as unparse
 
 #: How char text that parses as JSON is written (modes in flavor_names.JSON_ATTRIBUTE_MODES):
 #: ``lossless`` (a JSON string) or ``spec`` (App. D case 3).
@@ -49,17 +49,6 @@ _MODE: ContextVar[str] = ContextVar("json_attributes", default="lossless")
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 UINT64_MAX = 2**64 - 1
-
-
-def unparse(value: Any) -> str:
-    """JSON text in netcdf-c's layout: ``{"k": v, "k2": w}`` and ``[a,b]``."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {unparse(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(unparse(v) for v in value) + "]"
-    if isinstance(value, LenientNumber):
-        return value.text  # as netcdf-c wrote it (``0.``), which its own parser keeps
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _reject_constant(name: str) -> Any:
