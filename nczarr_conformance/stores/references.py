@@ -95,7 +95,7 @@ class TargetLooks:
     an ``nczarr-check`` run. Its questions (missing? changed? how big? its HDF5 bytes) are then all answered
     from that one HEAD, the HDF5 reads held to its ETag, instead of a HEAD per question and per array.
 
-    Never shared between runs: a later one must see the target as it is then."""
+    Not shared between runs: a later one must see the target as it is then."""
 
     def __init__(self) -> None:
         self._heads: dict[tuple[str, bool], Stamp | NczarrError | None] = {}
