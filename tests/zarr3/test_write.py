@@ -355,8 +355,8 @@ def test_v3_options_misused_are_one_line(source: Path, tmp_path: Path, args: lis
     assert not out.exists()
 
 
-#: the one line nc2nczarr and convert() give a shard asked of Zarr v2 (the wording of nczarr_conformance/cli/convert.py's
-#: --shard help: "with --zarr-format 3")
+#: the one line nc2nczarr and convert() give a shard asked of Zarr v2 (docs/commands.md: "--shard without it ... refused
+#: in one line, exit 2")
 NO_V2_SHARDS = "--shard needs --zarr-format 3 (Zarr v2 has no shards)"
 
 
