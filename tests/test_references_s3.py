@@ -6,10 +6,14 @@ h5py's chunk index of that copy and the size and ETag from boto3's HEAD, never f
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +169,45 @@ def test_ranges_and_codecs_are_checked_against_the_s3_object_itself(on_s3: dict[
     assert f"NCZ-REF-CODECS /tas: declares codecs ['zlib'] but {url}/tas is stored with ['shuffle', 'zlib']" \
         in checked.stdout, checked.stdout
     assert f"NCZ-REF-CODECS /{first}: bytes {size - 4}-{size + 12} of {url} are no chunk" in checked.stdout
+
+
+@contextlib.contextmanager
+def _requests_to_moto() -> Iterator[list[str]]:
+    """The requests the moto server answers meanwhile, ``"METHOD /bucket/key"`` each, from its own request log
+    (werkzeug's: the server runs in this process), never from our client's bookkeeping."""
+    seen: list[str] = []
+
+    class Log(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            line = re.sub(r"\x1b\[[0-9;]*m", "", record.getMessage())  # werkzeug colours a 404
+            found = re.search(r'"([A-Z]+) (\S+) HTTP/', line)
+            if found:
+                seen.append(f"{found[1]} {found[2]}")
+
+    logger, handler = logging.getLogger("werkzeug"), Log()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def test_check_heads_each_s3_target_once(on_s3: dict[str, Any]):
+    """A check asks S3 for each target once: NCZ-REF-TARGET's HEAD is the one NCZ-REF-RANGE's sizes and
+    NCZ-REF-CODECS's HDF5 reads stand on (each rule, and each array's HDF5 read, HEADed it anew before)."""
+    _, url, out = on_s3["rich"]
+    doc = json.loads(out.read_text())
+    arrays = {k.rsplit("/", 1)[0] for k, v in doc["refs"].items() if isinstance(v, list) and v[0] == url}
+    assert len(arrays) > 1  # the precondition: several arrays reference the one target
+    with _requests_to_moto() as seen:
+        checked = _run("nczarr_conformance.cli.check", str(out))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    heads = [r for r in seen if r.startswith("HEAD ")]
+    assert heads == [f"HEAD /{BUCKET}/archive/rich.nc"], seen
+    assert any(r.startswith(f"GET /{BUCKET}/archive/rich.nc") for r in seen), seen  # the HDF5 reads did reach S3
 
 
 def test_a_public_bucket_is_referenced_read_and_checked_without_credentials(on_s3: dict[str, Any], tmp_path: Path):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nczarr_conformance.errors import UsageError
-from nczarr_conformance.flavor_names import FLAVOR_ALIASES
+from nczarr_conformance.flavor_names import FLAVOR_ALIASES, shard_refusal
 from nczarr_conformance.model import Dataset
 from nczarr_conformance.stores import open_store
 from nczarr_conformance.stores.base import Store
@@ -99,9 +99,11 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite:
     if zarr_format == 3:
         _write_v3(dataset, spec, flavor or "zarr", overwrite, shard)
         return
-    if zarr_format != 2 or shard is not None:
-        raise UsageError(f"zarr_format {zarr_format!r}{' with shard' if shard is not None else ''}: "
-                         "2, or 3 (which alone takes shard)")
+    if zarr_format != 2:
+        raise UsageError(f"zarr_format {zarr_format!r}: 2, or 3 (which alone takes shard)")
+    no_shards = shard_refusal(zarr_format, shard)
+    if no_shards is not None:
+        raise UsageError(no_shards)
     flavor = flavor or "nczarr"
     if flavor not in FLAVOR_ALIASES:
         raise UsageError(f"unknown flavor {flavor!r} (one of {', '.join(sorted(FLAVOR_ALIASES))})")

@@ -33,6 +33,7 @@ from nczarr_conformance.errors import FormatError, NczarrError
 from nczarr_conformance.stores.icechunk_store import IcechunkStore, VirtualFault
 from nczarr_conformance.stores.references import (
     ReferenceStore,
+    TargetLooks,
     local_path,
     opened_target,
     target_problem,
@@ -53,6 +54,17 @@ BOTH = "kerchunk references and Icechunk virtual chunks"
 
 def _store(ctx: CheckContext) -> ReferenceStore | None:
     return ctx.store if isinstance(ctx.store, ReferenceStore) else None
+
+
+def _looks(ctx: CheckContext) -> TargetLooks:
+    """This run's one look at each target, shared by the three rules (an S3 target HEADed once per check, not once
+    per rule and array): the reference store's own, or one made for the run."""
+    store = _store(ctx)
+    if store is not None:
+        return store.looks
+    looks = ctx.__dict__.setdefault("target_looks", TargetLooks())
+    assert isinstance(looks, TargetLooks)
+    return looks
 
 
 def _refs(ctx: CheckContext, store: ReferenceStore) -> Iterator[tuple[str, str, list[Any]]]:
@@ -92,7 +104,7 @@ def target_unchanged(ctx: CheckContext) -> Iterator[Finding]:
         return
     urls = sorted({str(ref[0]) for _, _, ref in _refs(ctx, store)} | set(store.targets))
     for url in urls:
-        problem = target_problem(url, store.targets.get(url))
+        problem = target_problem(url, store.targets.get(url), _looks(ctx))
         if problem is not None:
             yield get("NCZ-REF-TARGET").finding(None, f"{problem}: its references would read wrong bytes or fail")
 
@@ -117,7 +129,7 @@ def ranges_inside(ctx: CheckContext) -> Iterator[Finding]:
         if url not in sizes:
             recorded = store.targets.get(url)
             # None: missing or unreachable (NCZ-REF-TARGET names it)
-            sizes[url] = target_size(url, recorded is not None and recorded.anonymous)
+            sizes[url] = target_size(url, recorded is not None and recorded.anonymous, _looks(ctx))
         size = sizes[url]
         if size is None or len(ref) < 3:
             continue
@@ -155,23 +167,36 @@ def codecs_match_hdf5(ctx: CheckContext) -> Iterator[Finding]:
     for akey, ckey, ref in _refs(ctx, store):
         if len(ref) >= 3:
             by_array.setdefault(akey, {}).setdefault(str(ref[0]), []).append((ckey, int(ref[1]), int(ref[2])))
-    for akey, targets in sorted(by_array.items()):
-        zarray = ctx.arrays[akey].zarray or {}
-        declared = [str(f.get("id")) for f in (zarray.get("filters") or []) if isinstance(f, dict)]
-        compressor = zarray.get("compressor")
-        if isinstance(compressor, dict):
-            declared.append(str(compressor.get("id")))
-        for url, chunks in sorted(targets.items()):
-            if (local_path(url) is None and not is_s3_url(url)) or target_problem(url, store.targets.get(url)):
+    looks = _looks(ctx)
+    by_target: dict[str, list[str]] = {}
+    for akey, targets in by_array.items():
+        for url in targets:
+            if (local_path(url) is None and not is_s3_url(url)) or target_problem(url, store.targets.get(url), looks):
                 continue  # remote but not S3: not opened here; missing or changed: NCZ-REF-TARGET
-            recorded = store.targets.get(url)
-            yield from _against_hdf5(akey, url, declared, chunks, recorded is not None and recorded.anonymous)
+            by_target.setdefault(url, []).append(akey)
+    found: dict[tuple[str, str], list[Finding]] = {}
+    for url, akeys in sorted(by_target.items()):  # each target opened once, for every array in it
+        recorded = store.targets.get(url)
+        datasets = _hdf5(sorted(akeys), url, recorded is not None and recorded.anonymous, looks)
+        for akey, facts in datasets:
+            found[(akey, url)] = list(_against_hdf5(akey, url, _declared(ctx, akey), by_array[akey][url], facts))
+    for pair in sorted(found):  # array by array, then target by target
+        yield from found[pair]
+
+
+def _declared(ctx: CheckContext, akey: str) -> list[str]:
+    """The numcodecs ids a v2 array's ``.zarray`` declares, filters first, then its compressor."""
+    zarray = ctx.arrays[akey].zarray or {}
+    declared = [str(f.get("id")) for f in (zarray.get("filters") or []) if isinstance(f, dict)]
+    compressor = zarray.get("compressor")
+    if isinstance(compressor, dict):
+        declared.append(str(compressor.get("id")))
+    return declared
 
 
 def _against_hdf5(akey: str, url: str, declared: list[str], chunks: list[tuple[str, int, int]],
-                  anonymous: bool = False) -> Iterator[Finding]:
+                  facts: _Hdf5Dataset | str) -> Iterator[Finding]:
     finding = get("NCZ-REF-CODECS").finding
-    facts = _hdf5(akey, url, anonymous)
     if isinstance(facts, str):
         yield finding(akey, facts)
         return
@@ -197,27 +222,44 @@ class _Hdf5Dataset:
     stored: dict[tuple[int, ...], tuple[int, int]]  # element offset of each stored chunk -> (address, size)
 
 
-def _hdf5(akey: str, url: str, anonymous: bool = False) -> _Hdf5Dataset | str:
-    """The HDF5 dataset ``akey`` of the target ``url`` (a local file, or an S3 object read by byte range,
-    unsigned where ``anonymous``), or the one line saying why there is none."""
+def _hdf5(akeys: list[str], url: str, anonymous: bool = False,
+          looks: TargetLooks | None = None) -> Iterator[tuple[str, _Hdf5Dataset | str]]:
+    """Each HDF5 dataset ``akeys`` names in the target ``url`` (a local file, or an S3 object read by byte range,
+    unsigned where ``anonymous``, held to the version ``looks`` saw), or the one line saying why there is none:
+    the file opened once for all of them, one dataset's facts at a time."""
     import h5py
 
     from nczarr_conformance.sources.netcdf4 import LOCK
 
+    done = 0
     try:
-        with LOCK, opened_target(url, anonymous) as target, h5py.File(target, "r") as f:
-            dataset = f.get(akey.lstrip("/"))
-            if not isinstance(dataset, h5py.Dataset):
-                return f"refers to {url}, which holds no HDF5 dataset {akey}"
-            plist = dataset.id.get_create_plist()
-            filters = []
-            for i in range(plist.get_nfilters()):
-                fid, _, _, name = plist.get_filter(i)
-                filters.append((int(fid), name.decode("ascii", "replace") if isinstance(name, bytes) else str(name)))
-            chunks = None if dataset.chunks is None else tuple(int(c) for c in dataset.chunks)
-            return _Hdf5Dataset(filters, chunks, _extents(dataset, dataset.ndim))
+        with LOCK, opened_target(url, anonymous, looks) as target, h5py.File(target, "r") as f:
+            for akey in akeys:
+                try:
+                    facts = _dataset_facts(f, akey, url)
+                except (OSError, NczarrError) as exc:
+                    facts = f"refers to {url}, which HDF5 cannot open ({exc})"
+                yield akey, facts
+                done += 1
     except (OSError, NczarrError) as exc:
-        return f"refers to {url}, which HDF5 cannot open ({exc})"
+        for akey in akeys[done:]:
+            yield akey, f"refers to {url}, which HDF5 cannot open ({exc})"
+
+
+def _dataset_facts(f: Any, akey: str, url: str) -> _Hdf5Dataset | str:
+    """The filters and chunk extents of the dataset ``akey`` of the open HDF5 file ``f``, or why it has none."""
+    import h5py
+
+    dataset = f.get(akey.lstrip("/"))
+    if not isinstance(dataset, h5py.Dataset):
+        return f"refers to {url}, which holds no HDF5 dataset {akey}"
+    plist = dataset.id.get_create_plist()
+    filters = []
+    for i in range(plist.get_nfilters()):
+        fid, _, _, name = plist.get_filter(i)
+        filters.append((int(fid), name.decode("ascii", "replace") if isinstance(name, bytes) else str(name)))
+    chunks = None if dataset.chunks is None else tuple(int(c) for c in dataset.chunks)
+    return _Hdf5Dataset(filters, chunks, _extents(dataset, dataset.ndim))
 
 
 def _filters_problem(akey: str, url: str, declared: list[str], filters: list[tuple[int, str]]) -> str | None:
@@ -285,7 +327,7 @@ def _ice_targets(ctx: CheckContext, store: IcechunkStore) -> Iterator[Finding]:
     finding = get("NCZ-REF-TARGET").finding
     gone: set[str] = set()
     for url in store.virtual_targets():
-        problem = target_problem(url, None)  # recorded nothing: reachable or not
+        problem = target_problem(url, None, _looks(ctx))  # recorded nothing: reachable or not
         if problem is not None:
             gone.add(url)
             yield finding(None, f"{problem}: its virtual chunks would fail")
@@ -336,14 +378,15 @@ def _ice_codecs(ctx: CheckContext, store: IcechunkStore) -> Iterator[Finding]:
         return  # icechunk does not say which file each chunk lies in
     url = targets[0]
     local = local_path(url)
-    if local is None or target_problem(url, None) is not None:
+    if local is None or target_problem(url, None, _looks(ctx)) is not None:
         return  # remote: not opened here; missing: NCZ-REF-TARGET
     if any(f.kind in ("changed", "outside") for f in _faults(ctx, store)):
         return  # NCZ-REF-TARGET, NCZ-REF-RANGE: what the file holds now is not what was referenced
     finding = get("NCZ-REF-CODECS").finding
     docs = nodes(ctx).docs
-    for akey, chunks in sorted(_virtual(ctx, store).items()):
-        facts = _hdf5(akey, url)
+    virtual = _virtual(ctx, store)
+    for akey, facts in _hdf5(sorted(virtual), url, looks=_looks(ctx)):
+        chunks = virtual[akey]
         if isinstance(facts, str):
             yield finding(akey, facts)
             continue

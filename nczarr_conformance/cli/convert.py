@@ -20,6 +20,7 @@ from nczarr_conformance.flavor_names import (
     FLAVOR_ALIASES,
     JSON_ATTRIBUTE_MODES,
     V3_FLAVORS,
+    shard_refusal,
 )
 
 #: the reader ids of reader_needs.READERS, for --help without importing the table's dependencies (none: it is data)
@@ -212,8 +213,9 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     transforms = _transforms(parser, args)
-    if args.shard is not None and args.zarr_format != 3:
-        parser.error("--shard needs --zarr-format 3 (Zarr v2 has no shards)")
+    no_shards = shard_refusal(args.zarr_format, args.shard)  # the library's rule, said as a usage error
+    if no_shards is not None:
+        parser.error(no_shards)
     if args.zarr_format == 3 and args.concat and (args.scheduler or args.workers):
         parser.error("--concat --zarr-format 3 runs in this process: it takes no --scheduler or --workers")
     if args.flavor in V3_FLAVORS and args.flavor not in FLAVOR_ALIASES and args.zarr_format != 3:

@@ -32,6 +32,7 @@ from nczarr_conformance.errors import (
     UnsupportedError,
     UsageError,
 )
+from nczarr_conformance.flavor_names import shard_refusal
 from nczarr_conformance.model import Dataset, Group, Variable
 from nczarr_conformance.nczarr.writer import DEFAULT_CHAR_AS, FLAVOR_ALIASES, Progress, write_dataset
 from nczarr_conformance.sources import hdf5_types
@@ -265,8 +266,8 @@ def convert(src: str, dst: str, *, flavor: str | None = None, overwrite: bool = 
         v3_flavor, flavor = flavor or "zarr", "zarr"  # the v3 layout (zarr, nz); the v2 planning below sees zarr
     elif zarr_format != 2:
         raise UsageError(f"--zarr-format {zarr_format}: 2 or 3")
-    elif shard is not None:
-        raise UsageError("--shard needs --zarr-format 3 (Zarr v2 has no shards)")
+    elif (no_shards := shard_refusal(zarr_format, shard)) is not None:
+        raise UsageError(no_shards)
     explicit_flavor = flavor
     flavor = flavor or "nczarr-4.10"
     if flavor not in FLAVOR_ALIASES:

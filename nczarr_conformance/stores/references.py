@@ -90,14 +90,44 @@ class Target:
         return out
 
 
-def target_problem(path: str, recorded: Target | None) -> str | None:
+class TargetLooks:
+    """What each S3 target was when first asked, one HEAD per target for as long as this lives: a store opened,
+    an ``nczarr-check`` run. Its questions (missing? changed? how big? its HDF5 bytes) are then all answered
+    from that one HEAD, the HDF5 reads held to its ETag, instead of a HEAD per question and per array.
+
+    Not shared between runs: a later one must see the target as it is then."""
+
+    def __init__(self) -> None:
+        self._heads: dict[tuple[str, bool], Stamp | NczarrError | None] = {}
+
+    def head(self, url: str, anonymous: bool) -> Stamp | None:
+        """:func:`_s3_head` of ``url``, asked the first time only (its NczarrError raised again each time)."""
+        key = (url, anonymous)
+        if key not in self._heads:
+            try:
+                self._heads[key] = _s3_head(url, anonymous)
+            except NczarrError as exc:
+                self._heads[key] = exc
+        found = self._heads[key]
+        if isinstance(found, NczarrError):
+            raise found
+        return found
+
+
+def _head_of(looks: TargetLooks | None) -> Callable[[str, bool], Stamp | None]:
+    """How an S3 target is HEADed: through ``looks`` (once per target), or anew without it."""
+    return looks.head if looks is not None else _s3_head
+
+
+def target_problem(path: str, recorded: Target | None, looks: TargetLooks | None = None) -> str | None:
     """Why the target ``path`` cannot be read as the references expect, or None.
 
     Missing or unreadable: named. Recorded: its size and mtime (an S3 object: its size and ETag, one
-    HEAD) must be the ones recorded. Other remote targets are not checked here (fsspec's to fetch).
+    HEAD, asked of ``looks`` when given) must be the ones recorded. Other remote targets are not checked here
+    (fsspec's to fetch).
     """
     if is_s3_url(path):
-        return _s3_target_problem(path, recorded)
+        return _s3_target_problem(path, recorded, looks)
     local = local_path(path)
     if local is None:
         return None
@@ -123,10 +153,10 @@ def _well_formed(ref: Any) -> bool:
     return all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0 for n in ref[1:])
 
 
-def _s3_target_problem(url: str, recorded: Target | None) -> str | None:
+def _s3_target_problem(url: str, recorded: Target | None, looks: TargetLooks | None) -> str | None:
     """:func:`target_problem` of an S3 object: one HEAD, its size and ETag against the recorded ones."""
     try:
-        now = _s3_head(url, recorded is not None and recorded.anonymous)
+        now = _head_of(looks)(url, recorded is not None and recorded.anonymous)
     except NczarrError as exc:
         return f"target {url} is not reachable ({exc})"
     if now is None:
@@ -157,13 +187,13 @@ def _s3_head(url: str, anonymous: bool) -> Stamp | None:
             obj.close()
 
 
-def target_size(url: str, anonymous: bool = False) -> int | None:
-    """The size in bytes of the target ``url``: a local file's (stat), an S3 object's (one HEAD; unsigned where
-    ``anonymous``); None where it cannot be had (missing, unreachable: :func:`target_problem` names it) or for
-    another remote scheme."""
+def target_size(url: str, anonymous: bool = False, looks: TargetLooks | None = None) -> int | None:
+    """The size in bytes of the target ``url``: a local file's (stat), an S3 object's (one HEAD, asked of ``looks``
+    when given; unsigned where ``anonymous``); None where it cannot be had (missing, unreachable:
+    :func:`target_problem` names it) or for another remote scheme."""
     if is_s3_url(url):
         try:
-            now = _s3_head(url, anonymous)
+            now = _head_of(looks)(url, anonymous)
         except NczarrError:
             return None
         return None if now is None else now.size
@@ -175,15 +205,17 @@ def target_size(url: str, anonymous: bool = False) -> int | None:
 
 
 @contextmanager
-def opened_target(url: str, anonymous: bool = False) -> Iterator[Any]:
+def opened_target(url: str, anonymous: bool = False, looks: TargetLooks | None = None) -> Iterator[Any]:
     """The target ``url`` for h5py: a local path, or an S3 object's file object read by byte range (not
-    fetched whole; unsigned where ``anonymous``); None for another remote scheme."""
+    fetched whole; unsigned where ``anonymous``; held to the version ``looks`` saw, with no HEAD of its own, when
+    given); None for another remote scheme."""
     if not is_s3_url(url):
         yield local_path(url)
         return
     from nczarr_conformance.stores.s3_object import S3Object
 
-    obj = S3Object(url, _unsigned(anonymous))
+    seen = looks.head(url, anonymous) if looks is not None else None
+    obj = S3Object(url, _unsigned(anonymous), stamp=seen)
     try:
         yield obj.open()
     finally:
@@ -267,6 +299,8 @@ class ReferenceStore(Store):
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:  # IndexError: a reference []
             raise StoreError(f"{path}: not kerchunk references ({' '.join(str(exc).split())})") from None
         self._checked: dict[str, str | None] = {}
+        #: each S3 target HEADed once while this store is open (nczarr-check's rules ask through it too)
+        self.looks = TargetLooks()
 
     def __repr__(self) -> str:
         return f"ReferenceStore({self.path!r})"
@@ -294,7 +328,7 @@ class ReferenceStore(Store):
     def problem(self, url: str) -> str | None:
         """Why the target ``url`` cannot be read (missing, changed), once per target; None: fine."""
         if url not in self._checked:
-            self._checked[url] = target_problem(url, self.targets.get(url))
+            self._checked[url] = target_problem(url, self.targets.get(url), self.looks)
         return self._checked[url]
 
     def _size(self, key: str, ref: Any) -> int:

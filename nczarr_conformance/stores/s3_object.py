@@ -45,7 +45,7 @@ def is_s3_url(text: str) -> bool:
 class S3Object:
     """The object ``s3://BUCKET/KEY`` (the signed S3 store's endpoint and credentials), read by byte range."""
 
-    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None, stamp: Stamp | None = None) -> None:
         spec = parse(url, storage_options)
         if spec.kind != "s3":
             raise UsageError(f"{url}: not an s3:// URL")
@@ -58,7 +58,7 @@ class S3Object:
         self.url = f"s3://{bucket}/{key}"
         self.anonymous = spec.anonymous  # unsigned requests (a public bucket): what a reader of the references needs
         self.bucket, self.key = bucket, key
-        self._stamp: Stamp | None = None
+        self._stamp: Stamp | None = stamp  # given: the version a HEAD already saw, every read held to it
         self._blocks: OrderedDict[int, bytes] = OrderedDict()
         self._lock = threading.Lock()
         self.gets = 0  # ranged GETs sent (tests hold the conversion to reading far less than the file)

@@ -355,6 +355,43 @@ def test_v3_options_misused_are_one_line(source: Path, tmp_path: Path, args: lis
     assert not out.exists()
 
 
+#: the one line nc2nczarr and convert() give a shard asked of Zarr v2 (docs/commands.md: "--shard without it ... refused
+#: in one line, exit 2")
+NO_V2_SHARDS = "--shard needs --zarr-format 3 (Zarr v2 has no shards)"
+
+
+@pytest.mark.parametrize("run", [[], ["--zarr-format", "2"], ["--concat", "time"], ["--reference"]],
+                         ids=["convert", "zarr-format-2", "concat", "reference"])
+def test_a_shard_without_zarr_format_3_is_a_usage_error_of_every_run(source: Path, tmp_path: Path,
+                                                                      run: list[str]) -> None:
+    """``--shard`` of Zarr v2 is argparse's usage error (exit 2, its ``(see --help)``), said before any input is
+    opened, whichever run it comes with: a --concat, which takes no shard, would otherwise drop it unsaid."""
+    inputs = [str(tmp_path / "a.nc"), str(tmp_path / "b.nc")] if "--concat" in run else [str(source)]
+    out = tmp_path / ("o.json" if "--reference" in run else "o.zarr")
+    done = run_main(convert.main, [*run, "--shard", "2", *inputs, str(out)])
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"nc2nczarr: {NO_V2_SHARDS} (see --help)\n")
+    assert not out.exists()
+
+
+def test_convert_and_write_refuse_a_shard_without_zarr_format_3(source: Path, tmp_path: Path) -> None:
+    """The Python API holds the rule too: ``convert(..., shard=N)`` and ``write(model, shard=N)`` without
+    ``zarr_format=3`` raise the command's line as a UsageError, writing nothing."""
+    import nczarr_conformance as ncz
+    from nczarr_conformance.errors import UsageError
+    from nczarr_conformance.sources import netcdf4 as nc4
+
+    out = tmp_path / "o.zarr"
+    for zarr_format in (None, 2):
+        with pytest.raises(UsageError) as refused:
+            ncz.convert(source, out, zarr_format=zarr_format, shard=2)
+        assert str(refused.value) == NO_V2_SHARDS
+        assert not out.exists()
+        with pytest.raises(UsageError) as refused:
+            ncz.write(nc4.read(str(source)), out, zarr_format=zarr_format, shard=2)
+        assert str(refused.value) == NO_V2_SHARDS
+        assert not out.exists()
+
+
 # ---- sharding ------------------------------------------------------------------------------------------
 
 def test_shard_layout_is_zarr_pythons_and_reads_back(tmp_path: Path) -> None:
