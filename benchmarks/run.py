@@ -1,6 +1,6 @@
 """Benchmark nc2nczarr against nccopy (netcdf-c 4.9.0) and xarray on the same file, in one run.
 
-    python benchmarks/run.py [--ntime 256] [--only s3|concat|dump|report|references]
+    python benchmarks/run.py [--ntime 256] [--only s3|concat|dump|report|references|read|variables]
 
 Makes the reference files if missing (make_reference.py), runs each tool as its own process,
 and records wall time, peak RSS (the process's own, from wait4), output size and objects
@@ -444,13 +444,15 @@ def render(doc: dict[str, object]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ntime", type=int, default=256)
-    ap.add_argument("--only", choices=("all", "s3", "concat", "dump", "report", "references", "read"), default="all",
+    ap.add_argument("--only", choices=("all", "s3", "concat", "dump", "report", "references", "read", "variables"),
+                    default="all",
                     help="s3: the S3 rows alone; concat: the many-files rows alone (benchmarks/concat.py); "
                     "dump: nczarr-dump against ncdump alone (benchmarks/dump.py); report: a fresh "
                     "nczarr-conformance report alone (benchmarks/report.py); references: --concat --reference "
                     "against VirtualiZarr and kerchunk alone (benchmarks/references.py, also written whole to "
                     "reports/references-bench.*); read: our reader against zarr-python, TensorStore and netCDF4 "
-                    "alone (benchmarks/read.py, written whole to reports/read.*); each put into the last full run's "
+                    "alone (benchmarks/read.py, written whole to reports/read.*); variables: 2,000 small variables "
+                    "against nccopy and cp -r alone (benchmarks/variables.py); each put into the last full run's "
                     "reports/bench.*")
     ap.add_argument("--nfiles", type=int, default=200, help="daily files for the --concat rows")
     ap.add_argument("--nmany", type=int, default=500, help="daily files for the many-files rows (--concat against "
@@ -462,7 +464,8 @@ def main() -> None:
     # (set here) would otherwise compile every module from source in each timed process (70-90 ms measured)
     compileall.compile_dir(str(REPO / "nczarr_conformance"), quiet=1)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    if args.only in ("dump", "concat", "report", "references", "read"):  # the other sections stay as last written
+    # the other sections stay as last written
+    if args.only in ("dump", "concat", "report", "references", "read", "variables"):
         doc = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
     else:
         doc = run(args.ntime, args.only)
@@ -485,6 +488,15 @@ def main() -> None:
         import dump as dump_bench
 
         text += "\n## Dump: nczarr-dump against ncdump\n\n" + dump_bench.render(doc["dump"])
+    if args.only in ("all", "variables"):  # 2,000 small variables: nc2nczarr, nccopy, cp -r (the creation floor)
+        import variables as variables_bench
+
+        with tempfile.TemporaryDirectory(prefix="variables-bench-") as work:
+            doc["variables"] = variables_bench.run(Path(work))
+    if "variables" in doc:
+        import variables as variables_bench
+
+        text += "\n## Many small variables\n\n" + variables_bench.render(doc["variables"])
     if args.only in ("all", "report"):  # a fresh nczarr-conformance report, its peers included
         import report as report_bench
 
