@@ -83,6 +83,21 @@ def test_our_opens_of_one_file_share_one_dataset_and_survive_that_sequence(rich_
     assert nc4._SHARED == {}
 
 
+def test_a_dataset_closed_by_its_user_is_not_handed_out_again(rich_nc: Path) -> None:
+    """A user that closes what open_nc gave it with ``nc.close()`` (not close_nc) leaves no closed dataset behind
+    for the next user of the file."""
+    nc = nc4.open_nc(str(rich_nc))
+    nc.close()
+    again = nc4.open_nc(str(rich_nc))
+    try:
+        assert again.isopen()
+        assert nc4.read_values(again["v_i1"]).tolist() == [-128, 127, 0, 1, 2]  # as testing/samples.py writes it
+    finally:
+        nc4.close_nc(again)
+    nc4.close_nc(nc)  # the late close of the first user closes nothing twice
+    assert nc4._SHARED == {}
+
+
 class _Spy:
     """netCDF4.Dataset replaced by a factory of proxies that record, for every dataset, whether LOCK was held when it
     was opened and closed, and whether it was still open when the last reference to it went (netCDF4's

@@ -394,6 +394,9 @@ def open_nc(path: str, *, check: str = "reading") -> Any:
                                     category=UserWarning)
             key = _share_key(path)
             shared = _SHARED.get(key)
+            if shared is not None and not shared[0].isopen():  # closed by nc.close(), not close_nc: forgotten
+                del _SHARED[key], _SHARED_KEYS[id(shared[0])]
+                shared = None
             if shared is not None:
                 shared[1] += 1
                 nc = shared[0]
@@ -438,13 +441,15 @@ def close_nc(nc: Any) -> None:
     with LOCK:
         key = _SHARED_KEYS.get(id(nc))
         shared = _SHARED.get(key) if key is not None else None
-        if shared is None or shared[0] is not nc:  # not shared (a dataset opened for writing)
-            nc.close()
+        if shared is None or shared[0] is not nc:  # not shared (opened for writing), or forgotten once closed
+            if nc.isopen():
+                nc.close()
             return
         shared[1] -= 1
         if shared[1] == 0:
             del _SHARED[key], _SHARED_KEYS[id(nc)]
-            nc.close()
+            if nc.isopen():  # not if a user closed it with nc.close()
+                nc.close()
 
 
 @contextmanager
