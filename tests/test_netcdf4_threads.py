@@ -242,3 +242,28 @@ def test_two_threads_converting_one_file_while_a_third_reads_it(rich_nc: Path) -
     and every value is netCDF4's own reading of the file."""
     done = _run(_STRESS, str(rich_nc), "3")
     assert done.returncode == 0, (done.returncode, done.stdout[-2000:], done.stderr[-3000:])
+
+
+def test_writing_an_xarray_dataset_opens_and_closes_under_the_lock(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """write(xarray.Dataset) goes through xarray's netcdf4 engine, which locks its own calls, not against ours."""
+    xr = pytest.importorskip("xarray")
+    import nczarr_conformance
+
+    spy = _Spy(monkeypatch)
+    nczarr_conformance.write(xr.Dataset({"v": ("x", np.arange(3, dtype="i4"))}), str(tmp_path / "out.zarr"))
+    spy.assert_every_life_under_the_lock()
+
+
+def test_verify_reads_the_source_with_xarray_under_the_lock(rich_nc: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """nc2nczarr --verify's xarray comparison opens the source with xarray's netcdf4 engine: under our lock too."""
+    pytest.importorskip("xarray")
+    from nczarr_conformance.conformance.verify import xarray_decoded_differences
+    from nczarr_conformance.conversion.from_netcdf import convert
+
+    store = tmp_path / "out.zarr"
+    convert(str(rich_nc), str(store), flavor="zarr")
+    spy = _Spy(monkeypatch)
+    xarray_decoded_differences(str(store), str(rich_nc))
+    spy.assert_every_life_under_the_lock()
