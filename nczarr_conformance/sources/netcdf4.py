@@ -435,7 +435,7 @@ def _share_key(path: str) -> object:
 def close_nc(nc: Any) -> None:
     """Give back a dataset :func:`open_nc` handed out: the last of its users closes it, under :data:`LOCK`.
 
-    Every dataset this package opens ends here (or in :func:`opened`), never in ``nc.close()`` outside the lock nor
+    Every dataset this package opens ends here (or in :func:`opened`): not in ``nc.close()`` outside the lock, nor
     in netCDF4's ``__dealloc__`` (which closes a dataset still open when its last reference goes, wherever that
     happens): netcdf-c crashed in a close that ran while another thread read values."""
     with LOCK:
