@@ -83,7 +83,7 @@ def test_a_copied_chunk_that_does_not_decode_to_the_source_disables_copying(rich
                                    raw=lying)
         lying.close()
     finally:
-        nc.close()
+        netcdf4.close_nc(nc)
     assert copied == 0
     assert diff(read_source(str(rich_nc)), open_dataset(str(tmp_path / "l.file")), ignore=CONTIGUOUS) == []
 
@@ -141,7 +141,7 @@ def test_a_sample_chunk_is_compared_on_a_slab_of_leading_rows_not_whole(tmp_path
             copied = write_dataset(model, store, source=source, raw=raw)
         raw.close()
     finally:
-        nc.close()
+        netcdf4.close_nc(nc)
     rows = VERIFY_SLAB_BYTES // (512 * 4)
     column = _smallest_stored(path, "v")[1][1]
     assert copied == 2 and rows == 512

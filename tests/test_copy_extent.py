@@ -62,7 +62,7 @@ def _convert(src: Path, store: Store) -> int:
                                  source=lambda k, v, r: netcdf4.read_values(variables[k], r or None))
     finally:
         direct.close()
-        nc.close()
+        netcdf4.close_nc(nc)
 
 
 def test_a_directory_store_gets_each_copied_chunk_as_a_file_range(deflated, tmp_path):

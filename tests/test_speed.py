@@ -200,7 +200,7 @@ def _write(src: Path, out: Path, raw: DirectChunks) -> int:
             return write_dataset(model, store, raw=raw, threads=4,
                                  source=lambda k, v, r: netcdf4.read_values(variables[k], r or None))
     finally:
-        nc.close()
+        netcdf4.close_nc(nc)
 
 
 def test_copied_chunks_take_no_hdf5_lock_per_chunk(many_chunks, tmp_path):

@@ -73,7 +73,10 @@ def write(dataset: Any, url: PathOrURL, *, flavor: str | None = None, overwrite:
     if kind is not None:
         with tempfile.TemporaryDirectory(prefix="nczarr-write-") as tmp:
             nc = os.path.join(tmp, "dataset.nc")
-            dataset.to_netcdf(nc, engine="netcdf4", **({"format": "NETCDF4"} if kind == "Dataset" else {}))
+            from nczarr_conformance.sources.netcdf4 import LOCK
+
+            with LOCK:  # xarray's netcdf4 engine locks its own calls, not against ours: netcdf-c is not thread-safe
+                dataset.to_netcdf(nc, engine="netcdf4", **({"format": "NETCDF4"} if kind == "Dataset" else {}))
             convert(nc, target, flavor=flavor, overwrite=overwrite, storage_options=storage_options,
                     zarr_format=zarr_format, shard=shard, for_readers=for_readers, prefer=prefer,
                     announce=_warn_losses, transforms=transforms, skip_unsupported=skip_unsupported,

@@ -137,9 +137,15 @@ def xarray_decoded_differences(url: str, source: str, undefined: frozenset[str] 
     import xarray as xr
 
     from nczarr_conformance.peers.common import zarr_store
+    from nczarr_conformance.sources.netcdf4 import LOCK
 
-    mine = xr.open_zarr(zarr_store(url), consolidated=None, chunks=None)
-    theirs = xr.open_dataset(source, engine="netcdf4")
+    with LOCK:  # xarray's netcdf4 engine locks its own calls, not against ours: open, reads and close hold ours
+        return _xarray_differences(xr.open_zarr(zarr_store(url), consolidated=None, chunks=None),
+                                   xr.open_dataset(source, engine="netcdf4"), undefined)
+
+
+def _xarray_differences(mine: Any, theirs: Any, undefined: frozenset[str]) -> list[str]:
+    """:func:`xarray_decoded_differences` of the two datasets opened, both closed before it returns."""
     out: list[str] = []
     try:
         unlike = _unlike_attributes(dict(mine.attrs), dict(theirs.attrs))

@@ -385,8 +385,7 @@ def _append(src: str, spec: Any, dst: str, dim_name: str, stamp: Stamp, allow_ga
             raise
         stats.records = n_new
     finally:
-        with nc4.LOCK:
-            nc.close()
+        nc4.close_nc(nc)
         reader_store.close()
     return stats
 

@@ -253,8 +253,7 @@ def _append(pieces: list[Piece], spec: StoreSpec, dst: str, dim_name: str, allow
     finally:
         for piece in pieces:
             if piece.nc is not None:
-                with nc4.LOCK:
-                    piece.nc.close()
+                nc4.close_nc(piece.nc)
         reader_store.close()
     return stats
 
@@ -559,8 +558,7 @@ def _files_in_order(files: list[str], dim_name: str, allow_gaps: bool) -> list[s
                 return files
             coords.append((path, nc4.read_values(var)))
         finally:
-            with nc4.LOCK:
-                nc.close()
+            nc4.close_nc(nc)
     return [files[n] for n in check_coordinates(name, coords, allow_gaps=allow_gaps)]
 
 

@@ -247,8 +247,7 @@ def _describe(path: str, dim_name: str) -> FileInfo:
                     kept -= math.prod(var.shape) * 8
         return info
     finally:
-        with nc4.LOCK:
-            nc.close()
+        nc4.close_nc(nc)
 
 
 def describe_batch(paths: list[str], dim_name: str) -> list[FileInfo]:
@@ -512,8 +511,7 @@ def _run_task(task: Task, proven: set[Chain]) -> tuple[int, int, list[str]]:
                     variables = _handles(nc, "/", {})
                     now = _dim_size(nc, task.dim)
             except BaseException:
-                with nc4.LOCK:
-                    nc.close()
+                nc4.close_nc(nc)
                 raise
             opened[path] = (nc, variables, None)
             if now != length:
@@ -532,8 +530,7 @@ def _run_task(task: Task, proven: set[Chain]) -> tuple[int, int, list[str]]:
             counted[0] += _assemble(task.plans[vkey], task.along[vkey], k, sources, nc_of, store, task.base)
     finally:
         for nc, _, _ in opened.values():
-            with nc4.LOCK:
-                nc.close()
+            nc4.close_nc(nc)
         store.close()
     for path in opened:  # every read done: what was read is what was checked
         refuse_if_changed(path, task.inputs[path][0], device=False)
@@ -884,8 +881,7 @@ def _plan_target(first: FileInfo, total: int, flavor: str, xarray: bool, *, cons
         writer.validate()
         writer.plan()
     finally:
-        with nc4.LOCK:
-            nc.close()
+        nc4.close_nc(nc)
     dataset.find_dimension(first.dim).size = total
     for plan in writer.plans.values():
         if first.dim in plan.var.dimensions:

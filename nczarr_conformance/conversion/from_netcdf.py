@@ -124,8 +124,7 @@ def _opened(src: str, skip_unsupported: bool, *, hdf5: Any = None, netcdf: str |
                     source.leave_out.setdefault(f.path, set()).add(f.attribute)
             yield source
         finally:
-            with nc4.LOCK:
-                nc.close()
+            nc4.close_nc(nc)
     finally:
         if path not in (src, netcdf):
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)

@@ -226,8 +226,7 @@ def read_along(files: tuple[str, ...], vkey: str, axis: int) -> np.ndarray:
                 var = nc[vkey.lstrip("/")]
             parts.append(nc4.read_values(var))
         finally:
-            with nc4.LOCK:
-                nc.close()
+            nc4.close_nc(nc)
     return np.concatenate(parts, axis=axis)
 
 

@@ -117,18 +117,24 @@ class NetcdfFileSource(DumpSource):
     def __init__(self, path: str) -> None:
         from nczarr_conformance.sources import netcdf4
 
-        self.nc = netcdf4.open_nc(path)
-        self.dataset = netcdf4.read(path, data=False)
-        self.kind = NC_KINDS.get(self.nc.data_model, self.nc.data_model)
-        self.layout = str(self.nc.data_model)
-        hidden = []
-        for name, quoted in (("_NCProperties", True), ("_SuperblockVersion", False), ("_IsNetcdf4", False)):
-            try:
-                value = self.nc.getncattr(name)
-            except (AttributeError, KeyError, RuntimeError):
-                continue
-            hidden.append((name, f'"{value}"' if quoted else str(int(value))))
-        self.facts = StorageFacts(nczarr=False, kind=self.kind, hidden=hidden, no_fill=self._no_fill())
+        self.nc = netcdf4.open_nc(path)  # given back in close(): netcdf4.close_nc, under its lock
+        try:
+            self.dataset = netcdf4.read(path, data=False)
+            with netcdf4.LOCK:  # netcdf-c is not thread-safe: every call into it holds the lock
+                self.kind = NC_KINDS.get(self.nc.data_model, self.nc.data_model)
+                self.layout = str(self.nc.data_model)
+                hidden = []
+                for name, quoted in (("_NCProperties", True), ("_SuperblockVersion", False), ("_IsNetcdf4", False)):
+                    try:
+                        value = self.nc.getncattr(name)
+                    except (AttributeError, KeyError, RuntimeError):
+                        continue
+                    hidden.append((name, f'"{value}"' if quoted else str(int(value))))
+                no_fill = self._no_fill()
+        except BaseException:
+            netcdf4.close_nc(self.nc)
+            raise
+        self.facts = StorageFacts(nczarr=False, kind=self.kind, hidden=hidden, no_fill=no_fill)
 
     def _no_fill(self) -> set[str]:
         import ctypes  # a netCDF file's dump only, not a store's
@@ -151,7 +157,8 @@ class NetcdfFileSource(DumpSource):
     def slabs(self, path: str, var: Variable) -> Iterator[np.ndarray]:
         from nczarr_conformance.sources import netcdf4
 
-        ncvar = self.nc[path]
+        with netcdf4.LOCK:
+            ncvar = self.nc[path]
         if not var.shape:
             yield netcdf4.read_values(ncvar)
             return
@@ -162,7 +169,9 @@ class NetcdfFileSource(DumpSource):
             yield netcdf4.read_values(ncvar, (slice(lo, min(lo + step, var.shape[0])),))
 
     def close(self) -> None:
-        self.nc.close()
+        from nczarr_conformance.sources import netcdf4
+
+        netcdf4.close_nc(self.nc)
 
 
 @contextmanager

@@ -15,7 +15,8 @@ import glob
 import os
 import threading
 import warnings
-from collections.abc import Container
+from collections.abc import Container, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -49,8 +50,16 @@ NC_GLOBAL = -1
 NC_MAX_ATOMIC_TYPE = 12
 #: netCDF-4 user-defined type classes (netcdf.h NC_VLEN … NC_COMPOUND): outside the NCZarr model
 USER_CLASSES = {13: "vlen", 14: "opaque", 15: "enum", 16: "compound"}
-#: netCDF4-python and HDF5 are not thread-safe; every call into them holds this.
+#: netCDF4-python and HDF5 are not thread-safe; every call into them holds this, and so does every open and
+#: close (:func:`open_nc`, :func:`close_nc`): a netCDF4.Dataset's life begins and ends under it.
 LOCK = threading.RLock()
+#: the one netCDF4.Dataset open for reading per file in this process (file identity or URL → [dataset, users]),
+#: shared by all its users and closed by the last (:func:`close_nc`). netcdf-c 4.10.1 crashes (SIGSEGV, in
+#: one thread, no lock can help) when one file is open three times, a string variable read through one and
+#: the others closed before it is opened again: as two conversions of one file on two threads do.
+_SHARED: dict[object, list[Any]] = {}
+#: id(dataset) → its key in _SHARED
+_SHARED_KEYS: dict[int, object] = {}
 #: netCDF4-python's names of the HDF5 blosc filter's compressors (its codes 0-5) → numcodecs' Blosc cnames
 BLOSC_NAMES = {"blosc_lz": "blosclz", "blosc_lz4": "lz4", "blosc_lz4hc": "lz4hc", "blosc_snappy": "snappy",
                "blosc_zlib": "zlib", "blosc_zstd": "zstd"}
@@ -383,7 +392,17 @@ def open_nc(path: str, *, check: str = "reading") -> Any:
             warnings.filterwarnings("ignore", message="WARNING: unsupported", category=UserWarning)
             warnings.filterwarnings("ignore", message="WARNING: variable .* has unsupported datatype",
                                     category=UserWarning)
-            nc = netCDF4.Dataset(path, "r")
+            key = _share_key(path)
+            shared = _SHARED.get(key)
+            if shared is not None and not shared[0].isopen():  # closed by nc.close(), not close_nc: forgotten
+                del _SHARED[key], _SHARED_KEYS[id(shared[0])]
+                shared = None
+            if shared is not None:
+                shared[1] += 1
+                nc = shared[0]
+            else:
+                nc = netCDF4.Dataset(path, "r")
+                _SHARED[key], _SHARED_KEYS[id(nc)] = [nc, 1], key
     except FileNotFoundError as exc:
         raise StoreError(f"{path}: no such file or directory") from exc
     except OSError as exc:
@@ -399,10 +418,51 @@ def open_nc(path: str, *, check: str = "reading") -> Any:
         bad = [f for f in found.findings if check == "all" or f.breaks_reading]
         bad += hdf5_types.unavailable_filters(found, lambda fid: filter_available(nc, fid))
         if bad:
-            with LOCK:
-                nc.close()
+            close_nc(nc)
             raise UnsupportedError(refusal(path, bad))
     return nc
+
+
+def _share_key(path: str) -> object:
+    """What identifies the file ``path`` opens: its device and inode (one file by any name), else the URL."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return ("url", path)
+    return ("file", st.st_dev, st.st_ino)
+
+
+def close_nc(nc: Any) -> None:
+    """Give back a dataset :func:`open_nc` handed out: the last of its users closes it, under :data:`LOCK`.
+
+    Every dataset this package opens ends here (or in :func:`opened`): not in ``nc.close()`` outside the lock, nor
+    in netCDF4's ``__dealloc__`` (which closes a dataset still open when its last reference goes, wherever that
+    happens): netcdf-c crashed in a close that ran while another thread read values."""
+    with LOCK:
+        key = _SHARED_KEYS.get(id(nc))
+        shared = _SHARED.get(key) if key is not None else None
+        if shared is None or shared[0] is not nc:  # not shared (opened for writing), or forgotten once closed
+            if nc.isopen():
+                nc.close()
+            return
+        shared[1] -= 1
+        if shared[1] == 0:
+            del _SHARED[key], _SHARED_KEYS[id(nc)]
+            if nc.isopen():  # not if a user closed it with nc.close()
+                nc.close()
+
+
+@contextmanager
+def opened(path: str, *, check: str = "reading") -> Iterator[Any]:
+    """:func:`open_nc` for the block, :func:`close_nc` after it, whatever happens inside.
+
+    The block does not hold :data:`LOCK` (a generator yielding inside it would hold it for its consumer): each
+    call into netCDF4 inside takes it (:func:`read_values`, or ``with LOCK:``); the open and the close take it."""
+    nc = open_nc(path, check=check)
+    try:
+        yield nc
+    finally:
+        close_nc(nc)
 
 
 def _plain_hdf5_or(path: str, cause: str, otherwise: str) -> NczarrError:
@@ -417,9 +477,5 @@ def read(path: str, *, data: bool = True, shown_reserved: bool = False) -> Datas
 
     ``shown_reserved``: keep the reserved ``_nczarr*``/``_NCZARR*`` names netcdf-c shows as user attributes
     (the matrix's netcdf-c reader: a store that leaks one then differs from its intended model)."""
-    nc = open_nc(path)
-    with LOCK:
-        try:
-            return Dataset(_read_group(nc, "/", data, shown_reserved))
-        finally:
-            nc.close()
+    with opened(path) as nc, LOCK:
+        return Dataset(_read_group(nc, "/", data, shown_reserved))

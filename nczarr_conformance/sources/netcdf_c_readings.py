@@ -106,8 +106,7 @@ def read_netcdf_c(root: Path, arrays: list[str], flavor: str) -> Readings:
 
         return read_each(arrays, one, root)
     finally:
-        with nc4.LOCK:
-            nc.close()
+        nc4.close_nc(nc)
 
 
 def save_readings(readings: Readings, arrays: list[str], path: Path) -> None:

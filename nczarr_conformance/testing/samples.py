@@ -20,57 +20,60 @@ def write_rich_nc(path: str) -> None:
     """
     import netCDF4
 
-    nc = netCDF4.Dataset(path, "w", format="NETCDF4")
-    try:
-        nc.createDimension("time", None)
-        nc.createDimension("x", 5)
-        nc.createDimension("nchar", 4)
-        nc.title = "rich sample: héllo wörld"
-        for name, text in JSON_LOOKING.items():
-            nc.setncattr(name, text)
-        nc.setncattr_string("s_attr", ["alpha", "βeta", ""])
-        nc.setncattr_string("s_one", "only")
-        nc.setncattr("pi", np.float64(3.141592653589793))
-        nc.setncattr("f32", np.array([0.1, -0.0, np.inf], dtype="f4"))
-        nc.setncattr("u64", np.array([0, 2**64 - 1], dtype="u8"))
-        nc.setncattr("i64", np.array([-(2**63), 2**63 - 1], dtype="i8"))
-        nc.setncattr("bytes", np.array([-128, 127], dtype="i1"))
-        nc.setncattr("nan", np.array([np.nan], dtype="f8"))
-        t = nc.createVariable("time", "f8", ("time",))
-        t.units = "days since 2000-01-01"
-        t[:] = np.arange(6, dtype="f8")
-        types = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]
-        for code in types:
-            v = nc.createVariable(f"v_{code}", code, ("x",), fill_value=False if code == "u1" else None)
-            info = np.iinfo(code) if code[0] in "iu" else np.finfo(code)
-            v[:] = np.array([info.min, info.max, 0, 1, 2], dtype=code)
-        c = nc.createVariable("chars", "S1", ("x", "nchar"))
-        c[:] = np.array([b"ab", b"cdef", b"", b"x\0y", "é".encode("latin-1")], dtype="S4").view("S1").reshape(5, 4)
-        s = nc.createVariable("strings", str, ("x",))
-        for i, text in enumerate(["", "ascii", "ünïcødé", "日本語", "a" * 200]):
-            s[i] = text
-        part = nc.createVariable("partial", "i4", ("time", "x"), chunksizes=(4, 2), fill_value=-99)
-        part[0:2, 0:3] = np.arange(6).reshape(2, 3)
-        be = nc.createVariable("be_float", ">f4", ("time", "x"), zlib=True, complevel=5, shuffle=True,
-                               endian="big", chunksizes=(3, 5))
-        be[:, :] = np.linspace(-1, 1, 30, dtype="f4").reshape(6, 5)
-        be.long_name = "compressed big-endian float"
-        sc = nc.createVariable("scalar_d", "f8", ())
-        sc.assignValue(-0.0)
-        sc2 = nc.createVariable("scalar_s", str, ())
-        sc2[0] = "lonely string"
-        g1 = nc.createGroup("g1")
-        g1.createDimension("y", 3)
-        g1.group_attr = np.int16(7)
-        w = g1.createVariable("w", "u2", ("x", "y"), chunksizes=(2, 2))
-        w[:] = np.arange(15, dtype="u2").reshape(5, 3)
-        g2 = g1.createGroup("g2")
-        g2.createDimension("z", 2)
-        deep = g2.createVariable("deep", "i8", ("time", "y", "z"))
-        deep[:] = np.arange(36, dtype="i8").reshape(6, 3, 2)
-        g2.createGroup("empty")
-    finally:
-        nc.close()
+    from nczarr_conformance.sources.netcdf4 import LOCK
+
+    with LOCK:  # netcdf-c is not thread-safe: the whole life of the dataset holds the lock
+        nc = netCDF4.Dataset(path, "w", format="NETCDF4")
+        try:
+            nc.createDimension("time", None)
+            nc.createDimension("x", 5)
+            nc.createDimension("nchar", 4)
+            nc.title = "rich sample: héllo wörld"
+            for name, text in JSON_LOOKING.items():
+                nc.setncattr(name, text)
+            nc.setncattr_string("s_attr", ["alpha", "βeta", ""])
+            nc.setncattr_string("s_one", "only")
+            nc.setncattr("pi", np.float64(3.141592653589793))
+            nc.setncattr("f32", np.array([0.1, -0.0, np.inf], dtype="f4"))
+            nc.setncattr("u64", np.array([0, 2**64 - 1], dtype="u8"))
+            nc.setncattr("i64", np.array([-(2**63), 2**63 - 1], dtype="i8"))
+            nc.setncattr("bytes", np.array([-128, 127], dtype="i1"))
+            nc.setncattr("nan", np.array([np.nan], dtype="f8"))
+            t = nc.createVariable("time", "f8", ("time",))
+            t.units = "days since 2000-01-01"
+            t[:] = np.arange(6, dtype="f8")
+            types = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]
+            for code in types:
+                v = nc.createVariable(f"v_{code}", code, ("x",), fill_value=False if code == "u1" else None)
+                info = np.iinfo(code) if code[0] in "iu" else np.finfo(code)
+                v[:] = np.array([info.min, info.max, 0, 1, 2], dtype=code)
+            c = nc.createVariable("chars", "S1", ("x", "nchar"))
+            c[:] = np.array([b"ab", b"cdef", b"", b"x\0y", "é".encode("latin-1")], dtype="S4").view("S1").reshape(5, 4)
+            s = nc.createVariable("strings", str, ("x",))
+            for i, text in enumerate(["", "ascii", "ünïcødé", "日本語", "a" * 200]):
+                s[i] = text
+            part = nc.createVariable("partial", "i4", ("time", "x"), chunksizes=(4, 2), fill_value=-99)
+            part[0:2, 0:3] = np.arange(6).reshape(2, 3)
+            be = nc.createVariable("be_float", ">f4", ("time", "x"), zlib=True, complevel=5, shuffle=True,
+                                   endian="big", chunksizes=(3, 5))
+            be[:, :] = np.linspace(-1, 1, 30, dtype="f4").reshape(6, 5)
+            be.long_name = "compressed big-endian float"
+            sc = nc.createVariable("scalar_d", "f8", ())
+            sc.assignValue(-0.0)
+            sc2 = nc.createVariable("scalar_s", str, ())
+            sc2[0] = "lonely string"
+            g1 = nc.createGroup("g1")
+            g1.createDimension("y", 3)
+            g1.group_attr = np.int16(7)
+            w = g1.createVariable("w", "u2", ("x", "y"), chunksizes=(2, 2))
+            w[:] = np.arange(15, dtype="u2").reshape(5, 3)
+            g2 = g1.createGroup("g2")
+            g2.createDimension("z", 2)
+            deep = g2.createVariable("deep", "i8", ("time", "y", "z"))
+            deep[:] = np.arange(36, dtype="i8").reshape(6, 3, 2)
+            g2.createGroup("empty")
+        finally:
+            nc.close()
 
 
 def small_model() -> Dataset:

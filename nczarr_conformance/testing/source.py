@@ -131,5 +131,7 @@ def read_source(path: str) -> Dataset:
     import h5py
     import netCDF4
 
-    with netCDF4.Dataset(path, "r") as nc, h5py.File(path, "r") as h5:
+    from nczarr_conformance.sources.netcdf4 import LOCK
+
+    with LOCK, netCDF4.Dataset(path, "r") as nc, h5py.File(path, "r") as h5:  # netcdf-c is not thread-safe
         return Dataset(_group(nc, h5))
