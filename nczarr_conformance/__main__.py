@@ -43,6 +43,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from nczarr_conformance.cli.common import exit_process
+    from nczarr_conformance.cli.ending import exit_process
 
     exit_process(main())

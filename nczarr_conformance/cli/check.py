@@ -150,6 +150,6 @@ def _card(url: str, report: Report, named: list[str]) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    from nczarr_conformance.cli.common import exit_process
+    from nczarr_conformance.cli.ending import exit_process
 
     exit_process(main())

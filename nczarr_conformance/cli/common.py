@@ -7,10 +7,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from nczarr_conformance.cli.ending import exit_process
 from nczarr_conformance.errors import NczarrError
 
-__all__ = ["Parser", "exit_process", "plain", "run", "version"]
+__all__ = ["Parser", "plain", "run", "version"]
 
 
 def version() -> str:

@@ -527,6 +527,6 @@ class _FilesBar:
 
 
 if __name__ == "__main__":
-    from nczarr_conformance.cli.common import exit_process
+    from nczarr_conformance.cli.ending import exit_process
 
     exit_process(main())

@@ -287,6 +287,6 @@ def _report(args: argparse.Namespace, peer_ids: list[str], graded: set[str]) -> 
 
 
 if __name__ == "__main__":
-    from nczarr_conformance.cli.common import exit_process
+    from nczarr_conformance.cli.ending import exit_process
 
     exit_process(main())

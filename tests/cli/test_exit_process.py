@@ -2,7 +2,7 @@
 
 icechunk 1.1.21's runtime can abort Python's shutdown (SIGABRT) after a failed virtual-chunk read, once
 the one-line error is printed (tests/stores/test_icechunk.py's missing target, on a loaded machine); a
-script that exits through ``cli.common.exit_process`` skips that shutdown where icechunk is loaded.
+script that exits through ``cli.ending.exit_process`` skips that shutdown where icechunk is loaded.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # whose finalizer runs only in the interpreter's own shutdown, the stage icechunk's runtime aborts in.
 CHILD = """
 import atexit, sys
-from nczarr_conformance.cli.common import exit_process
+from nczarr_conformance.cli.ending import exit_process
 if sys.argv[1] == "icechunk":
     sys.modules["icechunk"] = type(sys)("icechunk")
 atexit.register(lambda: print("exit handler ran", flush=True))
