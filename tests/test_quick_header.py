@@ -23,12 +23,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from nczarr_conformance.access.dataset import dataset_name
+from nczarr_conformance.cdl import header_text
 from nczarr_conformance.cdl import quick_header as quick
 from nczarr_conformance.cli import dump
 from nczarr_conformance.errors import UnsupportedError
 from nczarr_conformance.model import STORAGE_INTERNAL, STORAGE_INTERNAL_PREFIXES, Dataset
 from nczarr_conformance.nctypes import BY_CODE
-from nczarr_conformance.nczarr import flavors
+from nczarr_conformance.nczarr import dtypes, flavors
 from nczarr_conformance.nczarr.writer import write_dataset
 from nczarr_conformance.stores.directory import DirectoryStore
 from nczarr_conformance.testing.samples import small_model
@@ -335,3 +336,74 @@ def test_an_interrupt_during_the_quick_path_is_one_line_and_exit_130(plain):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert (proc.returncode, err, out) == (130, b"nczarr-dump: interrupted\n", b"")
+
+
+# ---- the standard library it does without ------------------------------------------------------------------------
+_JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+                            lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                            max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON_VALUES, space=st.sampled_from(["", " ", "\n\t", "\r\n  "]), data=st.data())
+def test_its_json_parse_is_json_loads(value, space, data):
+    """quick_header.loads (CPython's C scanner, without importing json and re) returns what
+    ``json.loads(text, strict=False)`` returns, and refuses what it refuses: on JSON, on JSON cut or with bytes
+    inserted, and on NaN, a byte-order mark, control characters and extra data."""
+    text = space + json.dumps(value, indent=data.draw(st.sampled_from([None, 1]))) + space
+    cut = data.draw(st.integers(0, len(text)))
+    inserted = data.draw(st.sampled_from(["", "x", "\ufeff", "NaN", "-Infinity", "\x01", "}", ",", " 1", "\\"]))
+    for candidate in (text, text[:cut] + inserted + text[cut:]):
+        try:
+            expected = json.loads(candidate, strict=False)
+        except ValueError:
+            with pytest.raises(Exception):  # noqa: B017 (a Decline or json's own error: the full reader takes it)
+                quick.loads(candidate)
+        else:
+            assert repr(quick.loads(candidate)) == repr(expected)
+
+
+def test_its_json_parse_refuses_deep_nesting_as_json_does():
+    with pytest.raises(RecursionError):
+        json.loads("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(RecursionError):
+        quick.loads("[" * 100_000 + "]" * 100_000)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet="-0123456789.eE+fLx\n", max_size=12))
+def test_its_trailing_zero_trim_is_ncdumps(text):
+    """header_text.tztrim scans by hand what ncdump.c's tztrim (and this regular expression) takes as the
+    mantissa."""
+    import re
+
+    m = re.match(r"^(-?[0-9.]*)(.*)$", text, re.DOTALL)
+    assert m is not None
+    mantissa, rest = m.groups()
+    expected = text if mantissa.endswith(".") or "." not in mantissa else mantissa.rstrip("0") + rest
+    assert header_text.tztrim(text) == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet="<>|=fiuSUb0123456789\u0664\n", max_size=5))
+def test_a_dtype_it_reads_is_read_alike_by_the_full_reader(text):
+    """What quick_header's dtype split accepts, dtypes' regular expression splits the same way."""
+    try:
+        order, kind, size = quick._dtype_parts(text)
+    except quick.Decline:
+        return
+    m = dtypes._DTYPE_RE.match(text)
+    assert m is not None and (m.group(1), m.group(2), int(m.group(3))) == (order, kind, size)
+
+
+def test_the_quick_path_imports_no_re_json_typing_argparse_or_numpy(plain):
+    """Under ``python -S`` (no site-packages hooks loading anything first): the header of a plain store is printed
+    with none of these loaded; each costs the start-up milliseconds (benchmarks/dump.py's start-up rows)."""
+    root = Path(quick.__file__).parents[2]
+    code = ("import sys\nfrom nczarr_conformance.cli import dump\ncode = dump.main(['-h', sys.argv[1]])\n"
+            "sys.stdout.flush()\nheavy = ('re', 'json', 'typing', 'argparse', 'numpy', 'dataclasses', 'threading')\n"
+            "sys.stderr.write(' '.join(m for m in heavy if m in sys.modules))\nsys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-S", "-c", code, str(plain)], capture_output=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout.startswith(b"netcdf plain {")

@@ -21,9 +21,7 @@ is left to the full reader with its configurable limits.
 """
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import struct
 
@@ -36,7 +34,6 @@ from nczarr_conformance.cdl.header_text import (
     group_attributes_heading,
     variable_line,
 )
-from nczarr_conformance.nczarr.lenient_json import unparse
 
 TYPE_CHECKING = False  # typing's constant without importing typing: 4 ms of ``nczarr-dump -h``'s start
 if TYPE_CHECKING:
@@ -70,13 +67,56 @@ NUMERIC = {"i1": "byte", "u1": "ubyte", "i2": "short", "u2": "ushort", "i4": "in
 INT_RANGE = {"byte": (-(2**7), 2**7 - 1), "ubyte": (0, 2**8 - 1), "short": (-(2**15), 2**15 - 1),
              "ushort": (0, 2**16 - 1), "int": (-(2**31), 2**31 - 1), "uint": (0, 2**32 - 1),
              "int64": (-(2**63), 2**63 - 1), "uint64": (0, 2**64 - 1)}
-_DTYPE = re.compile(r"^([<>|])([a-zA-Z])(\d+)$")
 _FLOAT_FILLS = ("NaN", "Infinity", "-Infinity")
 _SPECIAL_FLOATS = {"NaN": float("nan"), "nan": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf"),
                    "inf": float("inf"), "-inf": float("-inf")}
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _DATASET_SUFFIXES = (".zip", ".file", ".zarr", ".nc", ".nc4")  # access/dataset.py dataset_name's; a test holds it
+
+
+_JSON_SPACE = " \t\n\r"
+
+
+class _ScanContext:
+    """What ``json.JSONDecoder(strict=False)`` hands its C scanner: the full reader's parse (flavors.load_json)."""
+
+    strict = False
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.__getitem__
+
+
+def _c_scanner() -> Callable[[str, int], tuple[Any, int]] | None:
+    """CPython's C scanner, the one ``json.loads`` runs, without importing json (and re: 5-10 ms of a ``-h``
+    start); None on a Python without it, where :func:`loads` uses json itself."""
+    try:
+        from _json import make_scanner
+    except ImportError:
+        return None
+    return make_scanner(_ScanContext())  # type: ignore[arg-type]  # (it reads the decoder's attributes only)
+
+
+_scan = _c_scanner()
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text, strict=False)``: the same value, or an exception where it raises one."""
+    if _scan is None:
+        import json
+
+        return json.loads(text, strict=False)
+    if text.startswith("\ufeff"):
+        raise Decline("a byte-order mark")  # json.loads refuses it
+    try:
+        value, end = _scan(text, len(text) - len(text.lstrip(_JSON_SPACE)))
+    except StopIteration:
+        raise Decline("not JSON") from None
+    if text[end:].lstrip(_JSON_SPACE):
+        raise Decline("not JSON: extra data")
+    return value
 
 
 class Decline(Exception):
@@ -160,7 +200,7 @@ class _Tree:
         raw = self._read(keys.split(key))
         if raw is None:
             return None
-        doc = json.loads(raw.decode("utf-8"), strict=False)  # the full reader's first parse (flavors.load_json)
+        doc = loads(raw.decode("utf-8"))  # the full reader's first parse (flavors.load_json)
         if not isinstance(doc, dict) or _depth(doc) > MAX_DEPTH:
             raise Decline(key)  # (a .zmetadata the full reader reads past, with a warning, declines too)
         return doc
@@ -374,22 +414,28 @@ def _beyond_int64(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int
     return elements * itemsize >= _BIG or chunk >= _BIG
 
 
+def _dtype_parts(text: Any) -> tuple[str, str, int]:
+    """(byte order, kind, size) of a Zarr v2 dtype string such as ``<f4``; declines what dtypes.parse_dtype reads
+    otherwise (no order mark, ``=``, non-ASCII digits, a trailing newline). By hand: ``re`` costs 5 ms to import."""
+    if not isinstance(text, str) or len(text) < 3 or text[0] not in "<>|" or not text[1].isascii() \
+            or not text[1].isalpha() or not text[2:].isascii() or not text[2:].isdigit():
+        raise Decline(f"dtype {text!r}")
+    return text[0], text[1], int(text[2:])
+
+
 def _variable_type(text: Any) -> tuple[str, int]:
     """A numeric Zarr v2 dtype's netCDF type and item size (dtypes.parse_dtype); anything else declines."""
-    m = _DTYPE.match(text) if isinstance(text, str) else None
-    if m is None or m.group(2) not in "iuf" or f"{m.group(2)}{m.group(3)}" not in NUMERIC:
+    _, kind, size = _dtype_parts(text)
+    if kind not in "iuf" or f"{kind}{size}" not in NUMERIC:
         raise Decline(f"dtype {text!r}")
-    return NUMERIC[f"{m.group(2)}{m.group(3)}"], int(m.group(3))
+    return NUMERIC[f"{kind}{size}"], size
 
 
 def _attribute_type(text: Any) -> str:
     """dtypes.parse_attr_type for a recorded type; an untyped attribute declines (its type is inferred)."""
     if text in (">S1", "<U1", "|U1", ">U1"):
         return "char"
-    m = _DTYPE.match(text) if isinstance(text, str) else None
-    if m is None:
-        raise Decline(f"attribute type {text!r}")
-    order, kind, size = m.group(1), m.group(2), int(m.group(3))
+    order, kind, size = _dtype_parts(text)
     if kind in "iuf" and f"{kind}{size}" in NUMERIC:
         return NUMERIC[f"{kind}{size}"]
     if kind == "S" and size >= 1:
@@ -404,15 +450,22 @@ def _attribute_value(value: Any, nctype: str) -> tuple[str, Any]:
     a char value stored as JSON (Appendix D case 3) and any value holding lists or objects read back as text."""
     items = value if isinstance(value, list) else [value]
     if nctype == "char" or not items or any(isinstance(v, (dict, list)) for v in items):
-        text = value if isinstance(value, str) else unparse(value)
+        text = value if isinstance(value, str) else _unparse(value)
         text.encode("utf-8", "surrogateescape")  # text ncdump cannot print as bytes declines (UnicodeError)
         return "char", text
     if nctype == "string":
-        texts = [v if isinstance(v, str) else unparse(v) for v in items]
+        texts = [v if isinstance(v, str) else _unparse(v) for v in items]
         for v in texts:
             v.encode("utf-8", "surrogateescape")
         return "string", texts
     return nctype, [_number(v, nctype) for v in items]
+
+
+def _unparse(value: Any) -> str:
+    """attrs.unparse (netcdf-c's JSON layout), imported only for a value stored as JSON (it loads json and re)."""
+    from nczarr_conformance.nczarr.lenient_json import unparse
+
+    return unparse(value)
 
 
 def _number(v: Any, nctype: str) -> Any:
