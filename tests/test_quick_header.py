@@ -326,16 +326,18 @@ def test_the_command_prints_the_quick_header_without_numpy(plain):
     assert done.stdout == full.stdout and done.stdout.startswith(b"netcdf plain {")
 
 
-def test_an_interrupt_during_the_quick_path_is_one_line_and_exit_130(plain):
-    """SIGINT while the header is read: ``nczarr-dump: interrupted`` and 130, as the full command, no traceback."""
+@pytest.mark.parametrize(("signum", "said"), [(signal.SIGINT, b"interrupted"),
+                                              (signal.SIGTERM, b"terminated by SIGTERM")])
+def test_a_signal_during_the_quick_path_is_one_line_and_its_exit_code(plain, signum, said):
+    """SIGINT or SIGTERM while the header is read: the full command's line and code (130, 143), no traceback."""
     code = ("import sys, time\nfrom nczarr_conformance.cdl import quick_header as q\nfrom nczarr_conformance.cli "
             "import dump\nreal = q.quick_header\nq.quick_header = lambda p: (print('reading', flush=True), "
             "time.sleep(30), real(p))[2]\nsys.exit(dump.main(['-h', sys.argv[1]]))\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(plain)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == b"reading\n"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=30)
-    assert (proc.returncode, err, out) == (130, b"nczarr-dump: interrupted\n", b"")
+    assert (proc.returncode, err, out) == (128 + signum, b"nczarr-dump: " + said + b"\n", b"")
 
 
 # ---- the standard library it does without ------------------------------------------------------------------------
@@ -396,12 +398,13 @@ def test_a_dtype_it_reads_is_read_alike_by_the_full_reader(text):
     assert m is not None and (m.group(1), m.group(2), int(m.group(3))) == (order, kind, size)
 
 
-def test_the_quick_path_imports_no_re_json_typing_argparse_or_numpy(plain):
+def test_the_quick_path_imports_no_re_json_typing_argparse_enum_or_numpy(plain):
     """Under ``python -S`` (no site-packages hooks loading anything first): the header of a plain store is printed
     with none of these loaded; each costs the start-up milliseconds (benchmarks/dump.py's start-up rows)."""
     root = Path(quick.__file__).parents[2]
     code = ("import sys\nfrom nczarr_conformance.cli import dump\ncode = dump.main(['-h', sys.argv[1]])\n"
-            "sys.stdout.flush()\nheavy = ('re', 'json', 'typing', 'argparse', 'numpy', 'dataclasses', 'threading')\n"
+            "sys.stdout.flush()\nheavy = ('re', 'json', 'typing', 'argparse', 'numpy', 'dataclasses', 'threading',"
+            " 'enum')\n"
             "sys.stderr.write(' '.join(m for m in heavy if m in sys.modules))\nsys.exit(code)\n")
     done = subprocess.run([sys.executable, "-S", "-c", code, str(plain)], capture_output=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(root)})
