@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import stat
-import struct
 
 from nczarr_conformance import keys
 from nczarr_conformance.cdl.header_text import (
@@ -477,12 +476,21 @@ def _number(v: Any, nctype: str) -> Any:
             raise Decline("float attribute value")
         else:
             x = float(v)
-        return struct.unpack("<f", struct.pack("<f", x))[0] if nctype == "float" else x  # OverflowError declines
+        return _float32(x) if nctype == "float" else x
     if type(v) is bool or (type(v) is float and v.is_integer()):
         v = int(v)
     if type(v) is not int or not INT_RANGE[nctype][0] <= v <= INT_RANGE[nctype][1]:
         raise Decline("integer attribute value")
     return v
+
+
+def _float32(x: float) -> float:
+    """``x`` rounded to float32 as numpy's cast rounds it (IEEE nearest-even); past float32's range an
+    OverflowError, which declines (numpy would make it infinite, with a warning)."""
+    import struct  # (only a float attribute needs it)
+
+    value: float = struct.unpack("<f", struct.pack("<f", x))[0]
+    return value
 
 
 def _check_fill(value: Any, nctype: str) -> None:
