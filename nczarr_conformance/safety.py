@@ -323,19 +323,101 @@ def exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+def sync_file(path: Path) -> None:
+    """Put ``path``'s bytes on disk (fsync) before something that relies on them: a rename over the old
+    version, the removal of the old tree. Without it a power cut after the rename can leave the new name
+    with an empty or partial file (delayed allocation) and the old one gone."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_directory(path: Path) -> None:
+    """Put a directory's entries on disk (fsync of the directory): a rename into it, a file made in it."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+#: files fsynced at once by :func:`sync_tree` where the system has no syncfs (fsync waits on the disk, not the GIL)
+SYNC_THREADS = 8
+
+
+def syncfs(path: Path) -> bool:
+    """Linux's syncfs(2) of the file system holding ``path``: all its written data and metadata on disk, at the
+    cost of the data not yet written (not of the number of files); False where the system has no syncfs."""
+    import ctypes  # here: only a replace needs it, and it costs every command's start-up
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return False
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if fn(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(path))  # a write-back error: the new copy is not safe
+    finally:
+        os.close(fd)
+    return True
+
+
+def sync_tree(root: Path) -> None:
+    """Every file and directory below ``root`` on disk, before the old copy it replaces goes.
+
+    One :func:`syncfs` where there is one: an append's tree holds thousands of links to chunks already on
+    disk, and an fsync of each cost 0.5 s for 7,300 files here where syncfs took 2 ms. Elsewhere each file
+    is fsynced (on :data:`SYNC_THREADS` threads), then each directory after what it holds. Symlinks are not
+    followed (a store holds none)."""
+    if syncfs(root):
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    files: list[Path] = []
+    directories: list[Path] = []
+    for dirpath, _, filenames in os.walk(root, topdown=False):
+        here = Path(dirpath)
+        files += [here / name for name in filenames if not os.path.islink(here / name)]
+        directories.append(here)
+    if len(files) > 1:
+        with ThreadPoolExecutor(min(SYNC_THREADS, len(files))) as pool:
+            list(pool.map(sync_file, files))
+    elif files:
+        sync_file(files[0])
+    for directory in directories:
+        sync_directory(directory)
+
+
 def swap_in(new: Path, target: Path) -> None:
     """Put the tree ``new`` at ``target`` and remove the old one.
 
     With RENAME_EXCHANGE a reader sees the old tree or the new one; without it there is
-    a moment between two renames when ``target`` is absent (never a mix).
+    a moment between two renames when ``target`` is absent (never a mix). The new tree is on
+    disk (:func:`sync_tree`) before the swap, and the swap before the old tree is removed: a
+    power cut at any moment leaves one whole tree at ``target``, the old one or the new one.
     """
+    sync_tree(new)
     if exchange(new, target):
+        sync_directory(target.parent)
         remove_path(new)  # now the old tree
         return
     aside = make_temp_dir(target)
     os.rename(target, aside)  # a directory renamed onto an empty directory replaces it
     os.rename(new, target)
+    sync_directory(target.parent)
     remove_path(aside)
+
+
+def replace_file(new: Path, target: Path) -> None:
+    """``os.replace(new, target)`` with ``new`` on disk first and the rename after: the old file is gone
+    only once the new one can take its place through a power cut."""
+    sync_file(new)
+    os.replace(new, target)
+    sync_directory(target.parent)
 
 
 # ---- one writer at a time ----------------------------------------------------------------------

@@ -140,7 +140,9 @@ def write_backup(spec: StoreSpec, source: Store, plan: Plan) -> str:
             os.chmod(tmp, 0o777 & ~safety.umask())
             if os.path.lexists(where.path):
                 raise StoreError(f"{where.path}: appeared while the backup was written; not replaced")
+            safety.sync_tree(tmp)  # the originals on disk before the swap drops them from the store
             os.rename(tmp, where.path)
+            safety.sync_directory(Path(where.path).parent)
     except OSError as exc:
         safety.remove_path(tmp)
         raise StoreError(f"{where.path}: cannot write the backup: {exc.strerror or exc}") from exc

@@ -216,7 +216,7 @@ class DirectoryStore(Store):
             # A fresh write builds a private tree (mkdtemp, mode 0700) that is swapped in whole at
             # commit and removed whole on abort, so an object is written in place: no temporary
             # file and rename per chunk (the cost of many small chunks).
-            write_object(path, data, mode, in_place=self.mode == "w")
+            write_object(path, data, mode, in_place=self.mode == "w", durable=self.mode == "u")
         except OSError as exc:
             raise StoreError(f"{self.target}: cannot write {key.lstrip('/')}: {exc.strerror or exc}") from exc
 
@@ -465,13 +465,16 @@ def _fill(out: int, data: bytes | Extent) -> None:
         _write_all(out, data)
 
 
-def write_object(path: Path, data: bytes | Extent, mode: int, *, in_place: bool) -> None:
+def write_object(path: Path, data: bytes | Extent, mode: int, *, in_place: bool, durable: bool = False) -> None:
     """Write one object file, never through a symlink (O_NOFOLLOW, mkstemp).
 
     ``in_place`` inside a private tree nobody reads yet; otherwise (an append's or a fix's tree,
     whose files may be hard links to the live store's) into a temporary file renamed over the
     object, so a reader sees the old bytes or the new ones and a linked file is never written into.
     ``data`` an :class:`Extent`: the bytes are copied from that file (:func:`copy_extent`).
+    ``durable`` (a fix in place, whose rename drops the user's only copy of the object): the new bytes
+    are on disk (fsync) before the rename, and the rename before the call returns. A staged tree's
+    objects are synced together when the tree is swapped in (safety.swap_in).
     """
     if in_place:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
@@ -485,9 +488,13 @@ def write_object(path: Path, data: bytes | Extent, mode: int, *, in_place: bool)
         try:
             os.fchmod(fd, mode)
             _fill(fd, data)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
+        if durable:
+            safety.sync_directory(path.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -587,7 +587,8 @@ class ReferenceCollector(Store):
                 os.chmod(tmp_file, 0o666 & ~safety.umask())
                 if os.path.isdir(target):
                     raise StoreError(f"{target}: is a directory; a .json references output is a file")
-                os.replace(tmp_file, target)
+                os.replace(tmp_file, target)  # (its bytes fsynced above)
+                safety.sync_directory(target.parent)
                 tmp_file = None
         finally:
             if temp is not None and temp.exists():

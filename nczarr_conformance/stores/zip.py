@@ -258,7 +258,10 @@ class ZipStore(Store):
                 if os.path.lexists(self.target) and not self.overwrite:
                     raise StoreError(f"{self.target}: appeared while writing; not replaced")
                 os.chmod(self.tmp, 0o666 & ~self._umask)
-                os.replace(self.tmp, self._real)
+                if os.path.lexists(self._real):  # the old zip goes: the new one on disk first
+                    safety.replace_file(self.tmp, self._real)
+                else:
+                    os.replace(self.tmp, self._real)
             except OSError as exc:
                 self.tmp.unlink(missing_ok=True)
                 self.mode = "done"
