@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from nczarr_conformance.errors import FormatError
 
+TYPE_CHECKING = False  # typing's constant without importing typing: 4 ms of ``nczarr-dump -h``'s start
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
 
 def join(*parts: str) -> str:
     """Join segments into one absolute key, ignoring empty segments."""
@@ -45,6 +49,14 @@ def validate(key: str) -> str:
         if seg in (".", "..") or "\\" in seg or any(ord(c) < 32 for c in seg):
             raise FormatError(f"unsafe key {key!r}")
     return join(key)
+
+
+def members(parent_key: str, names: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """Each member name a group lists, with its key under ``parent_key``; :func:`validate` refuses a name that
+    would leave the store (``..``, a control character) before anything is read under it."""
+    for name in names:
+        validate(name)
+        yield name, join(parent_key, name)
 
 
 def split_v3_chunk(key: str) -> tuple[str, list[int]] | None:

@@ -314,12 +314,10 @@ class _Reader:
         for names in (arrays, subgroups):
             if not isinstance(names, list) or not all(isinstance(n, str) and n and "/" not in n for n in names):
                 raise Decline(f"{gkey}: member names")
-        for name in arrays:
-            keys.validate(name)
-            group.variables[name] = self._variable(keys.join(gkey, name))
-        for name in subgroups:
-            keys.validate(name)
-            group.groups[name] = self._group(keys.join(gkey, name))
+        for name, key in keys.members(gkey, arrays):
+            group.variables[name] = self._variable(key)
+        for name, key in keys.members(gkey, subgroups):
+            group.groups[name] = self._group(key)
         return group
 
     def _attributes(self, node: str, zattrs: dict[str, Any]) -> list[tuple[str, str, Any]]:

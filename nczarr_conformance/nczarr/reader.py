@@ -755,12 +755,10 @@ class DatasetReader(ChunkReader):
                     arrays.append(name)
                 elif self.meta.get(keys.join(child, ".zgroup")) is not None:
                     subgroups.append(name)
-        for name in arrays:
-            keys.validate(name)
-            group.variables[name] = self._read_variable(keys.join(gkey, name))
-        for name in subgroups:
-            keys.validate(name)
-            group.groups[name] = self._read_group(keys.join(gkey, name))
+        for name, key in keys.members(gkey, arrays):
+            group.variables[name] = self._read_variable(key)
+        for name, key in keys.members(gkey, subgroups):
+            group.groups[name] = self._read_group(key)
         return group
 
     def _consolidated_children(self, gkey: str) -> tuple[list[str], list[str]]:
