@@ -7,8 +7,8 @@ functions as the full writer (cdl/header_text.py).
 
 It is a recognizer, not a second reader. It answers only for a store whose every piece it
 vouches for: a local directory (no URL, fragment or zip), the layouts netcdf-c 4.8-4.10
-write (nczarr-2-upper, nczarr-2, nczarr-4.10), consolidated or not, numeric variables,
-and attributes whose types ``_nczarr_attr`` records. Everything else, and every condition
+write (nczarr-2-upper, nczarr-2, nczarr-4.10), consolidated or not, variables of the
+atomic types, and attributes whose types ``_nczarr_attr`` records. Everything else, and every condition
 under which the full reader (nczarr/reader.py) would refuse the store or read it
 differently, answers None: the command then runs the full reader, with its checks and its
 one-line errors. tests/test_quick_header.py holds the two outputs equal on every store
@@ -107,8 +107,6 @@ def loads(text: str) -> Any:
         import json
 
         return json.loads(text, strict=False)
-    if text.startswith("\ufeff"):
-        raise Decline("a byte-order mark")  # json.loads refuses it
     try:
         value, end = _scan(text, len(text) - len(text.lstrip(_JSON_SPACE)))
     except StopIteration:
@@ -337,7 +335,8 @@ class _Reader:
         if zarray is None or zarray.get("zarr_format") != 2:
             raise Decline(f"{akey}: .zarray")
         zshape, chunks = _extents(zarray.get("shape"), 0), _extents(zarray.get("chunks"), 1)
-        nctype, itemsize = _variable_type(zarray.get("dtype"))
+        info = self._piece(akey, "array") or {}
+        nctype, itemsize = _variable_type(zarray.get("dtype"), info.get("nczarr_type"))
         if len(zshape) != len(chunks) or len(zshape) > 64 or _beyond_int64(zshape, chunks, itemsize):
             raise Decline(f"{akey}: geometry")
         if zarray.get("order", "C") not in ("C", "F") or zarray.get("dimension_separator", ".") not in (".", "/"):
@@ -349,7 +348,6 @@ class _Reader:
             if config is not None and not (isinstance(config, dict) and isinstance(config.get("id"), str)):
                 raise Decline(f"{akey}: codec configuration")
         attributes = self._attributes(akey, self.tree.get(keys.join(akey, ".zattrs")) or {})
-        info = self._piece(akey, "array") or {}
         refs = info.get("dimension_references", info.get("dimrefs", info.get("dimensions")))
         scalar = not zshape or bool(info.get("scalar")) or info.get("storage") == "scalar"
         if refs is None and not scalar:
@@ -412,20 +410,27 @@ def _beyond_int64(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int
 
 
 def _dtype_parts(text: Any) -> tuple[str, str, int]:
-    """(byte order, kind, size) of a Zarr v2 dtype string such as ``<f4``; declines what dtypes.parse_dtype reads
-    otherwise (no order mark, ``=``, non-ASCII digits, a trailing newline). By hand: ``re`` costs 5 ms to import."""
+    """(byte order, kind, size) of a Zarr v2 dtype string such as ``<f4``, as dtypes' ``\\d+`` reads it (a digit of
+    any script; ``int`` refuses the rest, a decline); declines the forms it reads otherwise (no order mark, ``=``,
+    a trailing newline). By hand: ``re`` costs 5 ms to import."""
     if not isinstance(text, str) or len(text) < 3 or text[0] not in "<>|" or not text[1].isascii() \
-            or not text[1].isalpha() or not text[2:].isascii() or not text[2:].isdigit():
+            or not text[1].isalpha() or not text[2:].isdigit():
         raise Decline(f"dtype {text!r}")
     return text[0], text[1], int(text[2:])
 
 
-def _variable_type(text: Any) -> tuple[str, int]:
-    """A numeric Zarr v2 dtype's netCDF type and item size (dtypes.parse_dtype); anything else declines."""
-    _, kind, size = _dtype_parts(text)
-    if kind not in "iuf" or f"{kind}{size}" not in NUMERIC:
-        raise Decline(f"dtype {text!r}")
-    return NUMERIC[f"{kind}{size}"], size
+def _variable_type(text: Any, nczarr_type: Any) -> tuple[str, int]:
+    """A Zarr v2 dtype's netCDF type and item size as reader.py reads an NCZarr array (dtypes.parse_dtype with
+    ``u1_is_char``, then our ``|S1`` char by its ``nczarr_type``); an object or other dtype declines."""
+    order, kind, size = _dtype_parts(text)
+    if kind in "iuf" and f"{kind}{size}" in NUMERIC:
+        return NUMERIC[f"{kind}{size}"], size
+    if kind == "S" and size >= 1:
+        char = size == 1 and (order == ">" or nczarr_type == "char")
+        return ("char", 1) if char else ("string", size)
+    if kind == "U" and size >= 1:
+        return ("char", 1) if size == 1 else ("string", 4 * size)
+    raise Decline(f"dtype {text!r}")
 
 
 def _attribute_type(text: Any) -> str:
@@ -492,7 +497,11 @@ def _float32(x: float) -> float:
 
 
 def _check_fill(value: Any, nctype: str) -> None:
-    """reader.py ``decode_fill`` accepts ``value`` for a numeric variable."""
+    """reader.py ``decode_fill`` accepts ``value`` for the variable's type (text for char and string)."""
+    if nctype in ("char", "string"):
+        if value is not None and not isinstance(value, str):
+            raise Decline(f"fill_value {value!r}")
+        return
     if value is None or (nctype in ("float", "double") and (value in _FLOAT_FILLS if isinstance(value, str)
                                                             else type(value) in (int, float))):
         return
