@@ -151,9 +151,9 @@ def quick_header(path: str) -> str | None:
     except (Decline, OSError):
         return None
     try:
-        root = _Reader(tree).read()
+        groups = _Reader(tree).read()
         lines: list[str] = [f"netcdf {escape_name(dataset_name(path))} {{\n"]
-        _print_group(lines.append, "/", root, 0, _defines(root))
+        _print_group(lines.append, "/", groups["/"], 0, lambda gpath, name: name in groups[gpath].dimensions)
         lines.append("}\n")
         return "".join(lines)
     except Exception:  # any surprise means "not vouched for": the full reader decides and words it
@@ -274,7 +274,8 @@ class _Reader:
     def __init__(self, tree: _Tree) -> None:
         self.tree = tree
 
-    def read(self) -> _Group:
+    def read(self) -> dict[str, _Group]:
+        """Every group by its path (``/`` the root), checked as the full reader checks them."""
         tree = self.tree
         tree.consolidate()
         zgroup = tree.get("/.zgroup")
@@ -285,9 +286,9 @@ class _Reader:
                 or isinstance(zgroup.get("_nczarr_superblock"), dict)
                 or isinstance(zgroup.get("_NCZARR_SUPERBLOCK"), dict)):
             raise Decline("not a layout of netcdf-c 4.8-4.10")  # v1, pure Zarr: the full reader's
-        root = self._group("/")
-        self._check_dimension_references(root)
-        return root
+        groups = dict(_walk("/", self._group("/")))
+        self._check_dimension_references(groups)
+        return groups
 
     def _piece(self, node: str, piece: str) -> dict[str, Any] | None:
         """nczarr/flavors.py ``find_piece``."""
@@ -363,9 +364,9 @@ class _Reader:
         dimensions = [r if r.startswith("/") else "/" + r for r in ([] if scalar else refs)]
         return _Variable(nctype, dimensions, () if scalar else zshape, attributes)
 
-    def _check_dimension_references(self, root: _Group) -> None:
+    @staticmethod
+    def _check_dimension_references(groups: dict[str, _Group]) -> None:
         """reader.py ``_check_dimrefs``: every reference is defined and no array is longer than its dimension."""
-        groups = dict(_walk("/", root))
         for group in groups.values():
             for var in group.variables.values():
                 for ref, size in zip(var.dimensions, var.shape, strict=True):
@@ -517,11 +518,6 @@ def _walk(path: str, group: _Group) -> list[tuple[str, _Group]]:
     for name, sub in group.groups.items():
         found += _walk(path.rstrip("/") + "/" + name, sub)
     return found
-
-
-def _defines(root: _Group) -> Callable[[str, str], bool]:
-    groups = dict(_walk("/", root))
-    return lambda path, name: name in groups[path].dimensions
 
 
 def _print_group(w: Callable[[str], object], gpath: str, group: _Group, indent: int,
